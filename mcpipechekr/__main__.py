@@ -1,0 +1,3 @@
+from mcpipechekr.cli import main
+
+main()

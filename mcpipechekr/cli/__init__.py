@@ -1,0 +1,31 @@
+"""The ``mcpipechekr`` command line.
+
+Each command lives in its own module and is a thin call into the library, so the
+doit graph and the CLI run the same code. New commands are registered here.
+"""
+
+from __future__ import annotations
+
+import click
+
+from mcpipechekr import __version__
+from mcpipechekr.cli.init_cmd import init_command
+from mcpipechekr.cli.schema_cmd import schema_command
+from mcpipechekr.cli.server_cmd import server_group
+from mcpipechekr.cli.validate_cmd import validate_command
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mcpipechekr")
+def main() -> None:
+    """Measure how LLM agents use your MCP server, and fix what costs them.
+
+    Start with `mcpipechekr init`, check the files with `mcpipechekr validate`,
+    then run the pipeline with `doit loop`.
+    """
+
+
+main.add_command(init_command)
+main.add_command(validate_command)
+main.add_command(schema_command)
+main.add_command(server_group)
