@@ -1,0 +1,506 @@
+"""Owning the MCP server under test: start it, prove it healthy, call it, restart it, stop it.
+
+Design:
+- `connect()` is the async core: one process (for stdio, or for an HTTP server
+  with a `start` command) and one MCP client session, torn down together.
+- `ServerUnderTest` is the synchronous face the CLI and the doit graph use. It
+  runs the async core in a background event loop (an anyio blocking portal), so
+  one server process stays up across the phases of a harness run.
+- Every way a server can fail becomes a `ServerHalt` that says what happened
+  (exit code or signal, timeout, closed connection), which call was running,
+  and where the server's stderr was logged, with its last lines. Nothing runs
+  against a dead or stale server: after a halt the object refuses further calls
+  until it is restarted.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.from_thread
+import mcp_types
+from mcp import Client
+
+from mcpipechekr import __version__
+from mcpipechekr.config import LaunchSpec, ServerConfig
+from mcpipechekr.errors import ServerHalt
+from mcpipechekr.server.stdio_transport import StdioProcessTransport
+
+_LOG_TAIL_LINES = 15
+_PAGE_CAP = 100  # tools/list pages followed at most: a paginator that never ends cannot hang us
+
+
+@dataclass
+class HealthReport:
+    """What the health check saw: enough to print and to record in a run."""
+
+    server: str
+    transport: str
+    tools: list[str]
+    elapsed_s: float
+    protocol_version: str | None = None
+    server_info: dict[str, Any] = field(default_factory=dict)
+
+
+def resolve_command(command: str) -> str:
+    """`python`/`python3` mean the interpreter running us, so the bundled example runs in our environment."""
+    return sys.executable if command in ("python", "python3") else command
+
+
+def describe_target(server: ServerConfig) -> str:
+    """One line naming how the server is reached, for messages and reports (no header values)."""
+    if server.command:
+        return "stdio: " + " ".join([server.command, *server.args])
+    return f"http: {server.url}"
+
+
+def _log_tail(log_path: Path, offset: int = 0) -> str:
+    try:
+        with open(log_path, "rb") as handle:
+            handle.seek(offset)
+            lines = handle.read().decode(errors="replace").splitlines()
+    except OSError:
+        return ""
+    tail = [line for line in lines if line.strip()][-_LOG_TAIL_LINES:]
+    return "\n".join("    " + line for line in tail)
+
+
+def _exit_description(returncode: int | None) -> str | None:
+    if returncode is None:
+        return None
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = str(-returncode)
+        return f"was killed by signal {name}"
+    return f"exited with code {returncode}"
+
+
+def _process_env(extra: dict[str, str]) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(extra)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+class Connection:
+    """A live MCP session with the server under test, and the process behind it when we started one."""
+
+    def __init__(
+        self,
+        server: ServerConfig,
+        client: Client,
+        log_path: Path,
+        exit_code: Callable[[], int | None],
+        log_offset: int = 0,
+        kill: Callable[[], None] | None = None,
+    ):
+        self.server = server
+        self.client = client
+        self.log_path = log_path
+        self.exit_code = exit_code
+        self.halted: ServerHalt | None = None
+        self._log_offset = log_offset  # messages show only the lines of this start
+        self.kill = kill or (lambda: None)
+
+    def halt(self, what: str, during: str, *, prefer_cause: bool = False) -> ServerHalt:
+        """Build (and remember) the error that stops everything; later calls re-raise it.
+
+        A process that exited explains a broken call better than the symptom,
+        except for timeouts (`prefer_cause`), where we killed it ourselves.
+        """
+        died = None if prefer_cause else _exit_description(self.exit_code())
+        cause = f"{died} {during}" if died else f"{what} {during}"
+        message = f"server '{self.server.name}' {cause} ({describe_target(self.server)}).\n"
+        message += f"  Its stderr is logged at {self.log_path}"
+        tail = _log_tail(self.log_path, self._log_offset)
+        message += (":\n" + tail) if tail else " (nothing written)."
+        self.halted = ServerHalt(message)
+        return self.halted
+
+    async def _guarded(self, during: str, timeout_s: float | None, call: Callable[[], Any]) -> Any:
+        if self.halted is not None:
+            raise self.halted
+        try:
+            with anyio.fail_after(timeout_s):
+                return await call()
+        except TimeoutError:
+            # The process may have died while we waited: prefer that explanation.
+            await anyio.sleep(0.05)
+            raise self.halt(f"did not answer within {timeout_s:g}s", during) from None
+        except ServerHalt:
+            raise
+        except Exception as exc:  # closed stream, broken pipe, transport error, protocol error
+            await anyio.sleep(0.05)
+            if self.exit_code() is None and _is_protocol_error(exc):
+                raise  # an MCP error response from a live server is the caller's business
+            raise self.halt(f"broke the connection ({type(exc).__name__}: {exc})", during) from exc
+
+    async def list_tools(self, timeout_s: float | None = None) -> list[mcp_types.Tool]:
+        """tools/list, following pagination."""
+
+        async def walk() -> list[mcp_types.Tool]:
+            tools: list[mcp_types.Tool] = []
+            cursor: str | None = None
+            for _ in range(_PAGE_CAP):
+                page = await self.client.list_tools(cursor=cursor)
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            return tools
+
+        return await self._guarded("during tools/list", timeout_s, walk)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, timeout_s: float | None = None
+    ) -> mcp_types.CallToolResult:
+        """tools/call; a tool error is a normal result (`is_error`), a dead server is a `ServerHalt`."""
+        return await self._guarded(
+            f"during tools/call '{name}'", timeout_s, lambda: self.client.call_tool(name, arguments or {})
+        )
+
+    async def health_check(self, started: float, timeout_s: float) -> HealthReport:
+        remaining = max(0.1, timeout_s - (time.monotonic() - started))
+        tools = await self.list_tools(timeout_s=remaining)
+        min_tools = self.server.health.min_tools
+        if len(tools) < min_tools:
+            raise self.halt(
+                f"listed {len(tools)} tool(s) where the health check needs at least {min_tools} "
+                "(server.health.min_tools)",
+                "at the health check",
+            )
+        info = self.client.server_info
+        return HealthReport(
+            server=self.server.name,
+            transport=self.server.transport,
+            tools=[tool.name for tool in tools],
+            elapsed_s=time.monotonic() - started,
+            protocol_version=self.client.protocol_version,
+            server_info=info.model_dump(exclude_none=True) if info is not None else {},
+        )
+
+
+def _is_protocol_error(exc: Exception) -> bool:
+    from mcp.shared.exceptions import MCPError
+
+    return isinstance(exc, MCPError) and "closed" not in str(exc).lower()
+
+
+def _client(target: Any) -> Client:
+    return Client(target, client_info=mcp_types.Implementation(name="mcpipechekr", version=__version__))
+
+
+@asynccontextmanager
+async def connect(server: ServerConfig, log_path: Path) -> AsyncIterator[tuple[Connection, HealthReport]]:
+    """Start (or reach) the server, pass the health check within `health.timeout_s`, and yield the session.
+
+    Raises ServerHalt when the server exits, hangs or lists too few tools; the
+    process is always stopped on the way out.
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with open(log_path, "ab", buffering=0) as log:
+        offset = log.tell()
+        if server.command:
+            transport = StdioProcessTransport(
+                resolve_command(server.command),
+                server.args,
+                env=_process_env(server.env),
+                cwd=server.cwd,
+                stderr=log,
+            )
+
+            def exit_code() -> int | None:
+                return transport.process.returncode if transport.process is not None else None
+
+            connection = Connection(server, _client(transport), log_path, exit_code, offset, transport.kill)
+            async with _session(connection, started) as pair:
+                yield pair
+            return
+        process = _start_http_process(server.start, log) if server.start else None
+        try:
+            await _wait_for_port(server, process, log_path, offset, started)
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            async with httpx2.AsyncClient(
+                headers=dict(server.headers), timeout=httpx2.Timeout(30.0, read=300.0)
+            ) as http:
+                assert server.url is not None
+                client = _client(streamable_http_client(server.url, http_client=http))
+                connection = Connection(
+                    server,
+                    client,
+                    log_path,
+                    (lambda: process.poll()) if process is not None else (lambda: None),
+                    offset,
+                    (lambda: _kill_popen(process)) if process is not None else None,
+                )
+                async with _session(connection, started) as pair:
+                    yield pair
+        finally:
+            if process is not None:
+                _stop_popen(process)
+
+
+@asynccontextmanager
+async def _session(connection: Connection, started: float) -> AsyncIterator[tuple[Connection, HealthReport]]:
+    """Open the MCP session and pass the health check before a watchdog runs out the health timeout.
+
+    The watchdog cancels the whole start-up instead of wrapping it in a timeout
+    scope, because the client opens task groups that outlive its `__aenter__`.
+    """
+    server = connection.server
+    timeout_s = server.health.timeout_s
+    timed_out = False
+    report: HealthReport | None = None
+    try:
+        async with anyio.create_task_group() as tg:
+            watchdog_scope = anyio.CancelScope()
+
+            async def watchdog() -> None:
+                nonlocal timed_out
+                with watchdog_scope:
+                    await anyio.sleep(max(0.0, timeout_s - (time.monotonic() - started)))
+                    timed_out = True
+                    connection.kill()
+                    tg.cancel_scope.cancel()
+
+            tg.start_soon(watchdog)
+            async with connection.client:
+                report = await connection.health_check(started, timeout_s)
+                watchdog_scope.cancel()
+                yield connection, report
+    except BaseException as caught:
+        exc = _leaf(caught)
+        if timed_out and report is None:
+            raise connection.halt(
+                f"did not answer within {timeout_s:g}s", "during start-up", prefer_cause=True
+            ) from None
+        if isinstance(exc, FileNotFoundError):
+            raise ServerHalt(
+                f"server '{server.name}' could not be started: {exc.strerror}: {exc.filename!r} "
+                f"({describe_target(server)}). Check server.command in config.yaml or --command."
+            ) from None
+        if isinstance(exc, ServerHalt):
+            raise exc from None
+        if not isinstance(exc, Exception):
+            raise
+        if report is not None:
+            if connection.halted is not None or connection.exit_code() is not None:
+                return  # the server died under us; the caller already saw (or will see) the halt
+            raise exc from None
+        await anyio.sleep(0.1)  # let the exit code land
+        raise connection.halt(
+            f"failed to initialize ({type(exc).__name__}: {exc})", "during start-up"
+        ) from None
+    if timed_out and report is None:
+        raise connection.halt(f"did not answer within {timeout_s:g}s", "during start-up", prefer_cause=True)
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The exception that matters inside task-group wrapping: a halt if there is one, else the first."""
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [_leaf(inner) for inner in exc.exceptions]
+        for leaf in leaves:
+            if isinstance(leaf, ServerHalt):
+                return leaf
+        return leaves[0]
+    return exc
+
+
+def _start_http_process(start: LaunchSpec, log: IO[bytes]) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
+            [resolve_command(start.command), *start.args],
+            cwd=start.cwd,
+            env=_process_env(start.env),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise ServerHalt(
+            f"the server's start command could not be run: {exc.strerror}: {exc.filename!r}. "
+            "Check server.start in config.yaml."
+        ) from None
+
+
+def _kill_popen(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _stop_popen(process: subprocess.Popen[bytes]) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if process.poll() is not None:
+            return
+        try:
+            os.killpg(process.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            process.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+async def _wait_for_port(
+    server: ServerConfig,
+    process: subprocess.Popen[bytes] | None,
+    log_path: Path,
+    log_offset: int,
+    started: float,
+) -> None:
+    """Poll the URL's TCP port until it accepts, the start process dies, or the health timeout passes."""
+    parts = urlsplit(server.url or "")
+    host = parts.hostname or "127.0.0.1"
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    timeout_s = server.health.timeout_s
+    while time.monotonic() - started < timeout_s:
+        if process is not None and process.poll() is not None:
+            break
+        try:
+            with anyio.fail_after(0.5):
+                stream = await anyio.connect_tcp(host, port)
+            await stream.aclose()
+            return
+        except (OSError, TimeoutError):
+            await anyio.sleep(0.1)
+    exit_text = _exit_description(process.poll()) if process is not None else None
+    what = (
+        f"{exit_text} during start-up"
+        if exit_text
+        else f"did not accept connections on {host}:{port} within {timeout_s:g}s"
+    )
+    tail = _log_tail(log_path, log_offset)
+    message = (
+        f"server '{server.name}' {what} ({describe_target(server)}).\n  Its output is logged at {log_path}"
+    )
+    raise ServerHalt(message + ((":\n" + tail) if tail else " (nothing written)."))
+
+
+class ServerUnderTest:
+    """The server under test as a synchronous object that stays up across phases.
+
+    `start()` launches and health-checks it; `call_tool`/`list_tools` talk to it;
+    `restart()` stops and starts it again, health check included; `stop()` ends
+    it. Use it as a context manager to guarantee the process is stopped.
+    """
+
+    def __init__(self, server: ServerConfig, log_path: Path | None = None):
+        self.server = server
+        self.log_path = log_path or default_log_path(server)
+        self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
+        self._portal: anyio.from_thread.BlockingPortal | None = None
+        self._session_cm: AbstractContextManager[tuple[Connection, HealthReport]] | None = None
+        self._connection: Connection | None = None
+        self.health: HealthReport | None = None
+
+    def __enter__(self) -> ServerUnderTest:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._connection is not None and self._connection.halted is None
+
+    def start(self) -> HealthReport:
+        """Launch (or reach) the server and pass the health check; raises ServerHalt otherwise."""
+        if self._connection is not None:
+            raise RuntimeError("server already started; use restart()")
+        self._portal_cm = anyio.from_thread.start_blocking_portal()
+        self._portal = self._portal_cm.__enter__()
+        self._session_cm = self._portal.wrap_async_context_manager(connect(self.server, self.log_path))
+        try:
+            self._connection, self.health = self._session_cm.__enter__()
+        except BaseException:
+            self._session_cm = None
+            self._close_portal()
+            raise
+        return self.health
+
+    def stop(self) -> None:
+        """Stop the server (closing its session first); safe to call twice or after a halt."""
+        session_cm, connection = self._session_cm, self._connection
+        self._session_cm, self._connection = None, None
+        try:
+            if session_cm is not None:
+                try:
+                    session_cm.__exit__(None, None, None)
+                except Exception:
+                    # A dead server's session can fail or be cancelled while closing; the process
+                    # is stopped by the session's own cleanup either way, and the halt was reported.
+                    if connection is None or connection.halted is None:
+                        raise
+        finally:
+            self._close_portal()
+
+    def restart(self) -> HealthReport:
+        """Stop, start, health-check: the new process must prove itself before anything runs against it."""
+        self.stop()
+        return self.start()
+
+    def _close_portal(self) -> None:
+        portal_cm, self._portal_cm, self._portal = self._portal_cm, None, None
+        if portal_cm is not None:
+            portal_cm.__exit__(None, None, None)
+
+    def _require(self) -> tuple[anyio.from_thread.BlockingPortal, Connection]:
+        if self._connection is None or self._portal is None:
+            raise RuntimeError("server not started")
+        if self._connection.halted is not None:
+            raise self._connection.halted
+        return self._portal, self._connection
+
+    def list_tools(self, timeout_s: float | None = None) -> list[mcp_types.Tool]:
+        portal, connection = self._require()
+        return portal.call(connection.list_tools, timeout_s)
+
+    def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, timeout_s: float | None = None
+    ) -> mcp_types.CallToolResult:
+        portal, connection = self._require()
+        return portal.call(connection.call_tool, name, arguments, timeout_s)
+
+    def check_health(self) -> HealthReport:
+        """Re-run the health check on the running server (tools/list within the health timeout)."""
+        portal, connection = self._require()
+        return portal.call(connection.health_check, time.monotonic(), self.server.health.timeout_s)
+
+
+def default_log_path(server: ServerConfig) -> Path:
+    """Where stderr goes when no run directory is given: a per-server file in the temp folder."""
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in server.name) or "server"
+    return Path(tempfile.gettempdir()) / f"mcpipechekr-{safe}-{os.getpid()}.stderr.log"
+
+
+def fetch_tool_names(server: ServerConfig, timeout_s: float | None = None) -> list[str]:
+    """Start the server, list its tool names, stop it. Raises ServerHalt when it cannot be reached."""
+    if timeout_s is not None:
+        server = server.model_copy(
+            update={"health": server.health.model_copy(update={"timeout_s": timeout_s})}
+        )
+    with ServerUnderTest(server) as live:
+        assert live.health is not None
+        return list(live.health.tools)
