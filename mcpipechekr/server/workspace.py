@@ -1,0 +1,84 @@
+"""The git repository of the server's source, where Phase 3 commits its fixes.
+
+For a user's own server, `server.repo` is their checkout and is only read here
+(its SHA and dirty flag go into each run's manifest). For the bundled example,
+`server.repo_template` names a folder that is copied into `server.repo` as a
+fresh repository with one initial commit: fixes are then committed there, never
+into MCPipeChekr's own repository.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from mcpipechekr.config import ServerConfig
+from mcpipechekr.errors import UserError
+
+# Build leftovers that must not become part of the copied server's first commit.
+_TEMPLATE_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.db", "*.db-*", ".pytest_cache")
+HARNESS_AUTHOR = git.Actor("MCPipeChekr", "mcpipechekr@localhost")
+
+
+@dataclass(frozen=True)
+class RepoState:
+    """Which source the server under test runs: recorded in every manifest."""
+
+    sha: str | None
+    dirty: bool
+
+
+def prepare_repo(server: ServerConfig) -> Path | None:
+    """Make sure `server.repo` exists as a git repository; seed it from `repo_template` when missing.
+
+    Returns the repository path, or None when no repository is configured.
+    Safe to call on every run: an existing repository is left as it is.
+    """
+    if server.repo is None:
+        return None
+    repo_path = Path(server.repo)
+    if (repo_path / ".git").exists():
+        return repo_path
+    if repo_path.exists() and any(repo_path.iterdir()):
+        raise UserError(
+            f"server.repo {repo_path} exists but is not a git repository. "
+            "Point server.repo at the server's git checkout, or remove the folder so it can be created."
+        )
+    if server.repo_template is None:
+        raise UserError(
+            f"server.repo {repo_path} does not exist. Clone the server's source there, "
+            "or set server.repo_template to a folder to copy it from."
+        )
+    template = Path(server.repo_template)
+    if not template.is_dir():
+        raise UserError(f"server.repo_template {template} is not a folder.")
+    staging = repo_path.with_name(f".{repo_path.name}.preparing")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(template, staging, ignore=_TEMPLATE_IGNORE)
+    repo = git.Repo.init(staging, initial_branch="main")
+    with repo.config_writer() as cfg:  # commits made here must not depend on the user's global git identity
+        cfg.set_value("user", "name", HARNESS_AUTHOR.name)
+        cfg.set_value("user", "email", HARNESS_AUTHOR.email)
+    repo.git.add(A=True)
+    repo.index.commit(f"Initial import of {template.name}", author=HARNESS_AUTHOR, committer=HARNESS_AUTHOR)
+    repo.close()
+    repo_path.parent.mkdir(parents=True, exist_ok=True)
+    if repo_path.exists():
+        repo_path.rmdir()  # an empty folder left by an earlier attempt
+    staging.rename(repo_path)  # the repository appears whole or not at all
+    return repo_path
+
+
+def repo_state(server: ServerConfig) -> RepoState:
+    """HEAD's SHA and whether the work tree has uncommitted changes (untracked files count)."""
+    if server.repo is None or not (Path(server.repo) / ".git").exists():
+        return RepoState(sha=None, dirty=False)
+    repo = git.Repo(server.repo)
+    try:
+        sha = repo.head.commit.hexsha if repo.head.is_valid() else None
+        return RepoState(sha=sha, dirty=repo.is_dirty(untracked_files=True))
+    finally:
+        repo.close()
