@@ -1,0 +1,52 @@
+"""runs/baseline.json: the accepted answer for each task, shared by every run.
+
+Why shared: a baseline is what "correct" looked like when someone last checked,
+so later runs are compared with it rather than with themselves. It lives next to
+the run folders (see ``rundir.baseline_path``), is rewritten only when a result
+is accepted, and may be edited by hand, which is why its errors point at lines.
+"""
+
+from __future__ import annotations
+
+from pydantic import AwareDatetime, Field, JsonValue, field_validator
+
+from mcpipechekr.artifacts._base import VERSION_DESCRIPTION, ArtifactModel, FormatVersion, Score
+
+
+class BaselineEntry(ArtifactModel):
+    """The accepted result of one task and how far it is trusted."""
+
+    task_id: str = Field(min_length=1, description="Id of the task in tasks.yaml.")
+    result: JsonValue = Field(description="The accepted result, any JSON value.")
+    plausibility_score: Score = Field(
+        description="How plausible the evaluator judged the result, from 0 (implausible) to 1."
+    )
+    evaluator: str = Field(
+        min_length=1, description="Who judged it: `rules`, or `llm:<provider>` such as `llm:openai/gpt-4o`."
+    )
+    timestamp: AwareDatetime = Field(description="When the result was accepted.")
+
+
+class Baseline(ArtifactModel):
+    """runs/baseline.json: accepted results per task, at most one entry per task."""
+
+    version: FormatVersion = Field(default=1, description=VERSION_DESCRIPTION)
+    generated_at: AwareDatetime = Field(description="When this file was last written.")
+    mcp_server_sha: str | None = Field(
+        default=None, description="Git commit of the server the results were accepted for."
+    )
+    tasks: list[BaselineEntry] = Field(default_factory=list, description="One entry per task.")
+
+    @field_validator("tasks")
+    @classmethod
+    def _one_per_task(cls, tasks: list[BaselineEntry]) -> list[BaselineEntry]:
+        seen: set[str] = set()
+        for entry in tasks:
+            if entry.task_id in seen:
+                raise ValueError(f"task `{entry.task_id}` appears twice; keep one entry per task")
+            seen.add(entry.task_id)
+        return tasks
+
+    def entry(self, task_id: str) -> BaselineEntry | None:
+        """The accepted entry for a task, or None if it has no baseline yet."""
+        return next((entry for entry in self.tasks if entry.task_id == task_id), None)

@@ -1,0 +1,144 @@
+"""runs/{run-id}/bug_report.json: what agents got wrong or paid too much for, priced in tokens.
+
+Each bug is written so it can be fixed and verified without the trace at hand:
+a trigger, what was observed, what was expected, acceptance criteria, and the
+token cost of the gap between the observed and the optimal call sequence.
+Evidence points back into the traces by file and step index. Per-task
+statistics carry confidence intervals because agent runs are noisy.
+
+Bug ids are `<PREFIX>-<slug>`; the prefix names the type (see ``BUG_ID_PREFIXES``)
+so an id alone says what kind of problem it is, and the slug stays the same
+across runs for the same problem, which is what lets a fix be checked later.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import AwareDatetime, Field, NonNegativeInt, model_validator
+
+from mcpipechekr.artifacts._base import (
+    VERSION_DESCRIPTION,
+    ArtifactModel,
+    FormatVersion,
+    RunId,
+    Score,
+)
+
+BugType = Literal["bug", "feature_gap", "efficiency", "correctness", "description"]
+BugSeverity = Literal["low", "medium", "high"]
+
+BUG_ID_PREFIXES: dict[str, str] = {
+    "bug": "BUG",
+    "feature_gap": "GAP",
+    "efficiency": "EFF",
+    "correctness": "COR",
+    "description": "DSC",
+}
+BUG_ID_PATTERN = r"^(BUG|GAP|EFF|COR|DSC)-[a-z0-9]+(-[a-z0-9]+)*$"
+
+
+def bug_id(bug_type: BugType, *parts: str) -> str:
+    """Build a stable id such as `EFF-no-date-sort-query-email-database` from free-text parts."""
+    slug = "-".join(piece for part in parts for piece in re.split(r"[^a-z0-9]+", part.lower()) if piece)
+    if not slug:
+        raise ValueError("a bug id needs at least one word after its prefix")
+    return f"{BUG_ID_PREFIXES[bug_type]}-{slug}"
+
+
+class Evidence(ArtifactModel):
+    """Where in the traces a bug was seen."""
+
+    task_id: str = Field(min_length=1, description="Task whose trace shows the bug.")
+    trace: str = Field(
+        min_length=1, description="Trace file, relative to the run folder, e.g. `traces/<file>.json`."
+    )
+    steps: list[NonNegativeInt] = Field(
+        default_factory=list, description="Indexes (from 0) of the trace steps that show it."
+    )
+
+
+class Bug(ArtifactModel):
+    """One problem, with what it costs and how to tell it is fixed."""
+
+    id: str = Field(
+        pattern=BUG_ID_PATTERN,
+        description="Stable id `<PREFIX>-<slug>`: BUG, GAP (feature gap), EFF, COR or DSC (description).",
+    )
+    type: BugType = Field(description="What kind of problem it is; must match the id's prefix.")
+    severity: BugSeverity = Field(description="How much it hurts agents using the server.")
+    source: Literal["analyzer", "llm"] = Field(
+        description="`analyzer` for deterministic trace analysis, `llm` for the phase-2 model."
+    )
+    tool: str | None = Field(default=None, description="The tool at fault, if one is.")
+    task_id: str | None = Field(default=None, description="The task where it was first seen, if one.")
+    trigger: str = Field(min_length=1, description="What the agent was doing when it happened.")
+    observed: str = Field(min_length=1, description="What happened.")
+    expected: str = Field(min_length=1, description="What should have happened.")
+    acceptance_criteria: list[str] = Field(
+        default_factory=list, description="Checks that pass once the bug is fixed."
+    )
+    token_cost_observed: int = Field(ge=0, description="Tokens the observed call sequence cost.")
+    token_cost_optimal: int = Field(ge=0, description="Tokens the optimal call sequence would cost.")
+    token_cost_of_gap: int = Field(ge=0, description="Tokens lost to this bug per occurrence.")
+    occurrences: int = Field(default=1, ge=1, description="How many times it was seen in this run.")
+    task_ids: list[str] = Field(default_factory=list, description="Every task where it was seen.")
+    evidence: list[Evidence] = Field(default_factory=list, description="Trace steps that show it.")
+
+    @model_validator(mode="after")
+    def _prefix_matches_type(self) -> Bug:
+        expected = BUG_ID_PREFIXES[self.type]
+        if not self.id.startswith(expected + "-"):
+            raise ValueError(f"a `{self.type}` bug id starts with `{expected}-` (got `{self.id}`)")
+        return self
+
+
+class TaskStats(ArtifactModel):
+    """How reliably agents solved one task across repetitions."""
+
+    task_id: str = Field(min_length=1, description="Id of the task in tasks.yaml.")
+    runs: int = Field(ge=0, description="Repetitions evaluated.")
+    successes: int = Field(ge=0, description="Repetitions judged successful.")
+    success_rate: Score = Field(description="successes / runs (0 when there were no runs).")
+    wilson_low: Score = Field(description="Lower bound of the 95% Wilson interval of the success rate.")
+    wilson_high: Score = Field(description="Upper bound of the 95% Wilson interval of the success rate.")
+    k: int = Field(default=1, ge=1, description="The k of pass@k and pass^k.")
+    pass_at_k: Score = Field(description="Chance that at least one of k attempts succeeds (pass@k).")
+    pass_hat_k: Score = Field(description="Chance that all k attempts succeed (pass^k).")
+    efficiency_ratio: float | None = Field(
+        default=None,
+        ge=0.0,
+        description="Optimal tokens / observed tokens over successful runs (1 is optimal); absent if none.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TaskStats:
+        if self.successes > self.runs:
+            raise ValueError(f"`successes` ({self.successes}) exceeds `runs` ({self.runs})")
+        if self.wilson_low > self.wilson_high:
+            raise ValueError("`wilson_low` is above `wilson_high`")
+        return self
+
+
+class BugReport(ArtifactModel):
+    """runs/{run-id}/bug_report.json: the evaluated bugs and per-task statistics of one run."""
+
+    version: FormatVersion = Field(default=1, description=VERSION_DESCRIPTION)
+    run_id: RunId = Field(description="The run whose traces were evaluated.")
+    phase1_provider: str = Field(min_length=1, description="Model that produced the traces.")
+    phase2_provider: str | None = Field(
+        default=None, description="Model that evaluated them; absent when only the analyzer ran."
+    )
+    evaluated_at: AwareDatetime = Field(description="When the evaluation finished.")
+    bugs: list[Bug] = Field(default_factory=list, description="Problems found, most costly first.")
+    tasks: list[TaskStats] = Field(default_factory=list, description="Statistics per task.")
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> BugReport:
+        seen: set[str] = set()
+        for bug in self.bugs:
+            if bug.id in seen:
+                raise ValueError(f"bug id `{bug.id}` appears twice; merge them and count `occurrences`")
+            seen.add(bug.id)
+        return self

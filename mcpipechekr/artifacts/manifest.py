@@ -1,0 +1,111 @@
+"""manifest.json: what a run was, so its results can be trusted, compared and reproduced.
+
+Written first when a run starts (status `running`) and rewritten when it ends.
+Everything that can change a run's outcome is pinned here: the harness
+version, the server's commit and whether its tree was dirty, the task file's
+hash, the models per phase and the effective configuration (secrets redacted).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, Field, model_validator
+
+from mcpipechekr.artifacts._base import (
+    VERSION_DESCRIPTION,
+    AcceptedRisk,
+    ArtifactModel,
+    FormatVersion,
+    RunId,
+    Sha256,
+    utc_now,
+)
+
+RunStatus = Literal["running", "completed", "failed", "interrupted"]
+
+
+class PhaseProviders(ArtifactModel):
+    """The model each phase used, spelled as configured (`demo`, `openai/gpt-4o`); absent if unused."""
+
+    phase0: str | None = Field(default=None, description="Phase 0, server checks.")
+    phase05: str | None = Field(default=None, description="Phase 0.5, tool-description evaluation (TEF).")
+    phase1: str | None = Field(default=None, description="Phase 1, the agent running tasks blind.")
+    phase2: str | None = Field(default=None, description="Phase 2, evaluation of traces into bug reports.")
+    phase3: str | None = Field(default=None, description="Phase 3, the reviewed fix loop.")
+
+
+class ServerRef(ArtifactModel):
+    """Which server was tested, with any secret in its command line or URL redacted."""
+
+    name: str = Field(min_length=1, description="The server's short name from config.yaml.")
+    transport: Literal["stdio", "http"] = Field(description="How the server was reached.")
+    command: str | None = Field(
+        default=None, description="stdio: the command line that launched it, shell-quoted and redacted."
+    )
+    url: str | None = Field(default=None, description="http: the streamable-HTTP endpoint, redacted.")
+
+    @model_validator(mode="after")
+    def _matches_transport(self) -> ServerRef:
+        if self.transport == "stdio" and not self.command:
+            raise ValueError("a stdio server needs `command`")
+        if self.transport == "http" and not self.url:
+            raise ValueError("an http server needs `url`")
+        return self
+
+
+class Manifest(ArtifactModel):
+    """runs/{run-id}/manifest.json: the identity and outcome of one pipeline run."""
+
+    version: FormatVersion = Field(default=1, description=VERSION_DESCRIPTION)
+    run_id: RunId = Field(description="The run's folder name, `run-YYYYMMDD-NNN`.")
+    started_at: AwareDatetime = Field(description="When the run started (ISO 8601 with timezone).")
+    finished_at: AwareDatetime | None = Field(
+        default=None, description="When the run ended; absent while it is running."
+    )
+    harness_version: str = Field(min_length=1, description="Version of MCPipeChekr that ran it.")
+    mcp_server_sha: str | None = Field(
+        default=None, description="Git commit of the server's source, if it is a git repository."
+    )
+    mcp_server_dirty: bool = Field(
+        default=False, description="True if the server's repository had uncommitted changes."
+    )
+    task_file_hash: Sha256 = Field(description="Hash of tasks.yaml as read for this run.")
+    providers: PhaseProviders = Field(
+        default_factory=PhaseProviders, description="The model used by each phase."
+    )
+    config_hash: Sha256 = Field(description="Hash of the effective configuration (before redaction).")
+    config: dict[str, Any] = Field(
+        default_factory=dict, description="The effective configuration, with secrets redacted."
+    )
+    server: ServerRef = Field(description="The server under test.")
+    task_ids: list[str] = Field(default_factory=list, description="Ids of the tasks selected for this run.")
+    accepted_risks: list[AcceptedRisk] = Field(
+        default_factory=list, description="Findings accepted as known risks when this run started."
+    )
+    status: RunStatus = Field(
+        default="running",
+        description="`running` until it ends; then `completed`, `failed` or `interrupted` (Ctrl-C, kill).",
+    )
+    status_reason: str | None = Field(
+        default=None, description="Why the run failed or was interrupted, in one line."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Manifest:
+        if self.status == "running" and self.finished_at is not None:
+            raise ValueError("a `running` run has no `finished_at`")
+        if self.status != "running" and self.finished_at is None:
+            raise ValueError(f"a `{self.status}` run needs `finished_at`")
+        if self.finished_at is not None and self.finished_at < self.started_at:
+            raise ValueError("`finished_at` is before `started_at`")
+        return self
+
+    def finished(self, status: RunStatus, reason: str | None = None, at: datetime | None = None) -> Manifest:
+        """A copy marked as ended; the caller writes it back, replacing the `running` manifest."""
+        if status == "running":
+            raise ValueError("use a final status: completed, failed or interrupted")
+        data = self.model_dump()
+        data.update(status=status, status_reason=reason, finished_at=at or utc_now())
+        return Manifest.model_validate(data)

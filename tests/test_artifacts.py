@@ -1,0 +1,597 @@
+"""Artifact models: round trips, strictness, error messages, traces from a real MCP server, docs."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import textwrap
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from mcp import Client, StdioServerParameters
+from pydantic import ValidationError
+
+from mcpipechekr._util.hashing import sha256_bytes
+from mcpipechekr._util.tokens import estimate_tokens
+from mcpipechekr.artifacts import (
+    AcceptedRisk,
+    Baseline,
+    BaselineEntry,
+    Bug,
+    BugReport,
+    Confusion,
+    Drift,
+    Evidence,
+    Manifest,
+    ModelTurn,
+    Overlap,
+    PhaseProviders,
+    RunDir,
+    SecurityFinding,
+    ServerRef,
+    StaticFinding,
+    TaskStats,
+    TefReport,
+    ToolCall,
+    ToolChange,
+    ToolEvaluation,
+    Trace,
+    Usage,
+    bug_id,
+    create_run_dir,
+    list_traces,
+    measure_result,
+    read_model,
+    read_trace,
+    safe_name,
+    tool_call_from_result,
+    trace_path,
+    write_model,
+    write_trace,
+)
+from mcpipechekr.artifacts.fieldtables import models_in_order, refresh_doc_text
+from mcpipechekr.errors import UserError
+
+REPO = Path(__file__).resolve().parent.parent
+T0 = datetime(2025, 1, 14, 9, 30, tzinfo=UTC)
+HASH = sha256_bytes(b"tasks")
+
+
+def make_manifest() -> Manifest:
+    return Manifest(
+        run_id="run-20250114-001",
+        started_at=T0,
+        harness_version="0.1.0",
+        mcp_server_sha="0123abc",
+        mcp_server_dirty=True,
+        task_file_hash=HASH,
+        providers=PhaseProviders(phase05="demo", phase1="openai/gpt-4o", phase2="anthropic/claude"),
+        config_hash=sha256_bytes(b"config"),
+        config={"server": {"command": "python", "env": {"TOKEN": "***"}}, "repetitions": 3},
+        server=ServerRef(name="mail", transport="stdio", command="python server.py"),
+        task_ids=["query-email-database", "send-reply"],
+        accepted_risks=[AcceptedRisk(rule_id="TEF-S001", tool="run_sql", reason="read-only database")],
+    ).finished("completed", at=T0 + timedelta(minutes=3))
+
+
+def make_baseline() -> Baseline:
+    return Baseline(
+        generated_at=T0,
+        mcp_server_sha="0123abc",
+        tasks=[
+            BaselineEntry(
+                task_id="query-email-database",
+                result={"count": 3, "ids": [1, 2, 3], "note": None},
+                plausibility_score=0.9,
+                evaluator="llm:openai/gpt-4o",
+                timestamp=T0,
+            ),
+            BaselineEntry(
+                task_id="send-reply", result="sent", plausibility_score=1.0, evaluator="rules", timestamp=T0
+            ),
+        ],
+    )
+
+
+def make_bug_report() -> BugReport:
+    return BugReport(
+        run_id="run-20250114-001",
+        phase1_provider="openai/gpt-4o",
+        phase2_provider="anthropic/claude",
+        evaluated_at=T0,
+        bugs=[
+            Bug(
+                id="EFF-no-date-sort-query-email-database",
+                type="efficiency",
+                severity="medium",
+                source="analyzer",
+                tool="search_email",
+                task_id="query-email-database",
+                trigger="asking for the newest email",
+                observed="listed all emails and sorted them in the prompt",
+                expected="one call with sort=date",
+                acceptance_criteria=["search_email accepts sort", "the task needs one call"],
+                token_cost_observed=5200,
+                token_cost_optimal=800,
+                token_cost_of_gap=4400,
+                occurrences=3,
+                task_ids=["query-email-database"],
+                evidence=[Evidence(task_id="query-email-database", trace="traces/x.json", steps=[1, 3])],
+            ),
+            Bug(
+                id="COR-wrong-timezone",
+                type="correctness",
+                severity="high",
+                source="llm",
+                trigger="t",
+                observed="o",
+                expected="e",
+                token_cost_observed=0,
+                token_cost_optimal=0,
+                token_cost_of_gap=0,
+            ),
+        ],
+        tasks=[
+            TaskStats(
+                task_id="query-email-database",
+                runs=5,
+                successes=4,
+                success_rate=0.8,
+                wilson_low=0.376,
+                wilson_high=0.964,
+                k=3,
+                pass_at_k=0.99,
+                pass_hat_k=0.5,
+                efficiency_ratio=0.15,
+            )
+        ],
+    )
+
+
+def make_tef_report() -> TefReport:
+    return TefReport(
+        generated_at=T0,
+        server="mail",
+        tools_hash=sha256_bytes(b"tools"),
+        selector="llm:openai/gpt-4o",
+        tools=[
+            ToolEvaluation(
+                name="search_email",
+                findings=[
+                    StaticFinding(
+                        rule_id="TEF-D001", severity="warning", message="no example", suggestion="add one"
+                    ),
+                    StaticFinding(rule_id="TEF-D002", severity="info", message="long"),
+                ],
+                precision=0.5,
+                recall=1.0,
+                f1=0.667,
+                support=2,
+                misleading=True,
+                confusions=[Confusion(picked="search_email", expected="get_email", count=2)],
+            ),
+            ToolEvaluation(name="get_email"),
+        ],
+        overlaps=[
+            Overlap(
+                tool_a="search_email",
+                tool_b="get_email",
+                score=0.7,
+                lexical=0.6,
+                param_jaccard=0.5,
+                shared_terms=["email"],
+            )
+        ],
+        security=[
+            SecurityFinding(
+                tool="get_email",
+                rule_id="TEF-S002",
+                severity="error",
+                span="ignore previous",
+                start=10,
+                end=25,
+                message="hidden instruction",
+            )
+        ],
+        drift=Drift(added=["get_email"], changed=[ToolChange(tool="search_email", diff="-a\n+b\n")]),
+        accepted_risks=[AcceptedRisk(rule_id="TEF-S001", reason="known")],
+    )
+
+
+def make_trace() -> Trace:
+    content = [{"type": "text", "text": "3 emails"}]
+    size, tokens = measure_result(content)
+    return Trace(
+        task_id="query-email-database",
+        repetition=2,
+        provider="openai/gpt-4o",
+        model="gpt-4o-2024-08-06",
+        runner="native",
+        prompt="How many emails?",
+        started_at=T0,
+        ended_at=T0 + timedelta(seconds=5),
+        status="completed",
+        steps=[
+            ModelTurn(
+                index=0,
+                text="",
+                thinking=["I should search"],
+                usage=Usage(input_tokens=100, output_tokens=20, cache_read_tokens=50, source="reported"),
+                request_id="req_1",
+            ),
+            ToolCall(
+                index=1,
+                call_id="call_1",
+                tool="search_email",
+                arguments={"q": "all"},
+                result_content=content,
+                structured_content={"count": 3},
+                latency_ms=12.5,
+                result_bytes=size,
+                result_tokens_estimated=tokens,
+            ),
+            ToolCall(
+                index=2,
+                call_id="call_2",
+                tool="get_email",
+                arguments={"id": 9},
+                is_error=True,
+                error_text="no email 9",
+                latency_ms=3.0,
+                result_bytes=2,
+                result_tokens_estimated=1,
+            ),
+            ModelTurn(index=3, text="3", usage=Usage.estimated("How many emails? 3 emails", "3")),
+        ],
+        final_answer="3",
+    )
+
+
+SAMPLES = {
+    "manifest": make_manifest,
+    "baseline": make_baseline,
+    "bug_report": make_bug_report,
+    "tef_report": make_tef_report,
+    "trace": make_trace,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_every_model_round_trips_through_a_file(tmp_path: Path, name: str) -> None:
+    original = SAMPLES[name]()
+    path = write_model(tmp_path / f"{name}.json", original)
+    loaded = read_model(path, type(original))
+    assert loaded == original
+    text = path.read_text()
+    assert text.startswith('{\n  "version": 1,') and text.endswith("}\n")
+    assert "$schema" not in text
+    write_model(tmp_path / "again.json", loaded)
+    assert (tmp_path / "again.json").read_bytes() == path.read_bytes()
+
+
+def test_every_field_of_every_model_is_described() -> None:
+    missing = [
+        f"{model.__name__}.{field_name}"
+        for _, model in models_in_order()
+        for field_name, field in model.model_fields.items()
+        if not (field.description or "").strip()
+    ]
+    assert missing == []
+    assert {name for name, _ in models_in_order() if name} == set(SAMPLES)
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_top_level_files_carry_a_version_and_reject_others(tmp_path: Path, name: str) -> None:
+    sample = SAMPLES[name]()
+    data = sample.model_dump(mode="json")
+    assert data["version"] == 1
+    data["version"] = 2
+    path = tmp_path / "future.json"
+    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    with pytest.raises(UserError) as info:
+        read_model(path, type(sample))
+    assert "field `version`" in info.value.message and "line 2" in info.value.message
+
+
+def test_unknown_nested_field_names_path_field_and_line(tmp_path: Path) -> None:
+    data = make_bug_report().model_dump(mode="json")
+    data["bugs"][1]["typo_field"] = 1
+    path = tmp_path / "bug_report.json"
+    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "typo_field" in text)
+    with pytest.raises(UserError) as info:
+        read_model(path, BugReport)
+    message = info.value.message
+    assert str(path) in message and "BugReport" in message
+    assert f"line {line}, field `bugs[1].typo_field`" in message
+    assert info.value.exit_code == 2
+
+
+def test_bad_value_inside_a_trace_step_points_at_its_line(tmp_path: Path) -> None:
+    data = make_trace().model_dump(mode="json")
+    data["steps"][2]["latency_ms"] = -4
+    path = tmp_path / "trace.json"
+    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if '"latency_ms": -4' in text)
+    with pytest.raises(UserError) as info:
+        read_trace(path)
+    assert f"line {line}, field `steps[2].tool_call.latency_ms`" in info.value.message
+    assert "got -4" in info.value.message
+
+
+def test_unknown_step_kind_and_missing_field(tmp_path: Path) -> None:
+    data = make_trace().model_dump(mode="json")
+    data["steps"][0]["kind"] = "thought"
+    del data["prompt"]
+    path = tmp_path / "trace.json"
+    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    with pytest.raises(UserError) as info:
+        read_trace(path)
+    message = info.value.message
+    assert "field `prompt`: Field required" in message and "field `steps[0]`" in message
+    assert "'model', 'tool_call'" in message
+
+
+def test_unreadable_files_name_the_path(tmp_path: Path) -> None:
+    with pytest.raises(UserError) as info:
+        read_model(tmp_path / "absent.json", Manifest)
+    assert "absent.json" in info.value.message and "Manifest" in info.value.message
+    broken = tmp_path / "broken.json"
+    broken.write_text('{\n  "version": 1,\n  "run_id": \n}\n')
+    with pytest.raises(UserError) as info:
+        read_model(broken, Manifest)
+    assert "broken.json" in info.value.message and "line 4, column 1" in info.value.message
+
+
+def test_naive_datetimes_and_malformed_ids_are_rejected() -> None:
+    data = make_manifest().model_dump(mode="json")
+    for field, value in [
+        ("started_at", "2025-01-14T09:30:00"),
+        ("run_id", "run-2025-01-14-1"),
+        ("task_file_hash", "md5:abc"),
+        ("status", "done"),
+    ]:
+        with pytest.raises(ValidationError) as info:
+            Manifest.model_validate({**data, field: value})
+        assert info.value.errors()[0]["loc"] == (field,)
+
+
+def test_manifest_status_rules() -> None:
+    running = make_manifest().model_copy(update={"status": "running", "finished_at": None})
+    data = running.model_dump()
+    assert Manifest.model_validate(data).status == "running"
+    with pytest.raises(ValidationError, match="needs `finished_at`"):
+        Manifest.model_validate({**data, "status": "failed"})
+    with pytest.raises(ValidationError, match="before `started_at`"):
+        Manifest.model_validate({**data, "status": "failed", "finished_at": T0 - timedelta(seconds=1)})
+    ended = Manifest.model_validate(data).finished("interrupted", "Ctrl-C")
+    assert ended.status == "interrupted" and ended.status_reason == "Ctrl-C" and ended.finished_at is not None
+    with pytest.raises(ValueError):
+        ended.finished("running")
+    with pytest.raises(ValidationError, match="needs `url`"):
+        ServerRef(name="s", transport="http", command="python x.py")
+
+
+def test_baseline_has_one_entry_per_task() -> None:
+    baseline = make_baseline()
+    assert baseline.entry("send-reply") is not None and baseline.entry("nope") is None
+    data = baseline.model_dump()
+    data["tasks"].append(data["tasks"][0])
+    with pytest.raises(ValidationError, match="appears twice"):
+        Baseline.model_validate(data)
+    data = baseline.model_dump()
+    data["tasks"][0]["plausibility_score"] = 1.5
+    with pytest.raises(ValidationError):
+        Baseline.model_validate(data)
+
+
+def test_bug_ids_match_their_type_and_are_unique() -> None:
+    assert (
+        bug_id("efficiency", "No date sort", "query-email-database")
+        == "EFF-no-date-sort-query-email-database"
+    )
+    assert bug_id("feature_gap", "bulk delete!") == "GAP-bulk-delete"
+    with pytest.raises(ValueError):
+        bug_id("bug", "!!!")
+    data = make_bug_report().model_dump()
+    bad_prefix = {**data["bugs"][1], "id": "BUG-wrong-timezone"}
+    with pytest.raises(ValidationError, match="starts with `COR-`"):
+        Bug.model_validate(bad_prefix)
+    with pytest.raises(ValidationError):
+        Bug.model_validate({**data["bugs"][1], "id": "COR-Has Spaces"})
+    with pytest.raises(ValidationError, match="appears twice"):
+        BugReport.model_validate({**data, "bugs": [data["bugs"][0], data["bugs"][0]]})
+    with pytest.raises(ValidationError):
+        Bug.model_validate({**data["bugs"][0], "occurrences": 0})
+    with pytest.raises(ValidationError):
+        Evidence.model_validate({"task_id": "t", "trace": "traces/x.json", "steps": [-1]})
+
+
+def test_task_stats_consistency() -> None:
+    good = make_bug_report().tasks[0].model_dump()
+    with pytest.raises(ValidationError, match="exceeds `runs`"):
+        TaskStats.model_validate({**good, "successes": 6})
+    with pytest.raises(ValidationError, match="above `wilson_high`"):
+        TaskStats.model_validate({**good, "wilson_low": 0.99})
+
+
+def test_tef_summary_is_computed_and_checked() -> None:
+    report = make_tef_report()
+    summary = report.summary
+    assert (summary.tools, summary.errors, summary.warnings, summary.infos) == (2, 1, 1, 1)
+    assert (summary.misleading_tools, summary.overlaps, summary.security_findings, summary.drift_changes) == (
+        1,
+        1,
+        1,
+        2,
+    )
+    data = report.model_dump()
+    data["summary"]["errors"] = 0
+    with pytest.raises(ValidationError, match="does not match the lists"):
+        TefReport.model_validate(data)
+    del data["summary"]
+    assert TefReport.model_validate(data).summary == summary
+    with pytest.raises(ValidationError):
+        TefReport.model_validate({**data, "selector": "random"})
+    with pytest.raises(ValidationError, match="`end` is before `start`"):
+        SecurityFinding.model_validate({**data["security"][0], "start": 30})
+
+
+def test_trace_totals_and_step_order() -> None:
+    trace = make_trace()
+    totals = trace.totals
+    estimated_in = estimate_tokens("How many emails? 3 emails")
+    assert (totals.model_turns, totals.tool_calls, totals.errors) == (2, 2, 1)
+    assert totals.input_tokens == 100 + estimated_in and totals.output_tokens == 20 + estimate_tokens("3")
+    assert totals.total_tokens == totals.input_tokens + totals.output_tokens
+    assert totals.usage_source == "mixed"
+    only_reported = trace.model_copy(update={"steps": trace.steps[:3]})
+    assert only_reported.compute_totals().usage_source == "reported"
+    data = trace.model_dump()
+    data["steps"] = [data["steps"][1], data["steps"][0]]
+    del data["totals"]
+    with pytest.raises(ValidationError, match="indexes count 0, 1, 2"):
+        Trace.model_validate(data)
+    data = trace.model_dump()
+    data["totals"]["errors"] = 0
+    with pytest.raises(ValidationError, match="does not match the steps"):
+        Trace.model_validate(data)
+    with pytest.raises(ValidationError):
+        Trace.model_validate({**trace.model_dump(), "repetition": 0})
+
+
+def test_trace_paths_are_safe_and_ordered(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run-20250114-001")
+    path = trace_path(run, "query-email-database", "openai/gpt-4o", 2)
+    assert path == run.traces / "query-email-database__openai_gpt-4o__r002.json"
+    assert trace_path(run.root, "query-email-database", "openai/gpt-4o", 2) == path
+    assert safe_name("../../etc/passwd") == "etc_passwd"
+    assert safe_name("ollama:llama3.1 8b") == "ollama_llama3.1_8b"
+    assert safe_name("...") == "_"
+    names = [trace_path(run, "t", "demo", n).name for n in (1, 2, 10)]
+    assert names == sorted(names)
+    with pytest.raises(ValueError):
+        trace_path(run, "t", "demo", 0)
+
+
+def test_write_trace_recomputes_totals_after_steps_are_appended(tmp_path: Path) -> None:
+    run = create_run_dir(tmp_path, today=T0.date())
+    trace = make_trace()
+    trace.steps.append(
+        ModelTurn(index=4, text="done", usage=Usage(input_tokens=7, output_tokens=1, source="reported"))
+    )
+    path = write_trace(run, trace)
+    assert path == trace_path(run, trace.task_id, trace.provider, trace.repetition)
+    loaded = read_trace(path)
+    assert loaded.totals.model_turns == 3 and loaded.steps[-1].index == 4
+    assert list_traces(run) == [path] and list_traces(tmp_path / "nowhere") == []
+
+
+SERVER = textwrap.dedent(
+    """
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from pydantic import BaseModel
+
+    app = MCPServer("artifact-test")
+
+    class Count(BaseModel):
+        query: str
+        count: int
+
+    @app.tool(description="Count emails matching a query.")
+    def count_emails(query: str) -> Count:
+        return Count(query=query, count=len(query))
+
+    @app.tool(description="Fetch one email by id.")
+    def get_email(email_id: int) -> str:
+        raise ToolError(f"no email with id {email_id}; ids start at 1")
+
+    app.run()
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def server_results(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, dict[str, Any], Any, float]]:
+    """Call a real stdio MCP server once per tool; the results are what runners turn into ToolCalls."""
+    script = tmp_path_factory.mktemp("server") / "server.py"
+    script.write_text(SERVER)
+
+    async def call_all() -> list[tuple[str, dict[str, Any], Any, float]]:
+        params = StdioServerParameters(command=sys.executable, args=[str(script)])
+        out = []
+        async with Client(params) as client:
+            for tool, args in [("count_emails", {"query": "invoice"}), ("get_email", {"email_id": 9})]:
+                began = time.perf_counter()
+                result = await client.call_tool(tool, args)
+                out.append((tool, args, result, (time.perf_counter() - began) * 1000))
+        return out
+
+    return asyncio.run(asyncio.wait_for(call_all(), timeout=60))
+
+
+@pytest.mark.slow
+def test_tool_calls_from_a_real_server_are_measured_and_round_trip(
+    tmp_path: Path, server_results: list[tuple[str, dict[str, Any], Any, float]]
+) -> None:
+    steps = []
+    for index, (tool, args, result, latency) in enumerate(server_results):
+        steps.append(
+            tool_call_from_result(
+                index=index,
+                call_id=f"c{index}",
+                tool=tool,
+                arguments=args,
+                content=result.content,
+                structured_content=result.structured_content,
+                is_error=result.is_error,
+                latency_ms=latency,
+            )
+        )
+    ok, failed = steps
+    assert not ok.is_error and ok.structured_content == {"query": "invoice", "count": 7}
+    assert ok.result_content[0]["type"] == "text" and "invoice" in ok.result_content[0]["text"]
+    expected = orjson.dumps({"content": ok.result_content, "structuredContent": ok.structured_content})
+    assert ok.result_bytes == len(expected) and ok.result_tokens_estimated == estimate_tokens(expected)
+    assert failed.is_error and failed.error_text is not None and "no email with id 9" in failed.error_text
+
+    trace = Trace(
+        task_id="count-invoices",
+        provider="demo",
+        runner="demo",
+        prompt="Count invoices",
+        started_at=T0,
+        ended_at=T0 + timedelta(seconds=1),
+        status="completed",
+        steps=steps,
+        final_answer="7",
+    )
+    path = write_trace(tmp_path, trace)
+    loaded = read_trace(path)
+    assert loaded == trace.model_copy(update={"totals": trace.compute_totals()})
+    assert loaded.totals.tool_calls == 2 and loaded.totals.errors == 1
+
+
+def test_models_reject_unknown_keys_everywhere() -> None:
+    lax = [model.__name__ for _, model in models_in_order() if model.model_config.get("extra") != "forbid"]
+    assert lax == []
+
+
+def test_docs_field_tables_are_current_and_complete() -> None:
+    doc = (REPO / "docs" / "artifacts.md").read_text(encoding="utf-8")
+    assert refresh_doc_text(doc) == doc, (
+        "docs/artifacts.md is stale: run `python -m mcpipechekr.artifacts.fieldtables docs/artifacts.md`"
+    )
+    for _, model in models_in_order():
+        assert f"{model.__name__}" in doc
+        for field_name in model.model_fields:
+            assert f"| `{field_name}` |" in doc, (
+                f"{model.__name__}.{field_name} missing from docs/artifacts.md"
+            )
+    for word in ("run-YYYYMMDD-NNN", "runs/baseline.json", ".tmp-", "local"):
+        assert word in doc
