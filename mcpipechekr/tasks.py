@@ -1,0 +1,222 @@
+"""tasks.yaml: the tasks agents run blind against the server, and tool-selection cases.
+
+A task is a prompt a real user would give an agent that has the server's tools.
+`deterministic` tasks have one right answer (Phase 0 records it as the
+baseline); `open_ended` ones are judged against a reference answer instead.
+`reference_calls` reproduce the answer with no model at all, which both proves
+the task is solvable on today's server and gives the cost of an optimal run.
+
+Problems are reported like config.yaml's, as `tasks.yaml:LINE: task 'ID' field
+'NAME': message`, all at once; duplicate ids are caught on the raw file so they
+are reported together with every other mistake.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from mcpipechekr._util.hashing import sha256_json
+from mcpipechekr._util.yamlsrc import (
+    ConfigFileError,
+    Loc,
+    Problem,
+    YamlDocument,
+    field_path,
+    load_yaml,
+    problems_from_validation,
+)
+from mcpipechekr.errors import UserError
+
+DEFAULT_TASKS_FILE = "tasks.yaml"
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+_SLUG_RULE = "must be a slug: lowercase letters, digits and '-', starting with a letter or digit"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _slug(value: str) -> str:
+    if not _SLUG.match(value):
+        raise ValueError(f"{_SLUG_RULE}, e.g. find-first-email")
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+class ReferenceCall(_Strict):
+    """One tool call of the known-good solution."""
+
+    tool: str = Field(min_length=1, description="Name of the server's tool.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="The call's arguments, as JSON.")
+
+
+class Task(_Strict):
+    """One task an agent is given, with what is known about its answer."""
+
+    task_id: str = Field(description="Unique slug naming the task in reports and file names.")
+    prompt: str = Field(description="The exact text the agent receives.")
+    task_type: Literal["deterministic", "open_ended"] = Field(
+        description="`deterministic`: one right answer; `open_ended`: judged against a reference answer."
+    )
+    expected_tool: str | None = Field(default=None, description="The tool a good agent calls for this task.")
+    expected_result: Any = Field(
+        default=None, description="The right answer, as JSON; filled by the baseline phase."
+    )
+    min_calls: int | None = Field(
+        default=None, ge=1, description="Fewest tool calls that can solve the task."
+    )
+    reference_calls: list[ReferenceCall] = Field(
+        default_factory=list, description="Tool calls that reproduce the answer without a model."
+    )
+    tags: list[str] = Field(default_factory=list, description="Slugs for selecting tasks with --tag.")
+
+    _id = field_validator("task_id")(_slug)
+    _prompt = field_validator("prompt")(_not_blank)
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, tags: list[str]) -> list[str]:
+        for tag in tags:
+            if not _SLUG.match(tag):
+                raise ValueError(f"tag '{tag}' {_SLUG_RULE}")
+        return tags
+
+
+class SelectionCase(_Strict):
+    """A query and the tool that should answer it, for the tool-selection lint."""
+
+    query: str = Field(description="What a user asks.")
+    expected_tool: str = Field(min_length=1, description="The tool that should be picked for the query.")
+
+    _query = field_validator("query")(_not_blank)
+
+
+class TaskFile(_Strict):
+    """The whole tasks.yaml."""
+
+    tasks: list[Task] = Field(min_length=1, description="The tasks, in the order they run.")
+    selection_cases: list[SelectionCase] = Field(
+        default_factory=list, description="Queries with the tool each should select."
+    )
+
+    _source: YamlDocument | None = PrivateAttr(default=None)
+
+    @property
+    def source(self) -> YamlDocument | None:
+        """The parsed file, for locating later problems (e.g. a reference call to a missing tool)."""
+        return self._source
+
+    def task_ids(self) -> list[str]:
+        return [task.task_id for task in self.tasks]
+
+    def content_hash(self) -> str:
+        """`sha256:…` of the tasks' content: comments and formatting do not change it, edits do."""
+        return sha256_json(self.model_dump(mode="json"))
+
+    def problem(self, loc: Loc, message: str) -> Problem:
+        """A problem at `loc` in this file, worded like the loader's own."""
+        text = f"{describe_task_loc(self._source.data if self._source else {}, loc)}: {message}"
+        if self._source is None:
+            return Problem(DEFAULT_TASKS_FILE, None, text)
+        return self._source.problem(loc, text)
+
+
+def describe_task_loc(data: Any, loc: Loc) -> str:
+    """`('tasks', 3, 'task_type')` -> `task 'find-first' field 'task_type'` (or `task #4` without an id)."""
+    if len(loc) >= 2 and loc[0] in ("tasks", "selection_cases") and isinstance(loc[1], int):
+        if loc[0] == "tasks":
+            item = _item(data, "tasks", loc[1])
+            task_id = item.get("task_id") if isinstance(item, dict) else None
+            who = f"task '{task_id}'" if isinstance(task_id, str) and task_id else f"task #{loc[1] + 1}"
+        else:
+            who = f"selection case #{loc[1] + 1}"
+        rest = loc[2:]
+        return f"{who} field '{field_path(rest)}'" if rest else who
+    return f"field '{field_path(loc)}'" if loc else "the file"
+
+
+def _item(data: Any, key: str, index: int) -> Any:
+    items = data.get(key) if isinstance(data, dict) else None
+    return items[index] if isinstance(items, list) and 0 <= index < len(items) else None
+
+
+def load_tasks(path: str | Path = DEFAULT_TASKS_FILE) -> TaskFile:
+    """Read and validate tasks.yaml; raise ConfigFileError listing every problem with its line."""
+    doc = load_yaml(path, what="task file")
+    problems = _duplicate_ids(doc)
+    taskfile: TaskFile | None = None
+    try:
+        taskfile = TaskFile.model_validate(doc.data)
+    except ValidationError as exc:
+        problems.extend(
+            problems_from_validation(
+                doc, exc, TaskFile, describe=lambda loc: describe_task_loc(doc.data, loc)
+            )
+        )
+    if problems or taskfile is None:
+        problems.sort(key=lambda problem: problem.line or 0)
+        raise ConfigFileError(problems)
+    taskfile._source = doc
+    return taskfile
+
+
+def _duplicate_ids(doc: YamlDocument) -> list[Problem]:
+    first_line: dict[str, int | None] = {}
+    problems = []
+    tasks = doc.data.get("tasks")
+    for index, item in enumerate(tasks if isinstance(tasks, list) else []):
+        task_id = item.get("task_id") if isinstance(item, dict) else None
+        if not isinstance(task_id, str):
+            continue
+        line = doc.line_for(("tasks", index, "task_id"))
+        if task_id in first_line:
+            problems.append(
+                Problem(
+                    doc.display,
+                    line,
+                    f"task '{task_id}' field 'task_id': duplicate id "
+                    f"(first used at line {first_line[task_id]})",
+                )
+            )
+        else:
+            first_line[task_id] = line
+    return problems
+
+
+def task_file_hash(path: str | Path = DEFAULT_TASKS_FILE) -> str:
+    """The content hash of a task file (see `TaskFile.content_hash`), for run manifests and doit."""
+    return load_tasks(path).content_hash()
+
+
+def select_tasks(taskfile: TaskFile, task_ids: Iterable[str] = (), tags: Iterable[str] = ()) -> list[Task]:
+    """The tasks named by `--task` or carrying a `--tag` (either matches), in file order; all if neither.
+
+    An unknown id or a tag no task has is an error: a typo must not quietly run nothing.
+    """
+    task_ids, tags = list(task_ids), list(tags)
+    if not task_ids and not tags:
+        return list(taskfile.tasks)
+    known = taskfile.task_ids()
+    unknown = [task_id for task_id in task_ids if task_id not in known]
+    if unknown:
+        raise UserError(f"unknown task id(s): {', '.join(unknown)} (known: {', '.join(known)})")
+    known_tags = sorted({tag for task in taskfile.tasks for tag in task.tags})
+    missing_tags = [tag for tag in tags if tag not in known_tags]
+    if missing_tags:
+        raise UserError(
+            f"no task has tag(s): {', '.join(missing_tags)} (tags in use: {', '.join(known_tags) or 'none'})"
+        )
+    wanted_ids, wanted_tags = set(task_ids), set(tags)
+    return [
+        task for task in taskfile.tasks if task.task_id in wanted_ids or wanted_tags.intersection(task.tags)
+    ]
