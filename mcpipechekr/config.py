@@ -1,15 +1,63 @@
 """config.yaml: how to reach the server under test, which models run each phase, and the knobs.
 
-Only the models live here for now; loading (YAML with line numbers, `${ENV}`
-interpolation, `.env`, CLI overrides) builds on them.
+Loading (`load_config`) happens in this order, and the result is the *effective*
+configuration, the one later recorded in a run's manifest:
+
+1. read the YAML with the line of every key (`_util.yamlsrc`), so each problem
+   is reported as `config.yaml:LINE: field 'a.b': message`;
+2. substitute `${NAME}` / `${NAME:-default}` from the process environment and
+   a `.env` file beside config.yaml (the process environment wins);
+3. apply command-line overrides (server-selection flags, `--phaseN-provider`,
+   `--tasks`): flags beat the file;
+4. validate with the models below and resolve relative paths against
+   config.yaml's folder.
+
+Secrets: every value substituted from the environment, and every header and
+server environment value, is a secret. `Config.redacted_dump()` and
+`Config.config_hash` never contain them, and `Config.redactor` scrubs them from
+any text or JSON a later step is about to write.
 """
 
 from __future__ import annotations
 
 import shlex
-from typing import Any
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from mcpipechekr._util.hashing import sha256_json
+from mcpipechekr._util.yamlsrc import (
+    ConfigFileError,
+    Loc,
+    Problem,
+    YamlDocument,
+    environment_with_dotenv,
+    field_path,
+    interpolate,
+    load_yaml,
+    problems_from_validation,
+)
+from mcpipechekr.providers import BUILTIN_ENDPOINTS, DEMO, EndpointConfig, ProviderSpec, parse_provider
+
+if TYPE_CHECKING:
+    from mcpipechekr.server.target import ServerFlags
+
+DEFAULT_CONFIG_FILE = "config.yaml"
+PHASES = ("phase0", "phase05", "phase1", "phase2", "phase3")
+MASK = "***"
 
 
 class _Strict(BaseModel):
@@ -18,12 +66,44 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _stringify_numbers(value: Any) -> Any:
+    """`args: [--port, 8765]` and `env: {PORT: 8765}` mean strings; YAML reads the numbers as ints."""
+    if isinstance(value, list):
+        return [
+            str(item) if isinstance(item, int | float) and not isinstance(item, bool) else item
+            for item in value
+        ]
+    if isinstance(value, dict):
+        return {
+            key: str(item) if isinstance(item, int | float) and not isinstance(item, bool) else item
+            for key, item in value.items()
+        }
+    return value
+
+
+def _resolve_command(command: str) -> str:
+    """`python`/`python3` mean the interpreter running MCPipeChekr: the bundled example runs in our venv."""
+    return sys.executable if command in ("python", "python3") else command
+
+
+def _absolute(path: str | None, base_dir: Path) -> str | None:
+    if path is None:
+        return None
+    candidate = Path(path).expanduser()
+    return str(candidate if candidate.is_absolute() else (base_dir / candidate).resolve())
+
+
 class LaunchSpec(_Strict):
     """A process to start: the stdio server itself, or the command that brings an HTTP server up."""
 
-    command: str = Field(min_length=1, description="Executable to run. `python`/`python3` mean the interpreter running MCPipeChekr.")
+    command: str = Field(
+        min_length=1,
+        description="Executable to run. `python`/`python3` mean the interpreter running MCPipeChekr.",
+    )
     args: list[str] = Field(default_factory=list, description="Arguments passed to the command.")
-    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables for the process.")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Extra environment variables for the process."
+    )
     cwd: str | None = Field(default=None, description="Working directory, relative to config.yaml's folder.")
 
     @model_validator(mode="before")
@@ -36,6 +116,16 @@ class LaunchSpec(_Strict):
                 return {"command": ""}
             return {"command": parts[0], "args": parts[1:]}
         return value
+
+    _numbers_as_strings = field_validator("args", "env", mode="before")(_stringify_numbers)
+
+    def resolved_command(self) -> str:
+        """The executable to spawn (see `python` rule above)."""
+        return _resolve_command(self.command)
+
+    def resolve_paths(self, base_dir: Path) -> LaunchSpec:
+        """A copy whose relative `cwd` is made absolute against `base_dir`."""
+        return self.model_copy(update={"cwd": _absolute(self.cwd, base_dir)})
 
 
 class HealthConfig(_Strict):
@@ -53,15 +143,23 @@ class ServerConfig(_Strict):
     args: list[str] = Field(default_factory=list, description="stdio: arguments.")
     env: dict[str, str] = Field(default_factory=dict, description="stdio: extra environment variables.")
     cwd: str | None = Field(default=None, description="stdio: working directory, relative to config.yaml.")
-    url: str | None = Field(default=None, description="Streamable HTTP endpoint, e.g. http://127.0.0.1:8765/mcp.")
-    headers: dict[str, str] = Field(default_factory=dict, description="HTTP: headers sent with every request.")
+    url: str | None = Field(
+        default=None, description="Streamable HTTP endpoint, e.g. http://127.0.0.1:8765/mcp."
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="HTTP: headers sent with every request."
+    )
     start: LaunchSpec | None = Field(default=None, description="HTTP: command that starts the server first.")
-    repo: str | None = Field(default=None, description="Git repository of the server's source; fixes are committed here.")
+    repo: str | None = Field(
+        default=None, description="Git repository of the server's source; fixes are committed here."
+    )
     repo_template: str | None = Field(
         default=None,
         description="Folder copied into `repo` (as a fresh git repository) when `repo` does not exist yet.",
     )
     health: HealthConfig = Field(default_factory=HealthConfig)
+
+    _numbers_as_strings = field_validator("args", "env", "headers", mode="before")(_stringify_numbers)
 
     @field_validator("url")
     @classmethod
@@ -77,9 +175,343 @@ class ServerConfig(_Strict):
         if not self.command and not self.url:
             raise ValueError("give `command` (stdio) or `url` (streamable HTTP)")
         if self.start is not None and not self.url:
-            raise ValueError("`start` only applies to a `url` server; a stdio server is started from `command`")
+            raise ValueError(
+                "`start` only applies to a `url` server; a stdio server is started from `command`"
+            )
         return self
 
     @property
     def transport(self) -> str:
         return "stdio" if self.command else "http"
+
+    def resolved_command(self) -> str | None:
+        """The executable to spawn for stdio (`python`/`python3` -> this interpreter); None for HTTP."""
+        return None if self.command is None else _resolve_command(self.command)
+
+    def resolve_paths(self, base_dir: Path) -> ServerConfig:
+        """A copy with `cwd`, `repo`, `repo_template` and `start.cwd` made absolute against `base_dir`."""
+        return self.model_copy(
+            update={
+                "cwd": _absolute(self.cwd, base_dir),
+                "repo": _absolute(self.repo, base_dir),
+                "repo_template": _absolute(self.repo_template, base_dir),
+                "start": self.start.resolve_paths(base_dir) if self.start else None,
+            }
+        )
+
+
+def _demo() -> ProviderSpec:
+    return ProviderSpec(provider=DEMO)
+
+
+class ProvidersConfig(_Strict):
+    """Which model runs each phase, as provider strings, plus named OpenAI-compatible endpoints."""
+
+    # Declared first: pydantic validates fields in order, so the phase validators can see the endpoint names.
+    endpoints: dict[str, EndpointConfig] = Field(
+        default_factory=dict,
+        description="Named OpenAI-compatible endpoints usable as providers: {name: {base_url, api_key_env}}.",
+    )
+    phase0: ProviderSpec = Field(
+        default_factory=_demo, description="Phase 0 (baseline answers for the tasks)."
+    )
+    phase05: ProviderSpec = Field(
+        default_factory=_demo, description="Phase 0.5 (tool-description evaluation)."
+    )
+    phase1: ProviderSpec = Field(
+        default_factory=_demo, description="Phase 1 (the agent that runs the tasks blind)."
+    )
+    phase2: ProviderSpec = Field(
+        default_factory=_demo, description="Phase 2 (evaluating traces into bug reports)."
+    )
+    phase3: ProviderSpec = Field(default_factory=_demo, description="Phase 3 (the fix loop).")
+
+    @field_validator(*PHASES, mode="before")
+    @classmethod
+    def _parse(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, ProviderSpec):
+            return value
+        if not isinstance(value, str):
+            raise ValueError("must be a provider string such as openai/gpt-4o or demo")
+        return parse_provider(value, endpoints=info.data.get("endpoints", {}))
+
+    def for_phase(self, phase: str) -> ProviderSpec:
+        if phase not in PHASES:
+            raise ValueError(f"unknown phase {phase!r} (phases: {', '.join(PHASES)})")
+        return getattr(self, phase)
+
+    def endpoint_for(self, spec: ProviderSpec) -> EndpointConfig | None:
+        """The OpenAI-compatible endpoint a provider names (configured first, then built-in), else None."""
+        return self.endpoints.get(spec.provider) or BUILTIN_ENDPOINTS.get(spec.provider)
+
+
+class ThresholdsConfig(_Strict):
+    """Cut-offs for findings; all are fractions in [0, 1]."""
+
+    tef_precision_warning: float = Field(
+        default=0.7,
+        ge=0,
+        le=1,
+        description="Warn about a tool whose selection precision (description evaluation) is below this.",
+    )
+    open_ended_divergence: float = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        description="Flag an open-ended answer that diverges from the baseline by more than this.",
+    )
+    overlap: float = Field(
+        default=0.85,
+        ge=0,
+        le=1,
+        description="Report two tools whose descriptions overlap at least this much.",
+    )
+    misleading_confidence: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="Confidence needed before a tool description is reported as misleading.",
+    )
+
+
+class TimeoutsConfig(_Strict):
+    """Wall-clock limits in seconds; all must be positive."""
+
+    tool_call_s: float = Field(default=60.0, gt=0, description="One tool call to the server under test.")
+    task_s: float = Field(default=600.0, gt=0, description="One agent run of one task.")
+    phase_s: float = Field(default=3600.0, gt=0, description="One whole phase (all tasks and repetitions).")
+
+
+class PathsConfig(_Strict):
+    """Where inputs and outputs live; relative paths are taken from config.yaml's folder."""
+
+    tasks: Path = Field(default=Path("tasks.yaml"), description="The task file.")
+    runs: Path = Field(default=Path("runs"), description="Folder of run directories.")
+    home: Path = Field(default=Path(".mcpipechekr"), description="Working state: workspaces, caches, logs.")
+
+    def resolve(self, base_dir: Path) -> PathsConfig:
+        return PathsConfig(
+            **{name: Path(_absolute(str(getattr(self, name)), base_dir)) for name in type(self).model_fields}
+        )
+
+
+class LoopConfig(_Strict):
+    """The reviewed fix loop."""
+
+    max_iterations: int = Field(default=3, ge=1, description="Most evaluate-fix-verify rounds in one `loop`.")
+
+
+T = TypeVar("T")
+
+
+class Redactor:
+    """Replaces secret values in text or JSON-like data before it is written anywhere.
+
+    A whole string equal to a secret is always replaced. Inside longer text only
+    secrets of `MIN_EMBEDDED` characters or more are replaced: shorter values
+    (a port such as `80`) would match all over unrelated text.
+    """
+
+    MIN_EMBEDDED = 4
+
+    def __init__(self, replacements: list[tuple[str, str]] | None = None):
+        unique = {value: replacement for value, replacement in (replacements or []) if value}
+        self._exact = unique
+        # Longest first, so a secret that contains another is replaced whole.
+        self._embedded = sorted(
+            ((value, repl) for value, repl in unique.items() if len(value) >= self.MIN_EMBEDDED),
+            key=lambda pair: -len(pair[0]),
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self._exact)
+
+    def redact(self, value: T) -> T:
+        """The same value with every secret replaced: strings, and strings inside dicts/lists/tuples."""
+        if isinstance(value, str):
+            if value in self._exact:
+                return self._exact[value]  # type: ignore[return-value]
+            for secret, replacement in self._embedded:
+                if secret in value:
+                    value = value.replace(secret, replacement)  # type: ignore[assignment]
+            return value
+        if isinstance(value, dict):
+            return {self.redact(key): self.redact(item) for key, item in value.items()}  # type: ignore[return-value]
+        if isinstance(value, list | tuple):
+            return type(value)(self.redact(item) for item in value)  # type: ignore[return-value]
+        return value
+
+
+class Config(_Strict):
+    """The effective configuration: config.yaml with `${ENV}` values and command-line overrides applied."""
+
+    server: ServerConfig = Field(description="The MCP server under test.")
+    providers: ProvidersConfig = Field(default_factory=ProvidersConfig)
+    thresholds: ThresholdsConfig = Field(default_factory=ThresholdsConfig)
+    timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
+    paths: PathsConfig = Field(default_factory=PathsConfig)
+    loop: LoopConfig = Field(default_factory=LoopConfig)
+
+    _source: Path | None = PrivateAttr(default=None)
+    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
+    _secrets: list[tuple[str, str]] = PrivateAttr(default_factory=list)
+
+    @property
+    def source(self) -> Path | None:
+        """The config.yaml this was loaded from (None when built from flags alone)."""
+        return self._source
+
+    @property
+    def base_dir(self) -> Path:
+        """The folder relative paths were resolved against: config.yaml's folder."""
+        return self._base_dir
+
+    @property
+    def redactor(self) -> Redactor:
+        """Scrubs this config's secrets: env-substituted values -> `${NAME}`, header/env values -> `***`."""
+        masked = [(value, MASK) for value in self._masked_values()]
+        # Substituted values win over the mask: `${NAME}` says more than `***` and reveals nothing.
+        return Redactor(masked + list(self._secrets))
+
+    def _masked_values(self) -> list[str]:
+        values = [*self.server.headers.values(), *self.server.env.values()]
+        if self.server.start is not None:
+            values.extend(self.server.start.env.values())
+        return values
+
+    def redacted_dump(self) -> dict[str, Any]:
+        """The effective config as JSON-able data, safe to record: no secret value appears in it.
+
+        Values substituted from the environment read `${NAME}` again; header and
+        server environment values are `***` unless they were `${...}` references.
+        """
+        dump = self.model_dump(mode="json")
+        substituted = Redactor(self._secrets)
+        server = dump["server"]
+        mappings = [server["headers"], server["env"]]
+        if server.get("start"):
+            mappings.append(server["start"]["env"])
+        for mapping in mappings:
+            for key, value in mapping.items():
+                scrubbed = substituted.redact(value)
+                mapping[key] = scrubbed if scrubbed != value else MASK
+        return self.redactor.redact(dump)
+
+    @property
+    def config_hash(self) -> str:
+        """`sha256:…` of the redacted effective config: equal settings hash equally, in any key order."""
+        return sha256_json(self.redacted_dump())
+
+
+@dataclass(frozen=True)
+class ConfigOverrides:
+    """Command-line values that beat config.yaml. Empty fields leave the file's value alone."""
+
+    server: ServerFlags | None = None
+    providers: Mapping[str, str] = field(default_factory=dict)  # phase -> provider string
+    tasks: Path | None = None
+
+
+def load_config(
+    path: str | Path = DEFAULT_CONFIG_FILE,
+    overrides: ConfigOverrides | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    missing_ok: bool = False,
+) -> Config:
+    """Read config.yaml and return the effective Config; raise ConfigFileError listing every problem.
+
+    `environ` replaces the process environment (tests); `.env` beside the file
+    is read either way. With `missing_ok`, an absent file means "all defaults"
+    (so `--command …` alone can describe a server), with paths relative to the
+    file's would-be folder.
+    """
+    path = Path(path)
+    overrides = overrides or ConfigOverrides()
+    base_dir = path.resolve().parent
+    if missing_ok and not path.exists():
+        doc = YamlDocument(path=path, data={}, lines={})
+    else:
+        doc = load_yaml(path, what="config file")
+
+    env = environment_with_dotenv(base_dir / ".env", environ)
+    substituted = interpolate(doc.data, env)
+    problems = [
+        doc.problem(loc, f"field '{field_path(loc)}': {message}") for loc, message in substituted.problems
+    ]
+    data: dict[str, Any] = substituted.data
+
+    sources: dict[Loc, str] = {}
+    for phase, value in overrides.providers.items():
+        if phase not in PHASES:
+            raise ValueError(f"unknown phase {phase!r}")
+        if value is not None:
+            providers = data.get("providers")
+            data["providers"] = providers = dict(providers) if isinstance(providers, dict) else {}
+            providers[phase] = value
+            sources[("providers", phase)] = f"--{phase}-provider"
+
+    if overrides.server is not None and overrides.server.given:
+        server, server_problems = _server_with_flags(doc, data.get("server"), overrides.server, base_dir)
+        problems.extend(server_problems)
+        data["server"] = server
+    if overrides.tasks is not None:
+        paths = data.get("paths")
+        data["paths"] = paths = dict(paths) if isinstance(paths, dict) else {}
+        paths["tasks"] = str(Path(overrides.tasks).resolve())
+
+    config: Config | None = None
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        problems.extend(_config_problems(doc, exc, sources, skip=[loc for loc, _ in substituted.problems]))
+    if problems or config is None:
+        raise ConfigFileError(_unique(problems))
+
+    config = config.model_copy(
+        update={"server": config.server.resolve_paths(base_dir), "paths": config.paths.resolve(base_dir)}
+    )
+    config._source = None if missing_ok and not path.exists() else path.resolve()
+    config._base_dir = base_dir
+    config._secrets = substituted.secrets
+    return config
+
+
+def _server_with_flags(
+    doc: YamlDocument, raw_server: Any, flags: ServerFlags, base_dir: Path
+) -> tuple[ServerConfig, list[Problem]]:
+    """Apply the server-selection flags over the file's server section.
+
+    The section is validated on its own first: its mistakes are still mistakes
+    in the file, even when the flags replace how the server is reached. Errors
+    in the flags themselves (or in an mcp.json they name) are raised at once.
+    """
+    file_server: ServerConfig | None = None
+    problems: list[Problem] = []
+    if raw_server is not None:
+        try:
+            file_server = ServerConfig.model_validate(raw_server).resolve_paths(base_dir)
+        except ValidationError as exc:
+            problems.extend(problems_from_validation(doc, exc, ServerConfig, prefix=("server",)))
+    return flags.resolve(file_server, base_dir=base_dir), problems
+
+
+def _config_problems(
+    doc: YamlDocument, exc: ValidationError, sources: Mapping[Loc, str], skip: list[Loc]
+) -> list[Problem]:
+    problems = []
+    for problem in problems_from_validation(doc, exc, Config, sources=sources, skip=skip):
+        if problem.message == "field 'server': is required":
+            problem = Problem(
+                problem.source,
+                problem.line,
+                "field 'server': is required: describe the server under test (`command` or `url`), "
+                "or pass --command, --url or --from-mcp-json",
+            )
+        problems.append(problem)
+    return problems
+
+
+def _unique(problems: list[Problem]) -> list[Problem]:
+    seen: set[Problem] = set()
+    return [problem for problem in problems if not (problem in seen or seen.add(problem))]

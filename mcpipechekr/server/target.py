@@ -1,0 +1,230 @@
+"""Which server a command talks to: config.yaml's `server`, overridden by the server-selection flags.
+
+Every command that reaches the server accepts the same flags (added by
+`mcpipechekr.cli.common.server_options`) and resolves them here, so they mean
+the same thing everywhere:
+
+- `--command "…"`: a stdio server, split like a shell would;
+- `--url …` with repeatable `--header NAME:VALUE`: a streamable-HTTP server;
+- `--from-mcp-json PATH --server NAME`: an entry of the `mcpServers` (or
+  `servers`) map that MCP clients keep in mcp.json.
+
+A flag replaces how the server is reached (command, args, env, cwd, url,
+headers, start) and keeps the rest of config.yaml's server section (name, repo,
+repo_template, health), so a one-off `--url` still commits fixes to the
+configured repository.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from mcpipechekr._util.yamlsrc import (
+    ConfigFileError,
+    Problem,
+    display_path,
+    field_path,
+    interpolate,
+    plain_message,
+)
+from mcpipechekr.config import ServerConfig
+from mcpipechekr.errors import UserError
+
+# Fields a flag replaces; everything else in config.yaml's server section is kept.
+_TRANSPORT_FIELDS = ("command", "args", "env", "cwd", "url", "headers", "start")
+_HTTP_TYPES = ("http", "streamable-http", "streamableHttp", "streamable_http")
+
+
+@dataclass(frozen=True)
+class ServerFlags:
+    """The server-selection flags as given on a command line (all empty: use config.yaml)."""
+
+    command: str | None = None
+    url: str | None = None
+    headers: tuple[str, ...] = ()
+    mcp_json: Path | None = None
+    server_name: str | None = None
+
+    @property
+    def given(self) -> bool:
+        return bool(self.command or self.url or self.headers or self.mcp_json or self.server_name)
+
+    def resolve(self, config_server: ServerConfig | None, *, base_dir: Path) -> ServerConfig:
+        return resolve_server(
+            config_server,
+            command=self.command,
+            url=self.url,
+            headers=self.headers,
+            mcp_json=self.mcp_json,
+            server_name=self.server_name,
+            base_dir=base_dir,
+        )
+
+
+def resolve_server(
+    config_server: ServerConfig | None,
+    *,
+    command: str | None = None,
+    url: str | None = None,
+    headers: tuple[str, ...] | list[str] = (),
+    mcp_json: str | Path | None = None,
+    server_name: str | None = None,
+    base_dir: Path,
+) -> ServerConfig:
+    """The effective server: the flags' if any were given, else config.yaml's; paths made absolute.
+
+    Raises UserError for contradictory flags or no server at all, and
+    ConfigFileError (naming the file) for a bad mcp.json.
+    """
+    chosen = [
+        flag
+        for flag, value in (("--command", command), ("--url", url), ("--from-mcp-json", mcp_json))
+        if value
+    ]
+    if len(chosen) > 1:
+        raise UserError(
+            f"{chosen[0]} and {chosen[1]} are mutually exclusive: give one way to reach the server"
+        )
+    if headers and not url:
+        raise UserError("--header applies to --url only (an mcp.json entry carries its own headers)")
+    if server_name and not mcp_json:
+        raise UserError("--server names an entry of --from-mcp-json: give --from-mcp-json PATH too")
+
+    if command:
+        fields = _command_fields(command)
+    elif url:
+        fields = {"url": url, "headers": dict(parse_header(text) for text in headers)}
+    elif mcp_json:
+        server_name, fields = read_mcp_json(Path(mcp_json), server_name)
+        fields["name"] = server_name
+    elif config_server is not None:
+        return config_server.resolve_paths(base_dir)
+    else:
+        raise UserError(
+            "no server to talk to: add a `server:` section to config.yaml, "
+            "or pass --command, --url or --from-mcp-json"
+        )
+
+    kept = config_server.model_dump(exclude=set(_TRANSPORT_FIELDS)) if config_server is not None else {}
+    try:
+        server = ServerConfig.model_validate({**kept, **fields})
+    except ValidationError as exc:
+        raise UserError(
+            "; ".join(
+                f"{_flag_name(detail['loc'])}: {plain_message(detail, ServerConfig, tuple(detail['loc']))}"
+                for detail in exc.errors(include_url=False)
+            )
+        ) from None
+    return server.resolve_paths(base_dir)
+
+
+def _flag_name(loc: tuple[Any, ...]) -> str:
+    names = {"command": "--command", "url": "--url", "headers": "--header"}
+    return names.get(str(loc[0]), f"server field '{field_path(loc)}'") if loc else "server"
+
+
+def _command_fields(command: str) -> dict[str, Any]:
+    try:
+        parts = shlex.split(command)
+    except ValueError as exc:
+        raise UserError(f"--command cannot be split into words ({exc}): check its quotes") from None
+    if not parts:
+        raise UserError(
+            '--command is empty: give the command line that starts the server, e.g. "python server.py"'
+        )
+    return {"command": parts[0], "args": parts[1:]}
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """`NAME:VALUE` (spaces around either part ignored) -> (NAME, VALUE)."""
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip():
+        raise UserError(f"--header must be NAME:VALUE, e.g. 'Authorization: Bearer …'; got {text!r}")
+    return name.strip(), value.strip()
+
+
+def read_mcp_json(path: Path, server_name: str | None) -> tuple[str, dict[str, Any]]:
+    """One entry of an MCP client's server map, as ServerConfig fields: (name, fields).
+
+    `${NAME}` references in the entry are substituted from the process
+    environment, as clients that support them do. Client-specific keys
+    (`disabled`, `autoApprove`, `timeout`, …) are ignored.
+    """
+    shown = display_path(path)
+
+    def fail(message: str, line: int | None = None, column: int | None = None) -> ConfigFileError:
+        return ConfigFileError([Problem(shown, line, message, column)])
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise fail("mcp.json file not found (given by --from-mcp-json)") from None
+    except json.JSONDecodeError as exc:
+        raise fail(f"invalid JSON: {exc.msg}", exc.lineno, exc.colno) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise fail(f"cannot read the file: {exc}") from None
+
+    servers = data.get("mcpServers", data.get("servers")) if isinstance(data, dict) else None
+    if not isinstance(servers, dict) or not servers:
+        raise fail('no servers: expected {"mcpServers": {"name": {"command": …} | {"url": …}}}')
+    if server_name is None:
+        if len(servers) > 1:
+            raise fail(
+                f"defines several servers: choose one with --server NAME (servers: {', '.join(servers)})"
+            )
+        server_name = next(iter(servers))
+    if server_name not in servers:
+        raise fail(f"no server '{server_name}' (servers: {', '.join(servers)})")
+    entry = servers[server_name]
+    if not isinstance(entry, dict):
+        raise fail(f"server '{server_name}' must be an object with `command` or `url`")
+
+    substituted = interpolate(entry, os.environ)
+    if substituted.problems:
+        raise ConfigFileError(
+            [
+                Problem(shown, None, f"server '{server_name}' field '{field_path(loc)}': {msg}")
+                for loc, msg in substituted.problems
+            ]
+        )
+    entry = substituted.data
+    kind = entry.get("type")
+    url = entry.get("url") or entry.get("serverUrl")
+    if kind == "sse":
+        raise fail(
+            f"server '{server_name}' uses the SSE transport; MCPipeChekr speaks stdio and streamable HTTP"
+        )
+    if url and entry.get("command"):
+        raise fail(f"server '{server_name}' has both `command` and `url`: keep one")
+    if url:
+        if kind not in (None, *_HTTP_TYPES):
+            raise fail(f"server '{server_name}' has type {kind!r}; a `url` server must be streamable HTTP")
+        return server_name, {"url": url, "headers": _mapping(entry, "headers", server_name, fail)}
+    if entry.get("command"):
+        args = entry.get("args", [])
+        if not isinstance(args, list):
+            raise fail(f"server '{server_name}' field 'args' must be a list of strings")
+        fields: dict[str, Any] = {
+            "command": entry["command"],
+            "args": args,
+            "env": _mapping(entry, "env", server_name, fail),
+        }
+        if entry.get("cwd"):
+            cwd = Path(str(entry["cwd"])).expanduser()
+            fields["cwd"] = str(cwd if cwd.is_absolute() else (path.resolve().parent / cwd).resolve())
+        return server_name, fields
+    raise fail(f"server '{server_name}' has neither `command` (stdio) nor `url` (streamable HTTP)")
+
+
+def _mapping(entry: dict[str, Any], key: str, server_name: str, fail: Any) -> dict[str, Any]:
+    value = entry.get(key) or {}
+    if not isinstance(value, dict):
+        raise fail(f"server '{server_name}' field '{key}' must be an object of names to strings")
+    return value
