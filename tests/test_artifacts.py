@@ -39,6 +39,7 @@ from mcpipechekr.artifacts import (
     ToolCall,
     ToolChange,
     ToolEvaluation,
+    ToolsSnapshot,
     Trace,
     Usage,
     bug_id,
@@ -48,6 +49,7 @@ from mcpipechekr.artifacts import (
     read_model,
     read_trace,
     safe_name,
+    snapshot_tools,
     tool_call_from_result,
     trace_path,
     write_model,
@@ -251,12 +253,42 @@ def make_trace() -> Trace:
     )
 
 
+QUERY_TOOL = {
+    "name": "query_email_database",
+    "description": "Search emails by keywords, sender and date range.",
+    "inputSchema": {"type": "object", "properties": {"keywords": {"type": "string"}}},
+    "annotations": {"readOnlyHint": True},
+}
+
+
+def make_tools_snapshot() -> ToolsSnapshot:
+    return snapshot_tools(
+        "emailindex", [QUERY_TOOL], protocol_version="2026-07-28", server_info={"name": "e"}
+    )
+
+
+def test_tool_snapshot_hashes_change_exactly_when_a_definition_changes() -> None:
+    first = make_tools_snapshot()
+    assert first.tools[0].input_schema == QUERY_TOOL["inputSchema"]
+    again = make_tools_snapshot()
+    assert again.tools_hash == first.tools_hash  # the time it was taken does not matter
+    changed = snapshot_tools("emailindex", [{**QUERY_TOOL, "description": "Search emails."}])
+    assert changed.tools[0].definition_hash != first.tools[0].definition_hash
+    assert changed.tools_hash != first.tools_hash
+    reordered = snapshot_tools("emailindex", [QUERY_TOOL, {**QUERY_TOOL, "name": "b"}])
+    assert (
+        reordered.tools_hash
+        != snapshot_tools("emailindex", [{**QUERY_TOOL, "name": "b"}, QUERY_TOOL]).tools_hash
+    )
+
+
 SAMPLES = {
     "manifest": make_manifest,
     "baseline": make_baseline,
     "bug_report": make_bug_report,
     "tef_report": make_tef_report,
     "trace": make_trace,
+    "tools_snapshot": make_tools_snapshot,
 }
 
 

@@ -128,6 +128,7 @@ def test_run_dir_knows_its_artifact_paths(tmp_path: Path) -> None:
     assert run.run_id == "run-20250114-001" and run.runs_dir == tmp_path / "runs"
     expected = {
         "manifest": "manifest.json",
+        "tools": "tools.json",
         "check_report": "check_report.json",
         "tef_report": "tef_report.json",
         "traces": "traces",

@@ -58,6 +58,12 @@ from mcpipechekr.artifacts.tef_report import (
     ToolChange,
     ToolEvaluation,
 )
+from mcpipechekr.artifacts.tools_snapshot import (
+    ToolDefinition,
+    ToolsSnapshot,
+    snapshot_tools,
+    tool_definition,
+)
 from mcpipechekr.artifacts.trace import (
     ModelTurn,
     ToolCall,
@@ -74,6 +80,10 @@ from mcpipechekr.artifacts.trace import (
 )
 
 __all__ = [
+    "ToolDefinition",
+    "ToolsSnapshot",
+    "snapshot_tools",
+    "tool_definition",
     "BUG_ID_PREFIXES",
     "FORMAT_VERSION",
     "RUN_ID_PATTERN",

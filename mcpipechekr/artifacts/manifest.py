@@ -76,8 +76,8 @@ class Manifest(ArtifactModel):
         default_factory=PhaseProviders, description="The model used by each phase."
     )
     config_hash: Sha256 = Field(
-        description="Hash of the effective configuration as recorded in `config`: secrets are redacted first, "
-        "so the hash reveals nothing about them."
+        description="Hash of the effective configuration as recorded in `config`: secrets are "
+        "redacted first, so the hash reveals nothing about them."
     )
     config: dict[str, Any] = Field(
         default_factory=dict, description="The effective configuration, with secrets redacted."

@@ -74,6 +74,11 @@ class RunDir:
         return self.root / "manifest.json"
 
     @property
+    def tools(self) -> Path:
+        """The tool definitions the server offered during the run (tools.json)."""
+        return self.root / "tools.json"
+
+    @property
     def check_report(self) -> Path:
         """Phase 0: server checks."""
         return self.root / "check_report.json"
@@ -122,6 +127,7 @@ class RunDir:
         """Every per-run artifact by name, for listings and doit targets."""
         names = (
             "manifest",
+            "tools",
             "check_report",
             "tef_report",
             "traces",

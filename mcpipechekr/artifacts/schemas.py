@@ -18,6 +18,7 @@ from mcpipechekr.artifacts.baseline import Baseline
 from mcpipechekr.artifacts.bug_report import BugReport
 from mcpipechekr.artifacts.manifest import Manifest
 from mcpipechekr.artifacts.tef_report import TefReport
+from mcpipechekr.artifacts.tools_snapshot import ToolsSnapshot
 from mcpipechekr.artifacts.trace import Trace
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -28,6 +29,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "bug_report": BugReport,
     "tef_report": TefReport,
     "trace": Trace,
+    "tools_snapshot": ToolsSnapshot,
 }
 """File-format name -> model; each becomes `<name>.schema.json`."""
 
