@@ -1,0 +1,62 @@
+"""Fixtures shared by the whole suite: the bundled example server, emailindex, and its archive.
+
+Building the archive takes about a second, so it is built once per session, into a temporary
+folder (never into examples/), by the example's own command line, exactly as a user would.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from mcp import StdioServerParameters
+
+EMAILINDEX_DIR = Path(__file__).resolve().parents[1] / "examples" / "emailindex"
+
+
+def build_emailindex_archive(out: Path) -> Path:
+    """Run `python archive.py --out OUT` in the example folder; return OUT."""
+    subprocess.run(
+        [sys.executable, "archive.py", "--out", str(out)],
+        cwd=EMAILINDEX_DIR,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return out
+
+
+@pytest.fixture(scope="session")
+def build_emailindex() -> Callable[[Path], Path]:
+    """Build another archive at a given path (each build takes about a second)."""
+    return build_emailindex_archive
+
+
+@pytest.fixture(scope="session")
+def emailindex_dir() -> Path:
+    """The example server's folder (server.py, archive.py, fixes/). Copy it before changing anything."""
+    return EMAILINDEX_DIR
+
+
+@pytest.fixture(scope="session")
+def emailindex_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One archive for the whole session. Treat it as read-only: every test sees the same file."""
+    return build_emailindex_archive(tmp_path_factory.mktemp("emailindex") / "archive.db")
+
+
+@pytest.fixture(scope="session")
+def emailindex_env(emailindex_db: Path) -> dict[str, str]:
+    """The environment for an emailindex process that uses the shared archive."""
+    return {**os.environ, "EMAILINDEX_DB": str(emailindex_db)}
+
+
+@pytest.fixture(scope="session")
+def emailindex_stdio(emailindex_dir: Path, emailindex_env: dict[str, str]) -> StdioServerParameters:
+    """How to launch emailindex over stdio: `async with mcp.Client(emailindex_stdio) as client: ...`."""
+    return StdioServerParameters(
+        command=sys.executable, args=["server.py"], env=emailindex_env, cwd=str(emailindex_dir)
+    )
