@@ -1,9 +1,275 @@
-"""Placeholder: replaced by the module that implements `mcpipechekr init`."""
+"""`mcpipechekr init`: write a commented config.yaml and tasks.yaml for a server.
+
+The files are the documentation a user reads first, so they carry a comment on
+every field. Secrets never land in config.yaml: header values and server
+environment values become `${NAME}` references, and their values go into a
+`.env` file beside it (created private to the user; existing keys are kept).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
 
 import click
+import yaml
+from dotenv import dotenv_values, set_key
+
+from mcpipechekr.cli.common import server_flags, server_options
+from mcpipechekr.config import DEFAULT_CONFIG_FILE, ServerConfig
+from mcpipechekr.errors import UserError
+from mcpipechekr.tasks import DEFAULT_TASKS_FILE
+
+_PLAIN = re.compile(r"^[A-Za-z0-9_./@+-][A-Za-z0-9_./@+:=-]*$")
 
 
 @click.command("init")
-def init_command() -> None:
-    """Not implemented yet."""
-    raise click.ClickException("not implemented yet")
+@server_options
+@click.option(
+    "--dir",
+    "target_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("."),
+    show_default=True,
+    help="Folder to write config.yaml and tasks.yaml into (created if missing).",
+)
+@click.option(
+    "--name", help="Short name of the server for reports [default: from mcp.json or the folder name]."
+)
+@click.option("--force", is_flag=True, help="Overwrite config.yaml and tasks.yaml if they exist.")
+@click.pass_context
+def init_command(ctx: click.Context, target_dir: Path, name: str | None, force: bool, **_: object) -> None:
+    """Write config.yaml and tasks.yaml for the server given by --command, --url or --from-mcp-json.
+
+    \b
+    Examples:
+      mcpipechekr init --command "python server.py"
+      mcpipechekr init --url http://127.0.0.1:8765/mcp --header "Authorization: Bearer $TOKEN"
+      mcpipechekr init --from-mcp-json ~/.cursor/mcp.json --server github
+
+    Header and environment values are written to .env beside config.yaml and
+    referenced as ${NAME}, so config.yaml holds no secret. Existing files are
+    left alone (exit 2) unless --force is given. Then edit tasks.yaml and run
+    `mcpipechekr validate`.
+    """
+    flags = server_flags(ctx.params)
+    if not flags.given:
+        raise UserError("init needs a server: give --command, --url or --from-mcp-json")
+    # References in an mcp.json stay references: config.yaml substitutes them when it is loaded.
+    server = flags.resolve(None, base_dir=Path.cwd(), substitute_env=False)
+    written = init_project(target_dir, server, name=name, force=force)
+    for path in written:
+        click.echo(f"wrote {path}")
+    click.echo(f"next: edit {target_dir / DEFAULT_TASKS_FILE}, then run `mcpipechekr validate`")
+
+
+def init_project(
+    target_dir: Path, server: ServerConfig, *, name: str | None = None, force: bool = False
+) -> list[Path]:
+    """Write config.yaml, tasks.yaml (and .env entries for secrets) into `target_dir`; return the paths."""
+    config_path, tasks_path = target_dir / DEFAULT_CONFIG_FILE, target_dir / DEFAULT_TASKS_FILE
+    existing = [path for path in (config_path, tasks_path) if path.exists()]
+    if existing and not force:
+        names = " and ".join(str(path) for path in existing)
+        verb = "exists" if len(existing) == 1 else "exist"
+        raise UserError(f"{names} already {verb}: pass --force to overwrite")
+    target_dir.mkdir(parents=True, exist_ok=True)
+    if name is None:
+        name = server.name if server.name != "server" else _slug(target_dir.resolve().name) or "server"
+
+    secrets: dict[str, str] = {}
+    headers = {key: _reference(value, f"MCP_HEADER_{key}", secrets) for key, value in server.headers.items()}
+    env = {key: _reference(value, key, secrets) for key, value in server.env.items()}
+    cwd = os.path.relpath(server.cwd or Path.cwd(), target_dir.resolve()) if server.command else None
+
+    config_path.write_text(
+        render_config(server, name=name, cwd=cwd, headers=headers, env=env), encoding="utf-8"
+    )
+    tasks_path.write_text(TASKS_TEMPLATE, encoding="utf-8")
+    written = [config_path, tasks_path]
+    if secrets:
+        dotenv_path = target_dir / ".env"
+        if _write_dotenv(dotenv_path, secrets):
+            written.append(dotenv_path)
+    return written
+
+
+def _reference(value: str, wanted_name: str, secrets: dict[str, str]) -> str:
+    """`${NAME}` for a literal value (remembered for .env); a value that already is a reference stays."""
+    if "${" in value:
+        return value
+    name = re.sub(r"[^A-Za-z0-9_]", "_", wanted_name).upper()
+    if not re.match(r"^[A-Za-z_]", name):
+        name = "_" + name
+    secrets[name] = value
+    return "${" + name + "}"
+
+
+def _write_dotenv(path: Path, secrets: dict[str, str]) -> bool:
+    """Add the secrets .env lacks; a key already there keeps its value. True if anything was written."""
+    if not path.exists():
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    present = dotenv_values(path)
+    wrote = False
+    for key, value in secrets.items():
+        if key in present:
+            click.echo(f"kept {key} already in {path}", err=True)
+            continue
+        set_key(path, key, value, quote_mode="always")
+        wrote = True
+    return wrote
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _scalar(value: Any) -> str:
+    """A YAML scalar that reads back as `value`: plain when safe, else a JSON (double-quoted) string."""
+    if isinstance(value, str) and _PLAIN.match(value):
+        try:
+            if yaml.safe_load(value) == value:
+                return value
+        except yaml.YAMLError:
+            pass
+    return json.dumps(value)
+
+
+def _flow_list(items: list[str]) -> str:
+    return "[" + ", ".join(_scalar(item) for item in items) + "]"
+
+
+def _mapping_lines(mapping: dict[str, str], indent: str) -> list[str]:
+    return [f"{indent}{_scalar(key)}: {_scalar(value)}" for key, value in mapping.items()]
+
+
+def render_config(
+    server: ServerConfig, *, name: str, cwd: str | None, headers: dict[str, str], env: dict[str, str]
+) -> str:
+    """config.yaml text with a comment on each field (secrets already replaced by references)."""
+    lines = [
+        "# MCPipeChekr configuration; check it with `mcpipechekr validate`.",
+        "# Any value may use ${NAME} or ${NAME:-default}: taken from the environment, or from a .env file",
+        "# beside this file (the environment wins). Substituted values are treated as secrets and never",
+        "# written to reports. Command-line flags (--command, --url, --phase1-provider, ...) override",
+        "# this file.",
+        "",
+        "# The MCP server under test.",
+        "server:",
+        f"  name: {_scalar(name)}  # short name used in reports and logs",
+    ]
+    if server.command:
+        lines += [
+            "  # stdio: the command that starts the server. `python` (or `python3`) means the Python",
+            "  # interpreter running mcpipechekr.",
+            f"  command: {_scalar(server.command)}",
+            f"  args: {_flow_list(server.args)}",
+            "  # Working directory, relative to this file's folder.",
+            f"  cwd: {_scalar(cwd or '.')}",
+        ]
+        if env:
+            lines += ["  # Extra environment variables for the server process.", "  env:"]
+            lines += _mapping_lines(env, "    ")
+        else:
+            lines += [
+                "  # env:            # extra environment variables for the server process",
+                "  #   LOG_LEVEL: info",
+            ]
+    else:
+        lines += [
+            "  # Streamable HTTP endpoint of a running server.",
+            f"  url: {_scalar(server.url)}",
+        ]
+        if headers:
+            lines += ["  # Headers sent with every request.", "  headers:"]
+            lines += _mapping_lines(headers, "    ")
+        else:
+            lines += [
+                "  # headers:        # sent with every request",
+                "  #   Authorization: Bearer ${API_TOKEN}",
+            ]
+        lines += [
+            "  # start: python server.py --http 8765   # optional: a command that starts the server first",
+        ]
+    lines += [
+        "  # repo: path/to/server/repo   # git repository of the server's source; fixes are committed there",
+        "  # A healthy server answers tools/list with at least min_tools tools within timeout_s seconds.",
+        "  health:",
+        f"    timeout_s: {server.health.timeout_s:g}",
+        f"    min_tools: {server.health.min_tools}",
+        "",
+        "# The model each phase uses: provider/model (e.g. openai/gpt-4o, anthropic/claude-sonnet-4-6),",
+        "# pydantic-ai's provider:model, a name under `endpoints`, or demo (offline scripted model).",
+        "providers:",
+        "  phase0: demo   # baseline answers for the tasks",
+        "  phase05: demo  # tool-description evaluation",
+        "  phase1: demo   # the agent that runs the tasks blind",
+        "  phase2: demo   # evaluating traces into bug reports",
+        "  phase3: demo   # the fix loop",
+        "  # OpenAI-compatible endpoints usable as providers, e.g. `phase1: local/llama3.1:8b`:",
+        "  # endpoints:",
+        "  #   local:",
+        "  #     base_url: http://127.0.0.1:11434/v1",
+        "  #     api_key_env: LOCAL_API_KEY   # optional: variable holding the key",
+        "",
+        "# Cut-offs for findings, fractions in [0, 1].",
+        "thresholds:",
+        "  tef_precision_warning: 0.7   # warn about a tool picked with lower precision than this",
+        "  open_ended_divergence: 0.2   # flag open-ended answers diverging more than this from the baseline",
+        "  overlap: 0.85                # report tool pairs whose descriptions overlap this much",
+        "  misleading_confidence: 0.8   # confidence needed to call a tool description misleading",
+        "",
+        "# Wall-clock limits in seconds.",
+        "timeouts:",
+        "  tool_call_s: 60   # one tool call",
+        "  task_s: 600       # one agent run of one task",
+        "  phase_s: 3600     # one whole phase",
+        "",
+        "# Relative paths are taken from this file's folder.",
+        "paths:",
+        "  tasks: tasks.yaml     # the task file",
+        "  runs: runs            # one folder per run",
+        "  home: .mcpipechekr    # working state",
+        "",
+        "loop:",
+        "  max_iterations: 3   # most evaluate-fix-verify rounds per `loop`",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+TASKS_TEMPLATE = """\
+# Tasks for MCPipeChekr: requests a real user would make of an agent that has this server's tools.
+# Agents run them blind; check the file with `mcpipechekr validate`.
+#
+# Fields of a task:
+#   task_id          unique slug (lowercase letters, digits, '-'), used in reports and file names
+#   prompt           the exact text the agent receives
+#   task_type        deterministic (one right answer) or open_ended (judged against a reference answer)
+#   expected_tool    optional: the tool a good agent calls for this task
+#   expected_result  optional: the right answer as JSON; the baseline phase fills it in
+#   min_calls        optional: fewest tool calls that can solve the task (1 or more)
+#   reference_calls  optional: tool calls that reproduce the answer without a model, each
+#                    {tool: NAME, arguments: {...}}; `validate` checks that the tools exist
+#   tags             optional: slugs for choosing tasks with --tag
+tasks:
+  - task_id: example-task
+    prompt: >-
+      Replace this with a request your users make, for example: find the most recent
+      message about the quarterly report and summarise what was decided.
+    task_type: open_ended
+    # expected_tool: search
+    # min_calls: 1
+    # reference_calls:
+    #   - tool: search
+    #     arguments: {query: quarterly report}
+    tags: [example]
+
+# Optional: queries paired with the tool that should answer them, for the tool-selection lint.
+# selection_cases:
+#   - query: find messages from Alice about the budget
+#     expected_tool: search
+"""

@@ -1,9 +1,105 @@
-"""Placeholder: replaced by the module that implements `mcpipechekr validate`."""
+"""`mcpipechekr validate`: check config.yaml and tasks.yaml before anything runs (or costs money)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
 
 import click
 
+from mcpipechekr._util.yamlsrc import ConfigFileError, Loc, Problem, display_path
+from mcpipechekr.cli.common import (
+    config_options,
+    effective_config,
+    provider_options,
+    server_options,
+    tasks_file,
+)
+from mcpipechekr.config import Config
+from mcpipechekr.errors import UserError
+from mcpipechekr.tasks import TaskFile, load_tasks
+
 
 @click.command("validate")
-def validate_command() -> None:
-    """Not implemented yet."""
-    raise click.ClickException("not implemented yet")
+@config_options
+@server_options
+@provider_options
+@click.option("--offline", is_flag=True, help="Do not start or contact the server; check the files only.")
+@click.pass_context
+def validate_command(ctx: click.Context, offline: bool, **_: object) -> None:
+    """Check config.yaml and tasks.yaml, reporting every problem as FILE:LINE: message.
+
+    Both files are checked against their schemas; provider strings must name a
+    known provider; task ids must be unique. Then, unless --offline, the server
+    is started (or contacted) once, from its workspace copy of `repo_template`
+    when one is configured (created if missing), and every tool named by a task's
+    `expected_tool`, `reference_calls` or a selection case must exist on it. When
+    the server cannot be reached, a warning says the tool names were not
+    checked, and validation still passes on the files alone.
+
+    The server-selection flags and --phaseN-provider override config.yaml,
+    as in every command, and their values are checked too.
+
+    Prints `ok: config.yaml, tasks.yaml (N tasks)` and exits 0 when all is
+    well; otherwise prints each problem on stderr and exits 2.
+    """
+    problems: list[Problem] = []
+    config: Config | None = None
+    taskfile: TaskFile | None = None
+    try:
+        config = effective_config(ctx)
+    except ConfigFileError as exc:
+        problems.extend(exc.problems)
+    tasks_path = tasks_file(ctx.params, config)
+    try:
+        taskfile = load_tasks(tasks_path)
+    except ConfigFileError as exc:
+        problems.extend(exc.problems)
+
+    if not problems and config is not None and taskfile is not None and not offline:
+        problems.extend(_check_tool_names(config, taskfile))
+
+    if problems:
+        for problem in problems:
+            click.echo(str(problem), err=True)
+        ctx.exit(2)
+    assert taskfile is not None
+    config_shown = display_path(config.source) if config and config.source else "(no config file)"
+    count = len(taskfile.tasks)
+    click.echo(f"ok: {config_shown}, {display_path(tasks_path)} ({count} task{'' if count == 1 else 's'})")
+
+
+def _named_tools(taskfile: TaskFile) -> Iterator[tuple[Loc, str]]:
+    """Every tool name the task file mentions, with where it is mentioned."""
+    for index, task in enumerate(taskfile.tasks):
+        if task.expected_tool:
+            yield ("tasks", index, "expected_tool"), task.expected_tool
+        for call_index, call in enumerate(task.reference_calls):
+            yield ("tasks", index, "reference_calls", call_index, "tool"), call.tool
+    for index, case in enumerate(taskfile.selection_cases):
+        yield ("selection_cases", index, "expected_tool"), case.expected_tool
+
+
+def _check_tool_names(config: Config, taskfile: TaskFile) -> list[Problem]:
+    named = list(_named_tools(taskfile))
+    if not named:
+        return []
+    from mcpipechekr.server.lifecycle import fetch_tool_names
+    from mcpipechekr.server.workspace import prepare_repo
+
+    try:
+        if config.server.repo_template:  # the server runs from a copy of the template: make sure it exists
+            prepare_repo(config.server)
+        available = fetch_tool_names(config.server, timeout_s=config.server.health.timeout_s)
+    except UserError as exc:  # ServerHalt included
+        first_line = exc.message.strip().splitlines()[0] if exc.message.strip() else "no answer"
+        click.echo(
+            f"warning: server '{config.server.name}' not reachable, tool names not checked: {first_line}",
+            err=True,
+        )
+        return []
+    known = ", ".join(sorted(available)) or "none"
+    return [
+        taskfile.problem(loc, f"the server has no tool '{tool}' (tools: {known})")
+        for loc, tool in named
+        if tool not in available
+    ]

@@ -56,7 +56,9 @@ class ServerFlags:
     def given(self) -> bool:
         return bool(self.command or self.url or self.headers or self.mcp_json or self.server_name)
 
-    def resolve(self, config_server: ServerConfig | None, *, base_dir: Path) -> ServerConfig:
+    def resolve(
+        self, config_server: ServerConfig | None, *, base_dir: Path, substitute_env: bool = True
+    ) -> ServerConfig:
         return resolve_server(
             config_server,
             command=self.command,
@@ -65,6 +67,7 @@ class ServerFlags:
             mcp_json=self.mcp_json,
             server_name=self.server_name,
             base_dir=base_dir,
+            substitute_env=substitute_env,
         )
 
 
@@ -77,11 +80,14 @@ def resolve_server(
     mcp_json: str | Path | None = None,
     server_name: str | None = None,
     base_dir: Path,
+    substitute_env: bool = True,
 ) -> ServerConfig:
     """The effective server: the flags' if any were given, else config.yaml's; paths made absolute.
 
     Raises UserError for contradictory flags or no server at all, and
-    ConfigFileError (naming the file) for a bad mcp.json.
+    ConfigFileError (naming the file) for a bad mcp.json. `substitute_env=False`
+    keeps an mcp.json's `${NAME}` references as written (for writing them into
+    a config file rather than using them).
     """
     chosen = [
         flag
@@ -102,7 +108,7 @@ def resolve_server(
     elif url:
         fields = {"url": url, "headers": dict(parse_header(text) for text in headers)}
     elif mcp_json:
-        server_name, fields = read_mcp_json(Path(mcp_json), server_name)
+        server_name, fields = read_mcp_json(Path(mcp_json), server_name, substitute_env=substitute_env)
         fields["name"] = server_name
     elif config_server is not None:
         return config_server.resolve_paths(base_dir)
@@ -150,7 +156,9 @@ def parse_header(text: str) -> tuple[str, str]:
     return name.strip(), value.strip()
 
 
-def read_mcp_json(path: Path, server_name: str | None) -> tuple[str, dict[str, Any]]:
+def read_mcp_json(
+    path: Path, server_name: str | None, *, substitute_env: bool = True
+) -> tuple[str, dict[str, Any]]:
     """One entry of an MCP client's server map, as ServerConfig fields: (name, fields).
 
     `${NAME}` references in the entry are substituted from the process
@@ -186,15 +194,15 @@ def read_mcp_json(path: Path, server_name: str | None) -> tuple[str, dict[str, A
     if not isinstance(entry, dict):
         raise fail(f"server '{server_name}' must be an object with `command` or `url`")
 
-    substituted = interpolate(entry, os.environ)
-    if substituted.problems:
+    substituted = interpolate(entry, os.environ if substitute_env else {})
+    if substitute_env and substituted.problems:
         raise ConfigFileError(
             [
                 Problem(shown, None, f"server '{server_name}' field '{field_path(loc)}': {msg}")
                 for loc, msg in substituted.problems
             ]
         )
-    entry = substituted.data
+    entry = substituted.data if substitute_env else entry
     kind = entry.get("type")
     url = entry.get("url") or entry.get("serverUrl")
     if kind == "sse":

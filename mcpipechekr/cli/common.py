@@ -1,0 +1,137 @@
+"""Option sets shared by commands, and the one way they become an effective Config.
+
+A command stacks the decorators it needs and, inside, calls
+`effective_config(ctx)`: flags beat config.yaml, and every command reads them
+the same way. Nothing here parses a flag's meaning; that is the library's job
+(`mcpipechekr.server.target`, `mcpipechekr.config`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from click.core import ParameterSource
+
+from mcpipechekr.config import DEFAULT_CONFIG_FILE, PHASES, Config, ConfigOverrides, load_config
+from mcpipechekr.server.target import ServerFlags
+from mcpipechekr.tasks import DEFAULT_TASKS_FILE
+
+F = TypeVar("F", bound=Callable[..., Any])
+_PATH = click.Path(path_type=Path, dir_okay=False)
+
+
+def _stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    def apply(function: F) -> F:
+        for decorator in reversed(decorators):
+            function = decorator(function)
+        return function
+
+    return apply
+
+
+config_options = _stack(
+    click.option(
+        "--config",
+        "config_path",
+        type=_PATH,
+        default=DEFAULT_CONFIG_FILE,
+        show_default=True,
+        help="The config file. Relative paths inside it are taken from its folder.",
+    ),
+    click.option(
+        "--tasks",
+        "tasks_path",
+        type=_PATH,
+        default=None,
+        help="The task file [default: config's paths.tasks, i.e. tasks.yaml beside config.yaml].",
+    ),
+)
+
+server_options = _stack(
+    click.option(
+        "--command",
+        "server_command",
+        metavar="'CMD ARGS…'",
+        help="Talk to a stdio server started by this command line (overrides config.yaml's server).",
+    ),
+    click.option("--url", "server_url", metavar="URL", help="Talk to a streamable-HTTP server at this URL."),
+    click.option(
+        "--header",
+        "server_headers",
+        metavar="NAME:VALUE",
+        multiple=True,
+        help="HTTP header sent to the --url server; repeatable.",
+    ),
+    click.option(
+        "--from-mcp-json",
+        "mcp_json",
+        type=_PATH,
+        help='Take the server from an MCP client\'s mcp.json ({"mcpServers": {…}}).',
+    ),
+    click.option("--server", "server_name", metavar="NAME", help="Which server of --from-mcp-json to use."),
+)
+
+provider_options = _stack(
+    *(
+        click.option(
+            f"--{phase}-provider",
+            f"{phase}_provider",
+            metavar="PROVIDER/MODEL",
+            help=f"Model for {phase} (overrides providers.{phase}), e.g. openai/gpt-4o or demo.",
+        )
+        for phase in PHASES
+    )
+)
+
+task_selection_options = _stack(
+    click.option("--task", "task_ids", metavar="ID", multiple=True, help="Run only this task; repeatable."),
+    click.option(
+        "--tag", "tags", metavar="TAG", multiple=True, help="Run only tasks with this tag; repeatable."
+    ),
+)
+
+
+def server_flags(params: dict[str, Any]) -> ServerFlags:
+    """The server-selection flags from a command's parsed parameters."""
+    return ServerFlags(
+        command=params.get("server_command"),
+        url=params.get("server_url"),
+        headers=tuple(params.get("server_headers") or ()),
+        mcp_json=params.get("mcp_json"),
+        server_name=params.get("server_name"),
+    )
+
+
+def config_overrides(params: dict[str, Any]) -> ConfigOverrides:
+    """Every flag that overrides config.yaml, from a command's parsed parameters."""
+    return ConfigOverrides(
+        server=server_flags(params),
+        providers={phase: params[f"{phase}_provider"] for phase in PHASES if params.get(f"{phase}_provider")},
+        tasks=params.get("tasks_path"),
+    )
+
+
+def effective_config(ctx: click.Context) -> Config:
+    """config.yaml with the command's flags applied.
+
+    A config file that is absent is fine when --config was left at its default
+    and the server flags describe a server: defaults fill the rest.
+    """
+    params = ctx.params
+    path = Path(params.get("config_path") or DEFAULT_CONFIG_FILE)
+    defaulted = ctx.get_parameter_source("config_path") in (None, ParameterSource.DEFAULT)
+    overrides = config_overrides(params)
+    missing_ok = defaulted and overrides.server is not None and overrides.server.given
+    return load_config(path, overrides, missing_ok=missing_ok)
+
+
+def tasks_file(params: dict[str, Any], config: Config | None) -> Path:
+    """The task file to read: --tasks, else config's paths.tasks, else tasks.yaml beside the config file."""
+    if params.get("tasks_path"):
+        return Path(params["tasks_path"])
+    if config is not None:
+        return config.paths.tasks
+    return Path(params.get("config_path") or DEFAULT_CONFIG_FILE).parent / DEFAULT_TASKS_FILE
