@@ -29,7 +29,7 @@ RunStatus = Literal["running", "completed", "failed", "interrupted"]
 class PhaseProviders(ArtifactModel):
     """The model each phase used, spelled as configured (`demo`, `openai/gpt-4o`); absent if unused."""
 
-    phase0: str | None = Field(default=None, description="Phase 0, server checks.")
+    phase0: str | None = Field(default=None, description="Phase 0, baseline answers for the tasks.")
     phase05: str | None = Field(default=None, description="Phase 0.5, tool-description evaluation (TEF).")
     phase1: str | None = Field(default=None, description="Phase 1, the agent running tasks blind.")
     phase2: str | None = Field(default=None, description="Phase 2, evaluation of traces into bug reports.")
