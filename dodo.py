@@ -1,0 +1,8 @@
+"""The MCPipeChekr pipeline as a doit build graph: `doit list` shows the targets, `doit loop` runs it.
+
+The task definitions live in mcpipechekr/graph.py; this file only exposes them to doit.
+"""
+
+from mcpipechekr.graph import DOIT_CONFIG, task_health, task_loop, task_workspace
+
+__all__ = ["DOIT_CONFIG", "task_health", "task_loop", "task_workspace"]

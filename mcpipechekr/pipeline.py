@@ -1,0 +1,108 @@
+"""One harness run: its folder, its manifest, and the server kept up across its phases.
+
+`open_run` does everything a phase needs before it can start — validate the
+task file, prepare the server's repository, create `runs/{run-id}/`, pin the
+run's identity in manifest.json, start the server and pass its health check,
+snapshot its tools — and `close_run` ends it, recording how it ended. A crash,
+a halted server or Ctrl-C still closes the manifest as `failed` or
+`interrupted`, so no run is left looking as if it were running.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from mcpipechekr import __version__
+from mcpipechekr.artifacts import (
+    Manifest,
+    PhaseProviders,
+    RunDir,
+    ServerRef,
+    ToolsSnapshot,
+    create_run_dir,
+    snapshot_tools,
+    utc_now,
+    write_model,
+)
+from mcpipechekr.config import PHASES, Config
+from mcpipechekr.server.lifecycle import ServerUnderTest
+from mcpipechekr.server.workspace import prepare_repo, repo_state
+from mcpipechekr.tasks import Task, load_tasks, select_tasks, task_file_hash
+
+
+@dataclass
+class HarnessRun:
+    """Everything the phases of one run share."""
+
+    config: Config
+    tasks: list[Task]
+    run_dir: RunDir
+    manifest: Manifest
+    server: ServerUnderTest
+    tools: ToolsSnapshot
+
+
+def server_ref(config: Config) -> ServerRef:
+    """How the server was reached, with secrets scrubbed, for the manifest."""
+    server = config.server
+    if server.command:
+        command = shlex.join([server.command, *server.args])
+        return ServerRef(name=server.name, transport="stdio", command=config.redactor.redact(command))
+    return ServerRef(name=server.name, transport="http", url=config.redactor.redact(server.url))
+
+
+def _new_manifest(config: Config, run_dir: RunDir, tasks: list[Task]) -> Manifest:
+    state = repo_state(config.server)
+    return Manifest(
+        run_id=run_dir.run_id,
+        started_at=utc_now(),
+        harness_version=__version__,
+        mcp_server_sha=state.sha,
+        mcp_server_dirty=state.dirty,
+        task_file_hash=task_file_hash(config.paths.tasks),
+        providers=PhaseProviders(**{phase: str(config.providers.for_phase(phase)) for phase in PHASES}),
+        config_hash=config.config_hash,
+        config=config.redacted_dump(),
+        server=server_ref(config),
+        task_ids=[task.task_id for task in tasks],
+    )
+
+
+@contextmanager
+def harness_run(
+    config: Config, task_ids: Sequence[str] = (), tags: Sequence[str] = ()
+) -> Iterator[HarnessRun]:
+    """Open a run, yield it to the phases, and always close it with the right status."""
+    selected = select_tasks(load_tasks(config.paths.tasks), task_ids, tags)
+    prepare_repo(config.server)
+    run_dir = create_run_dir(config.paths.runs)
+    manifest = _new_manifest(config, run_dir, selected)
+    write_model(run_dir.manifest, manifest)
+    server = ServerUnderTest(config.server, run_dir.server_stderr_log)
+    status, reason = "completed", None
+    try:
+        health = server.start()
+        tools = snapshot_tools(
+            config.server.name,
+            server.list_tools(),
+            protocol_version=health.protocol_version,
+            server_info=health.server_info,
+        )
+        write_model(run_dir.tools, tools)
+        yield HarnessRun(config, selected, run_dir, manifest, server, tools)
+    except KeyboardInterrupt:
+        status, reason = "interrupted", "interrupted by the user (Ctrl-C)"
+        raise
+    except BaseException as exc:
+        status = "failed"
+        text = str(getattr(exc, "message", exc)) or type(exc).__name__
+        reason = config.redactor.redact(text.splitlines()[0])
+        raise
+    finally:
+        try:
+            server.stop()
+        finally:
+            write_model(run_dir.manifest, manifest.finished(status, reason))  # type: ignore[arg-type]
