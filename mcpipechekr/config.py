@@ -307,24 +307,33 @@ T = TypeVar("T")
 class Redactor:
     """Replaces secret values in text or JSON-like data before it is written anywhere.
 
-    A whole string equal to a secret is always replaced. Inside longer text only
-    secrets of `MIN_EMBEDDED` characters or more are replaced: shorter values
-    (a port such as `80`) would match all over unrelated text.
+    Secrets shorter than `min_length` characters are left alone: a value such as
+    `1`, `info` or a port number would match all over unrelated text (a tool
+    result, a model's answer) and corrupt it without protecting anything. Where
+    the structure is known, whole strings of any length down to
+    `exact_min_length` are still replaced (the recorded config does this).
     """
 
-    MIN_EMBEDDED = 4
+    MIN_LENGTH = 6
 
-    def __init__(self, replacements: list[tuple[str, str]] | None = None):
+    def __init__(
+        self,
+        replacements: list[tuple[str, str]] | None = None,
+        *,
+        min_length: int = MIN_LENGTH,
+        exact_min_length: int | None = None,
+    ):
+        exact_min = min_length if exact_min_length is None else exact_min_length
         unique = {value: replacement for value, replacement in (replacements or []) if value}
-        self._exact = unique
+        self._exact = {value: repl for value, repl in unique.items() if len(value) >= exact_min}
         # Longest first, so a secret that contains another is replaced whole.
         self._embedded = sorted(
-            ((value, repl) for value, repl in unique.items() if len(value) >= self.MIN_EMBEDDED),
+            ((value, repl) for value, repl in unique.items() if len(value) >= min_length),
             key=lambda pair: -len(pair[0]),
         )
 
     def __bool__(self) -> bool:
-        return bool(self._exact)
+        return bool(self._exact or self._embedded)
 
     def redact(self, value: T) -> T:
         """The same value with every secret replaced: strings, and strings inside dicts/lists/tuples."""
@@ -369,9 +378,12 @@ class Config(_Strict):
     @property
     def redactor(self) -> Redactor:
         """Scrubs this config's secrets: env-substituted values -> `${NAME}`, header/env values -> `***`."""
+        return Redactor(self._replacements())
+
+    def _replacements(self) -> list[tuple[str, str]]:
         masked = [(value, MASK) for value in self._masked_values()]
-        # Substituted values win over the mask: `${NAME}` says more than `***` and reveals nothing.
-        return Redactor(masked + list(self._secrets))
+        # Substituted values come last and so win over the mask: `${NAME}` says more than `***`.
+        return masked + list(self._secrets)
 
     def _masked_values(self) -> list[str]:
         values = [*self.server.headers.values(), *self.server.env.values()]
@@ -386,7 +398,7 @@ class Config(_Strict):
         server environment values are `***` unless they were `${...}` references.
         """
         dump = self.model_dump(mode="json")
-        substituted = Redactor(self._secrets)
+        substituted = Redactor(self._secrets, exact_min_length=1)
         server = dump["server"]
         mappings = [server["headers"], server["env"]]
         if server.get("start"):
@@ -395,7 +407,7 @@ class Config(_Strict):
             for key, value in mapping.items():
                 scrubbed = substituted.redact(value)
                 mapping[key] = scrubbed if scrubbed != value else MASK
-        return self.redactor.redact(dump)
+        return Redactor(self._replacements(), exact_min_length=1).redact(dump)
 
     @property
     def config_hash(self) -> str:
@@ -466,7 +478,7 @@ def load_config(
     except ValidationError as exc:
         problems.extend(_config_problems(doc, exc, sources, skip=[loc for loc, _ in substituted.problems]))
     if problems or config is None:
-        raise ConfigFileError(_unique(problems))
+        raise ConfigFileError(sorted(_unique(problems), key=lambda problem: problem.line or 0))
 
     config = config.model_copy(
         update={"server": config.server.resolve_paths(base_dir), "paths": config.paths.resolve(base_dir)}

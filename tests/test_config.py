@@ -237,10 +237,29 @@ def test_redactor_scrubs_text_and_json(tmp_path, monkeypatch):
     assert FAKE_KEY not in json.dumps(redactor.redact(record))
 
 
-def test_redactor_does_not_scrub_short_values_inside_text():
-    redactor = config_module.Redactor([("80", "${PORT}"), ("long-secret", "***")])
-    assert redactor.redact("80") == "${PORT}"
-    assert redactor.redact("listening on 8080 with long-secret") == "listening on 8080 with ***"
+def test_redactor_leaves_short_values_alone_except_whole_config_values(tmp_path, monkeypatch):
+    redactor = config_module.Redactor([("80", "${PORT}"), ("info", "***"), ("long-secret", "***")])
+    assert redactor.redact(["80", "info", "listening on 8080: information, long-secret"]) == [
+        "80",
+        "info",
+        "listening on 8080: information, ***",
+    ]
+    monkeypatch.setenv("SHORT_PORT", "80")
+    path = write(
+        tmp_path / "config.yaml",
+        """
+        server:
+          command: python
+          args: [server.py, --port, "${SHORT_PORT}"]
+          env: {LOG_LEVEL: info}
+        """,
+    )
+    config = load_config(path)
+    assert config.server.args == ["server.py", "--port", "80"]
+    dump = config.redacted_dump()  # the recorded config knows where values came from, whatever their length
+    assert dump["server"]["args"] == ["server.py", "--port", "${SHORT_PORT}"]
+    assert dump["server"]["env"] == {"LOG_LEVEL": "***"}
+    assert config.redactor.redact("level info on port 80") == "level info on port 80"
 
 
 def test_config_hash_ignores_key_order_and_follows_settings(tmp_path):

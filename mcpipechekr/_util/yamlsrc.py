@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
 import yaml
+from dotenv import dotenv_values
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
@@ -280,8 +281,6 @@ def interpolate(data: Any, environ: Mapping[str, str]) -> Interpolation:
 
 def environment_with_dotenv(dotenv_path: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Variables from a `.env` file overlaid by the process environment (which wins)."""
-    from dotenv import dotenv_values
-
     merged: dict[str, str] = {}
     if dotenv_path.is_file():
         merged.update({key: value for key, value in dotenv_values(dotenv_path).items() if value is not None})
