@@ -332,9 +332,6 @@ class Redactor:
             key=lambda pair: -len(pair[0]),
         )
 
-    def __bool__(self) -> bool:
-        return bool(self._exact or self._embedded)
-
     def redact(self, value: T) -> T:
         """The same value with every secret replaced: strings, and strings inside dicts/lists/tuples."""
         if isinstance(value, str):

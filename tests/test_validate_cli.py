@@ -7,11 +7,20 @@ import sys
 import textwrap
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from mcpipechekr.cli import main
-from mcpipechekr.tasks import load_tasks
+from mcpipechekr.cli.common import (
+    config_options,
+    effective_config,
+    provider_options,
+    server_options,
+    task_selection_options,
+    tasks_file,
+)
+from mcpipechekr.tasks import load_tasks, select_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -339,3 +348,34 @@ def test_help_documents_the_checks_and_flags():
         "cannot be reached, a warning says the tool names were not checked",
     ):
         assert text in words, text
+
+
+def test_shared_option_sets_make_the_effective_config_and_selection(project):
+    """The decorators every pipeline command stacks, on a command of their own."""
+    seen = {}
+
+    @click.command()
+    @config_options
+    @server_options
+    @provider_options
+    @task_selection_options
+    @click.pass_context
+    def probe(ctx: click.Context, task_ids, tags, **_: object) -> None:
+        config = effective_config(ctx)
+        taskfile = load_tasks(tasks_file(ctx.params, config))
+        seen["server"] = config.server
+        seen["phase3"] = str(config.providers.phase3)
+        seen["tasks"] = [task.task_id for task in select_tasks(taskfile, task_ids, tags)]
+
+    args = ["--url", "http://127.0.0.1:9/mcp", "--header", "X-Key: abc", "--phase3-provider", "openai:gpt-4o"]
+    result = CliRunner().invoke(probe, [*args, "--task", "add-numbers"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert (seen["server"].name, seen["server"].url, seen["server"].headers) == (
+        "probe",
+        "http://127.0.0.1:9/mcp",
+        {"X-Key": "abc"},
+    )
+    assert (seen["phase3"], seen["tasks"]) == ("openai/gpt-4o", ["add-numbers"])
+
+    unknown = CliRunner().invoke(probe, ["--tag", "nope"], catch_exceptions=False)
+    assert (unknown.exit_code, unknown.stderr) == (2, "Error: no task has tag(s): nope (tags in use: none)\n")

@@ -101,16 +101,6 @@ class YamlDocument:
     def problem(self, loc: Loc, message: str) -> Problem:
         return Problem(self.display, self.line_for(loc), message)
 
-    def get(self, loc: Loc, default: Any = None) -> Any:
-        """The raw value at `loc`, or `default` when the path does not exist in the data."""
-        value = self.data
-        for part in loc:
-            try:
-                value = value[part]
-            except (KeyError, IndexError, TypeError):
-                return default
-        return value
-
 
 def load_yaml(path: str | Path, *, what: str = "file") -> YamlDocument:
     """Read a YAML file whose top level must be a mapping; raise ConfigFileError for any problem.
