@@ -494,7 +494,7 @@ def configured_server(tmp_path: Path) -> ServerConfig:
     )
 
 
-def test_command_flag_replaces_the_transport_and_keeps_the_rest(tmp_path):
+def test_command_flag_names_another_server_keeping_only_health(tmp_path):
     server = resolve_server(
         configured_server(tmp_path), command="python 'my server.py' --fast", base_dir=tmp_path
     )
@@ -504,7 +504,23 @@ def test_command_flag_replaces_the_transport_and_keeps_the_rest(tmp_path):
         None,
         {},
     )
-    assert (server.name, server.repo, server.health.min_tools) == ("mine", str(tmp_path / "repo"), 2)
+    # a one-off server is named after what it runs and never inherits the configured repository
+    assert (server.name, server.repo, server.repo_template) == ("my server", None, None)
+    assert server.health.min_tools == 2
+
+
+@pytest.mark.parametrize(
+    ("command", "name"),
+    [
+        ("python tests/servers/tiny_server.py --x", "tiny_server"),
+        ("npx -y @modelcontextprotocol/server-filesystem /tmp", "server-filesystem"),
+        ("/usr/local/bin/my-mcp --stdio", "my-mcp"),
+        ("python3.11 -m pkg.server", "pkg.server"),
+        ("uvx mcp-server-git@1.2", "mcp-server-git"),
+    ],
+)
+def test_a_command_server_is_named_after_what_it_runs(tmp_path, command, name):
+    assert resolve_server(None, command=command, base_dir=tmp_path).name == name
 
 
 def test_url_flag_with_headers(tmp_path):
@@ -517,6 +533,7 @@ def test_url_flag_with_headers(tmp_path):
     )
     assert (server.command, server.url, server.cwd, server.env) == (None, "http://127.0.0.1:9/mcp", None, {})
     assert server.headers == {"Authorization": "Bearer x:y", "X-A": "1"}
+    assert server.name == "127.0.0.1:9"
 
 
 def test_no_flags_keep_the_config_server(tmp_path):
@@ -572,7 +589,8 @@ def test_mcp_json_stdio_and_http_entries(tmp_path, monkeypatch):
     assert (github.name, github.command, github.args) == ("github", "npx", ["-y", "gh-mcp"])
     assert github.env == {"TOKEN": "ghp-123"}
     assert github.cwd == str(tmp_path / "clients" / "work")  # relative to the mcp.json's folder
-    assert github.repo == str(tmp_path / "repo")  # kept from config.yaml
+    assert github.repo is None  # not the configured server's repository
+    assert github.health.min_tools == 2  # kept from config.yaml
     remote = resolve_server(None, mcp_json=path, server_name="remote", base_dir=tmp_path)
     assert (remote.url, remote.headers, remote.command) == (
         "https://mcp.example.com/mcp",
@@ -638,7 +656,7 @@ def test_flags_through_load_config_still_report_file_mistakes(tmp_path):
     path.write_text("server:\n  name: keep-me\n  command: python\n", encoding="utf-8")
     config = load_config(path, ConfigOverrides(server=ServerFlags(url="http://127.0.0.1:1/mcp")), environ={})
     assert (config.server.name, config.server.url, config.server.command) == (
-        "keep-me",
+        "127.0.0.1:1",
         "http://127.0.0.1:1/mcp",
         None,
     )

@@ -371,7 +371,7 @@ def test_shared_option_sets_make_the_effective_config_and_selection(project):
     result = CliRunner().invoke(probe, [*args, "--task", "add-numbers"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert (seen["server"].name, seen["server"].url, seen["server"].headers) == (
-        "probe",
+        "127.0.0.1:9",
         "http://127.0.0.1:9/mcp",
         {"X-Key": "abc"},
     )

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
@@ -52,11 +51,6 @@ class HealthReport:
     elapsed_s: float
     protocol_version: str | None = None
     server_info: dict[str, Any] = field(default_factory=dict)
-
-
-def resolve_command(command: str) -> str:
-    """`python`/`python3` mean the interpreter running us, so the bundled example runs in our environment."""
-    return sys.executable if command in ("python", "python3") else command
 
 
 def describe_target(server: ServerConfig) -> str:
@@ -215,9 +209,10 @@ async def connect(server: ServerConfig, log_path: Path) -> AsyncIterator[tuple[C
     started = time.monotonic()
     with open(log_path, "ab", buffering=0) as log:
         offset = log.tell()
-        if server.command:
+        command = server.resolved_command()
+        if command is not None:
             transport = StdioProcessTransport(
-                resolve_command(server.command),
+                command,
                 server.args,
                 env=_process_env(server.env),
                 cwd=server.cwd,
@@ -326,7 +321,7 @@ def _leaf(exc: BaseException) -> BaseException:
 def _start_http_process(start: LaunchSpec, log: IO[bytes]) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
-            [resolve_command(start.command), *start.args],
+            [start.resolved_command(), *start.args],
             cwd=start.cwd,
             env=_process_env(start.env),
             stdin=subprocess.DEVNULL,

@@ -9,10 +9,12 @@ the same thing everywhere:
 - `--from-mcp-json PATH --server NAME`: an entry of the `mcpServers` (or
   `servers`) map that MCP clients keep in mcp.json.
 
-A flag replaces how the server is reached (command, args, env, cwd, url,
-headers, start) and keeps the rest of config.yaml's server section (name, repo,
-repo_template, health), so a one-off `--url` still commits fixes to the
-configured repository.
+A flag names another server: it replaces config.yaml's whole server section
+except `health` (how patient to be is a setting, not a property of the server).
+The name comes from the flag (the mcp.json entry, the script or package the
+command runs, the URL's host and port), and `repo`/`repo_template` are dropped:
+a one-off server must never have fixes committed into the configured server's
+repository.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
@@ -37,8 +40,10 @@ from mcpipechekr._util.yamlsrc import (
 from mcpipechekr.config import ServerConfig
 from mcpipechekr.errors import UserError
 
-# Fields a flag replaces; everything else in config.yaml's server section is kept.
-_TRANSPORT_FIELDS = ("command", "args", "env", "cwd", "url", "headers", "start")
+# The only part of config.yaml's server section a flag keeps.
+_KEPT_FIELDS = {"health"}
+# Launchers whose first plain argument, not themselves, names the server.
+_LAUNCHERS = {"python", "python3", "node", "npx", "uv", "uvx", "deno", "bun", "bunx", "pipx", "docker"}
 _HTTP_TYPES = ("http", "streamable-http", "streamableHttp", "streamable_http")
 
 
@@ -105,8 +110,13 @@ def resolve_server(
 
     if command:
         fields = _command_fields(command)
+        fields["name"] = _name_from_command(fields["command"], fields["args"])
     elif url:
-        fields = {"url": url, "headers": dict(parse_header(text) for text in headers)}
+        fields = {
+            "url": url,
+            "headers": dict(parse_header(text) for text in headers),
+            "name": _name_from_url(url),
+        }
     elif mcp_json:
         server_name, fields = read_mcp_json(Path(mcp_json), server_name, substitute_env=substitute_env)
         fields["name"] = server_name
@@ -118,7 +128,7 @@ def resolve_server(
             "or pass --command, --url or --from-mcp-json"
         )
 
-    kept = config_server.model_dump(exclude=set(_TRANSPORT_FIELDS)) if config_server is not None else {}
+    kept = config_server.model_dump(include=_KEPT_FIELDS) if config_server is not None else {}
     try:
         server = ServerConfig.model_validate({**kept, **fields})
     except ValidationError as exc:
@@ -146,6 +156,24 @@ def _command_fields(command: str) -> dict[str, Any]:
             '--command is empty: give the command line that starts the server, e.g. "python server.py"'
         )
     return {"command": parts[0], "args": parts[1:]}
+
+
+def _name_from_command(command: str, args: list[str]) -> str:
+    """`python tools/my_server.py` -> `my_server`; `npx -y @scope/server-files` -> `server-files`."""
+    words = [command, *args]
+    if Path(command).name.split(".")[0].rstrip("0123456789.") in _LAUNCHERS:
+        plain = [arg for arg in args if not arg.startswith("-")]
+        words = plain[:1] or words
+    stem = Path(words[0].rstrip("/")).name
+    stem = stem.split("@")[0] if not stem.startswith("@") else stem
+    for suffix in (".py", ".js", ".mjs", ".ts"):
+        stem = stem.removesuffix(suffix)
+    return stem or "server"
+
+
+def _name_from_url(url: str) -> str:
+    """`http://127.0.0.1:8765/mcp` -> `127.0.0.1:8765`."""
+    return urlsplit(url).netloc.rpartition("@")[2] or "server"
 
 
 def parse_header(text: str) -> tuple[str, str]:
