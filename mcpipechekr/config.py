@@ -295,6 +295,40 @@ class PathsConfig(_Strict):
         )
 
 
+class CheckConfig(_Strict):
+    """`mcpipechekr check`: what the server should offer, the cases to run, and response budgets."""
+
+    cases: Path | None = Field(
+        default=None,
+        description="Cases file for the functional layer (e.g. cases.yaml); none: layer skipped.",
+    )
+    expected_failures: Path | None = Field(
+        default=None, description="YAML list of check or case ids allowed to fail, each with a reason."
+    )
+    call_timeout_s: float = Field(default=30.0, gt=0, description="Limit for each call a check makes.")
+    expected_tool_count: int | None = Field(
+        default=None, ge=0, description="How many tools the server should list; none: not checked."
+    )
+    expected_tools: list[str] = Field(
+        default_factory=list, description="Tool names the server must list (its canonical tool set)."
+    )
+    budget_tokens: int = Field(
+        default=4000, gt=0, description="Default response budget per tool call, in estimated tokens."
+    )
+    tool_budgets: dict[str, int] = Field(
+        default_factory=dict, description="Per-tool response budgets in estimated tokens, by tool name."
+    )
+
+    def resolve(self, base_dir: Path) -> CheckConfig:
+        return self.model_copy(
+            update={
+                name: Path(_absolute(str(getattr(self, name)), base_dir))
+                for name in ("cases", "expected_failures")
+                if getattr(self, name) is not None
+            }
+        )
+
+
 class LoopConfig(_Strict):
     """The reviewed fix loop."""
 
@@ -357,6 +391,7 @@ class Config(_Strict):
     timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
     paths: PathsConfig = Field(default_factory=PathsConfig)
     loop: LoopConfig = Field(default_factory=LoopConfig)
+    check: CheckConfig = Field(default_factory=CheckConfig)
 
     _source: Path | None = PrivateAttr(default=None)
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
@@ -478,7 +513,11 @@ def load_config(
         raise ConfigFileError(sorted(_unique(problems), key=lambda problem: problem.line or 0))
 
     config = config.model_copy(
-        update={"server": config.server.resolve_paths(base_dir), "paths": config.paths.resolve(base_dir)}
+        update={
+            "server": config.server.resolve_paths(base_dir),
+            "paths": config.paths.resolve(base_dir),
+            "check": config.check.resolve(base_dir),
+        }
     )
     config._source = None if missing_ok and not path.exists() else path.resolve()
     config._base_dir = base_dir

@@ -23,6 +23,9 @@ from mcpipechekr.artifacts import (
     BaselineEntry,
     Bug,
     BugReport,
+    CheckReport,
+    CheckResult,
+    CheckSummary,
     Confusion,
     Drift,
     Evidence,
@@ -30,6 +33,7 @@ from mcpipechekr.artifacts import (
     ModelTurn,
     Overlap,
     PhaseProviders,
+    ResponseSize,
     RunDir,
     SecurityFinding,
     ServerRef,
@@ -282,6 +286,51 @@ def test_tool_snapshot_hashes_change_exactly_when_a_definition_changes() -> None
     )
 
 
+def make_check_report() -> CheckReport:
+    now = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
+    return CheckReport(
+        server="emailindex",
+        target="stdio: python server.py",
+        started_at=now,
+        finished_at=now + timedelta(seconds=3),
+        layers=["protocol", "quality"],
+        checks=[
+            CheckResult(
+                id="PC-01",
+                name="initialize",
+                layer="protocol",
+                group="Discovery",
+                status="PASS",
+                reason="emailindex 1.0",
+            ),
+            CheckResult(
+                id="QC-01:query_email_database",
+                name="response within budget",
+                layer="quality",
+                group="Response size",
+                status="WARN",
+                tool="query_email_database",
+                reason="5,120 tokens > budget 4,000",
+                details={"tokens": 5120},
+            ),
+        ],
+        sizes=[
+            ResponseSize(
+                tool="query_email_database",
+                source="generated",
+                chars=20480,
+                tokens_estimated=5120,
+                budget_tokens=4000,
+                over_budget=True,
+            )
+        ],
+        summary=CheckSummary(
+            total=2, passed=1, failed=0, warned=1, skipped=0, expected_failures=0, stale_expected_failures=0
+        ),
+        exit_code=0,
+    )
+
+
 SAMPLES = {
     "manifest": make_manifest,
     "baseline": make_baseline,
@@ -289,6 +338,7 @@ SAMPLES = {
     "tef_report": make_tef_report,
     "trace": make_trace,
     "tools_snapshot": make_tools_snapshot,
+    "check_report": make_check_report,
 }
 
 

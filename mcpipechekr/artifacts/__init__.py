@@ -35,6 +35,15 @@ from mcpipechekr.artifacts.bug_report import (
     TaskStats,
     bug_id,
 )
+from mcpipechekr.artifacts.check_report import (
+    LAYERS,
+    CheckReport,
+    CheckResult,
+    CheckStatus,
+    CheckSummary,
+    Layer,
+    ResponseSize,
+)
 from mcpipechekr.artifacts.manifest import Manifest, PhaseProviders, ServerRef
 from mcpipechekr.artifacts.rundir import (
     RunDir,
@@ -80,6 +89,13 @@ from mcpipechekr.artifacts.trace import (
 )
 
 __all__ = [
+    "LAYERS",
+    "CheckReport",
+    "CheckResult",
+    "CheckStatus",
+    "CheckSummary",
+    "Layer",
+    "ResponseSize",
     "ToolDefinition",
     "ToolsSnapshot",
     "snapshot_tools",

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from mcpipechekr.artifacts.atomic import atomic_write_bytes
 from mcpipechekr.artifacts.baseline import Baseline
 from mcpipechekr.artifacts.bug_report import BugReport
+from mcpipechekr.artifacts.check_report import CheckReport
 from mcpipechekr.artifacts.manifest import Manifest
 from mcpipechekr.artifacts.tef_report import TefReport
 from mcpipechekr.artifacts.tools_snapshot import ToolsSnapshot
@@ -30,6 +31,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "tef_report": TefReport,
     "trace": Trace,
     "tools_snapshot": ToolsSnapshot,
+    "check_report": CheckReport,
 }
 """File-format name -> model; each becomes `<name>.schema.json`."""
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import click
 
 from mcpipechekr import __version__
+from mcpipechekr.cli.check_cmd import check_command
 from mcpipechekr.cli.init_cmd import init_command
+from mcpipechekr.cli.lint_cmd import lint_command
 from mcpipechekr.cli.schema_cmd import schema_command
 from mcpipechekr.cli.server_cmd import server_group
 from mcpipechekr.cli.validate_cmd import validate_command
@@ -26,6 +28,8 @@ def main() -> None:
 
 
 main.add_command(init_command)
+main.add_command(check_command)
+main.add_command(lint_command)
 main.add_command(validate_command)
 main.add_command(schema_command)
 main.add_command(server_group)

@@ -30,7 +30,9 @@ from urllib.parse import urlsplit
 import anyio
 import anyio.from_thread
 import mcp_types
+import pydantic
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from mcpipechekr import __version__
 from mcpipechekr.config import LaunchSpec, ServerConfig
@@ -139,8 +141,8 @@ class Connection:
             raise
         except Exception as exc:  # closed stream, broken pipe, transport error, protocol error
             await anyio.sleep(0.05)
-            if self.exit_code() is None and _is_protocol_error(exc):
-                raise  # an MCP error response from a live server is the caller's business
+            if self.exit_code() is None and _answered(exc):
+                raise  # the server answered: an error response or a malformed result is the caller's business
             raise self.halt(f"broke the connection ({type(exc).__name__}: {exc})", during) from exc
 
     async def list_tools(self, timeout_s: float | None = None) -> list[mcp_types.Tool]:
@@ -188,10 +190,11 @@ class Connection:
         )
 
 
-def _is_protocol_error(exc: Exception) -> bool:
-    from mcp.shared.exceptions import MCPError
-
-    return isinstance(exc, MCPError) and "closed" not in str(exc).lower()
+def _answered(exc: Exception) -> bool:
+    """True when the server is alive and answered, just not well: a JSON-RPC error or an invalid result."""
+    if isinstance(exc, MCPError):
+        return exc.code != mcp_types.CONNECTION_CLOSED
+    return isinstance(exc, pydantic.ValidationError)
 
 
 def _client(target: Any) -> Client:
