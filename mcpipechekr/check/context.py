@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +18,7 @@ import mcp_types
 
 from mcpipechekr.artifacts.check_report import CheckResult, CheckStatus, Layer
 from mcpipechekr.config import Config
+from mcpipechekr.errors import ServerHalt
 from mcpipechekr.server.lifecycle import ServerUnderTest
 
 
@@ -42,6 +43,10 @@ class CheckContext:
     responses: list[ObservedResponse] = field(default_factory=list)
     opted_in: set[str] = field(default_factory=set)
     """Tools the cases file explicitly allows to be called although they may change state."""
+    server_lost: str | None = None
+    """Set when the server halted and could not be restarted: later checks are SKIPs with this reason."""
+    progress: Callable[[str], None] | None = None
+    """Told what is running now (a check id, a tool call), for a progress display; None: silent."""
 
     def record(
         self,
@@ -72,6 +77,28 @@ class CheckContext:
 
     def observe(self, tool: str, source: str, result: mcp_types.CallToolResult) -> None:
         self.responses.append(ObservedResponse(tool, source, result))
+
+    def step(self, text: str) -> None:
+        """Tell the progress display what runs now."""
+        if self.progress is not None:
+            self.progress(text)
+
+    def recover(self) -> bool:
+        """After a halt (a crash or a hang the caller has recorded), restart the server so checks go on.
+
+        Returns False, with `server_lost` set, when it cannot be restarted; every
+        later check should then be a SKIP with that reason (and the run fails,
+        since the halt itself was recorded as a FAIL).
+        """
+        if self.server_lost is not None:
+            return False
+        self.step("restarting the server")
+        try:
+            self.server.restart()
+        except ServerHalt as again:
+            self.server_lost = f"server could not be restarted: {str(again).splitlines()[0]}"
+            return False
+        return True
 
     @contextmanager
     def timed(self) -> Iterator[dict[str, float]]:

@@ -1,0 +1,116 @@
+"""A hand-written JSON-RPC stdio MCP server that misbehaves on purpose, for `check` tests.
+
+No SDK: it writes raw newline-delimited JSON-RPC, so it can send what an SDK
+would refuse to. It speaks the initialize handshake and answers -32601 to any
+method it does not know (`server/discover` included), so a client falls back
+to the handshake. Its tools:
+
+- `echo`: well-behaved; `text` is required, a missing or non-string `text` is a tool error.
+- `crash_on_bad`: exits with code 3 when `count` is not an integer (a crash on bad input).
+- `malformed`: answers with a text content block whose `text` is a number.
+- `hang`: never answers.
+- `bad_schema`: declares an inputSchema that is not a valid JSON Schema.
+
+Every tool is annotated read-only, so a probe may call them all.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+
+
+def _tool(name: str, description: str, schema: dict) -> dict:
+    return {"name": name, "description": description, "inputSchema": schema, "annotations": READ_ONLY}
+
+
+TOOLS = [
+    _tool(
+        "echo",
+        "Echo the text back.",
+        {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    ),
+    _tool(
+        "crash_on_bad",
+        "Count to a number.",
+        {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]},
+    ),
+    _tool("malformed", "Answer with a malformed content block.", {"type": "object", "properties": {}}),
+    _tool("hang", "Never answer.", {"type": "object", "properties": {}}),
+    _tool(
+        "bad_schema",
+        "Declare an invalid input schema.",
+        {"type": "object", "properties": {"x": {"type": "no-such-type"}}},
+    ),
+]
+
+
+def send(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def text_result(text: object, *, is_error: bool = False) -> dict:
+    return {"content": [{"type": "text", "text": text}], "isError": is_error}
+
+
+def call_tool(params: dict) -> dict:
+    """The result of tools/call, or raises LookupError for an unknown tool."""
+    name, args = params.get("name"), params.get("arguments") or {}
+    if name == "echo":
+        if not isinstance(args.get("text"), str):
+            return text_result("text is required and must be a string", is_error=True)
+        return text_result(args["text"])
+    if name == "crash_on_bad":
+        if not isinstance(args.get("count"), int):
+            print("broken_server: crash_on_bad got a bad count, exiting", file=sys.stderr, flush=True)
+            sys.exit(3)
+        return text_result(" ".join(str(i) for i in range(1, args["count"] + 1)))
+    if name == "malformed":
+        return text_result(42)
+    if name == "hang":
+        time.sleep(3600)
+    if name == "bad_schema":
+        return text_result("ok")
+    raise LookupError(f"Unknown tool: {name}")
+
+
+def handle(message: dict) -> None:
+    method, msg_id = message.get("method"), message.get("id")
+    if msg_id is None:
+        return  # a notification (initialized, cancelled): nothing to answer
+    params = message.get("params") or {}
+    if method == "initialize":
+        result = {
+            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "broken", "version": "0.1"},
+        }
+    elif method == "ping":
+        result = {}
+    elif method == "tools/list":
+        result = {"tools": TOOLS}
+    elif method == "tools/call":
+        try:
+            result = call_tool(params)
+        except LookupError as exc:
+            send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32602, "message": str(exc)}})
+            return
+    else:
+        error = {"code": -32601, "message": f"Method not found: {method}"}
+        send({"jsonrpc": "2.0", "id": msg_id, "error": error})
+        return
+    send({"jsonrpc": "2.0", "id": msg_id, "result": result})
+
+
+def main() -> None:
+    for line in sys.stdin:
+        if line.strip():
+            handle(json.loads(line))
+
+
+if __name__ == "__main__":
+    main()
