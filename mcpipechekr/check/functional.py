@@ -6,8 +6,8 @@ need its result); its `cleanup` calls then run whatever happened, so write
 tools can be tested without leaving data behind. A call that hangs or a server
 that dies (`ServerHalt`) fails the case with the halt message; the server is
 restarted, cleanup runs against the new process, and the suite goes on. If the
-restart itself fails, the remaining cases are skipped with that reason: there is
-nothing left to call.
+restart itself fails (`ctx.server_lost`), the remaining cases are skipped with
+that reason: there is nothing left to call.
 
 Every expectation is checked, and every one that fails is listed in the
 reason with the value seen, so one run shows the whole picture.
@@ -266,18 +266,20 @@ def run_functional(ctx: CheckContext, cases: CasesFile) -> None:
     """Run every case; record one `FC:<case id>` result each and observe every tool result for sizing."""
     ctx.opted_in |= cases.opt_in_tools
     tools = {tool.name: tool for tool in ctx.tools}
-    dead: str | None = None
     for case in cases.cases:
         check_id, name = f"FC:{case.id}", _name(case)
         tool = case.tool if case.single else None
-        if dead is not None:
-            ctx.record(check_id, name, "functional", case.group, "SKIP", dead, tool=tool)
+        if ctx.server_lost is not None:
+            ctx.record(
+                check_id, name, "functional", case.group, "SKIP", f"not run: {ctx.server_lost}", tool=tool
+            )
             continue
         blocked = _blocked(ctx, case, tools)
         if blocked is not None:
             status, reason = blocked
             ctx.record(check_id, name, "functional", case.group, status, reason, tool=tool)
             continue
+        ctx.step(check_id)
         with ctx.timed() as timer:
             run = _run_case(ctx, case)
         details = ctx.config.redactor.redact({"steps": run.steps, "failures": run.failures})
@@ -292,8 +294,6 @@ def run_functional(ctx: CheckContext, cases: CasesFile) -> None:
             duration_ms=timer["ms"],
             details=details,
         )
-        if run.restart_failed is not None:
-            dead = f"not run: the server could not be restarted after case '{case.id}': {run.restart_failed}"
 
 
 def _name(case: Case) -> str:
@@ -408,8 +408,7 @@ def _run_step(
 
 
 def _restart(ctx: CheckContext, run: _CaseRun) -> None:
-    try:
-        ctx.server.restart()
-    except (ServerHalt, RuntimeError) as exc:
-        run.restart_failed = str(exc).splitlines()[0]
-        run.failures.append(f"the server could not be restarted: {exc}")
+    """Restart after a halt (ctx.recover); when that fails, the rest of the suite is skipped."""
+    if not ctx.recover():
+        run.restart_failed = ctx.server_lost or "the server could not be restarted"
+        run.failures.append(run.restart_failed)

@@ -290,18 +290,19 @@ def _probe(ctx: CheckContext, cases: CasesFile | None) -> list[ObservedResponse]
             continue
         planned.append((name, "generated", arguments))
     for name, source, arguments in planned:
+        if ctx.server_lost is not None:
+            _skip(ctx, name, f"not called: {ctx.server_lost}")
+            continue
         allowed, why = ctx.may_call(tools[name])
         if not allowed:
             _skip(ctx, name, f"not called: {why}")
             continue
+        ctx.step(f"QC-01:{name}")
         try:
             result = ctx.server.call_tool(name, arguments, ctx.call_timeout_s)
         except ServerHalt as halt:
             _skip(ctx, name, f"no response to size: {halt}")
-            try:
-                ctx.server.restart()
-            except ServerHalt:
-                break
+            ctx.recover()
             continue
         except Exception as exc:  # a JSON-RPC error or an invalid result: nothing to size
             _skip(ctx, name, f"no response to size: {type(exc).__name__}: {exc}")
