@@ -129,7 +129,8 @@ def test_bad_cases_file_reports_every_problem_with_its_line(tmp_path: Path) -> N
         "cases.yaml:12: case 'both': give either `tool` (a single call) or `steps` (a workflow), not both",
         "cases.yaml:18: case 'forward-ref' field 'steps[0].arguments.note_id': reference "
         "'${steps.b.structuredContent.id}' names no earlier step 'b' (no earlier step to refer to)",
-        "cases.yaml:20: case 'forward-ref' field 'steps[2].id': duplicate step id 'b' (first used at line 19)",
+        "cases.yaml:20: case 'forward-ref' field 'steps[2].id': duplicate step id 'b' "
+        "(first used at line 19)",
         "cases.yaml:20: case 'forward-ref' field 'steps[2].arguments.x': reference '${env.HOME}' is not of "
         "the form ${steps.STEP_ID.path.to.value} (write $${ for a literal '${')",
         "cases.yaml:21: case 'Bad_Id' field 'id': must be a slug: lowercase letters, digits, '-' and '_', "
@@ -149,7 +150,9 @@ def test_yaml_syntax_error_and_empty_cases(tmp_path: Path) -> None:
     empty = write(tmp_path, "cases: []\n", name="empty.yaml")
     assert problems(empty) == ["empty.yaml:1: field 'cases': must have at least 1 item(s)"]
     neither = write(tmp_path, "cases:\n  - id: x\n    arguments: {a: 1}\n", name="neither.yaml")
-    assert problems(neither) == ["neither.yaml:2: case 'x': give `tool` (a single call) or `steps` (a workflow)"]
+    assert problems(neither) == [
+        "neither.yaml:2: case 'x': give `tool` (a single call) or `steps` (a workflow)"
+    ]
 
 
 def test_pointers_and_step_references() -> None:
@@ -199,7 +202,8 @@ def test_expected_failures_file_errors(tmp_path: Path) -> None:
         "expected.yaml:7: entry 'FC:three' field 'reason': must not be empty: say why it fails and what "
         "would fix it",
         "expected.yaml:8: entry 'FC:three' field 'ticket': unknown field (known: id, reason)",
-        "expected.yaml:9: entry 'has space' field 'id': must not contain spaces (e.g. FC:find-by-sender or PC-07)",
+        "expected.yaml:9: entry 'has space' field 'id': must not contain spaces "
+        "(e.g. FC:find-by-sender or PC-07)",
     ]
     mapping = write(tmp_path, "expected_failures: []\n", name="mapping.yaml")
     assert problems(mapping, load_expected_failures) == [
