@@ -1,9 +1,125 @@
-"""Placeholder: replaced by the module that implements `mcpipechekr check`."""
+"""`mcpipechekr check`: protocol compliance, functional cases and response quality, with a CI exit code."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import click
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from mcpipechekr._util.console import console, err_console
+from mcpipechekr.artifacts.atomic import atomic_write_text
+from mcpipechekr.artifacts.check_report import LAYERS
+from mcpipechekr.check.report import FORMATS, render, text_lines
+from mcpipechekr.check.runner import run_check
+from mcpipechekr.cli.common import effective_config, server_options
+from mcpipechekr.config import DEFAULT_CONFIG_FILE
+
+_FILE = click.Path(path_type=Path, dir_okay=False)
 
 
 @click.command("check")
-def check_command() -> None:
-    """Not implemented yet."""
-    raise click.ClickException("not implemented yet")
+@click.option(
+    "--config",
+    "config_path",
+    type=_FILE,
+    default=DEFAULT_CONFIG_FILE,
+    show_default=True,
+    help="The config file; not needed when --command, --url or --from-mcp-json names the server.",
+)
+@server_options
+@click.option(
+    "--layer",
+    "layers",
+    type=click.Choice(LAYERS),
+    multiple=True,
+    help="Run only this layer; repeatable [default: all three].",
+)
+@click.option("--cases", "cases_path", type=_FILE, help="Cases file [default: config's check.cases].")
+@click.option(
+    "--expected-failures",
+    "expected_failures_path",
+    type=_FILE,
+    help="YAML list of check or case ids allowed to fail, each with a reason "
+    "[default: config's check.expected_failures].",
+)
+@click.option(
+    "--timeout",
+    "call_timeout_s",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds allowed for each call [default: config's check.call_timeout_s].",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="text for people, json (check_report.json) or junit (JUnit XML for CI).",
+)
+@click.option(
+    "--output",
+    "output_path",
+    type=_FILE,
+    help="Write the report here (atomically) instead of stdout; stdout then shows the text report.",
+)
+@click.pass_context
+def check_command(
+    ctx: click.Context,
+    layers: tuple[str, ...],
+    cases_path: Path | None,
+    expected_failures_path: Path | None,
+    call_timeout_s: float | None,
+    output_format: str,
+    output_path: Path | None,
+    **_: object,
+) -> None:
+    """Check an MCP server: protocol compliance, functional cases and response sizes.
+
+    The protocol layer works on any server with no configuration. Tools that may
+    change state (annotated destructive or not read-only) are never called
+    unless the cases file opts them in. See docs/check.md for every check.
+
+    Exit codes: 0 every check passed (warnings allowed); 1 a check failed, or an
+    expected failure now passes (the list is stale); 2 bad input (config, cases
+    or expected-failures file) or a server that cannot be started.
+    """
+    config = effective_config(ctx)
+    with _progress() as progress:
+        report = run_check(
+            config,
+            layers=layers or LAYERS,
+            cases_path=cases_path,
+            expected_failures_path=expected_failures_path,
+            call_timeout_s=call_timeout_s,
+            progress=progress,
+        )
+    if output_path is not None:
+        atomic_write_text(output_path, render(report, output_format))  # type: ignore[arg-type]
+    if output_path is not None or output_format == "text":
+        for line in text_lines(report):
+            console.print(line, soft_wrap=True)
+        if output_path is not None:
+            err_console.print(f"{output_format} report written to {output_path}")
+    else:
+        click.echo(render(report, output_format), nl=False)  # type: ignore[arg-type]
+    ctx.exit(report.exit_code)
+
+
+@contextlib.contextmanager
+def _progress() -> Iterator[Callable[[str], None] | None]:
+    """A spinner with the running check on stderr, only when stderr is a terminal."""
+    if not err_console.is_terminal:
+        yield None
+        return
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("checking", total=None)
+        yield lambda text: bar.update(task, description=text)

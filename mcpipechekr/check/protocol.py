@@ -1,0 +1,684 @@
+"""Layer 1, protocol compliance: what any MCP server must get right, checked with no configuration.
+
+Four groups, each check with a stable id (docs/check.md lists them all):
+
+- Discovery (PC-01…PC-08): the handshake, tools/list and each tool's definition
+  (name format, description, input and output schemas, annotations), the tool
+  set the config expects, and resources and prompts when the server declares them.
+- Tool calls (PC-10, PC-11): every tool a probe may call is called once with the
+  minimal arguments its inputSchema allows (or a case's arguments); the answer
+  must be a well-formed CallToolResult, and its structuredContent must match the
+  tool's outputSchema.
+- Error handling (PC-20…PC-24): an unknown tool, a missing required argument, a
+  wrong argument type and an unknown resource must each get a structured error,
+  and the server must still answer afterwards.
+
+Why probes are careful: a tool that may change state (annotated destructive or
+not read-only, or unannotated with a mutating verb for a name) is never called
+unless the cases file opts it in (`CheckContext.may_call`); such a tool is a
+SKIP, with no flag to override that. A crash or hang on one tool is a FAIL for
+that check; the server is restarted and the suite goes on. When it cannot be
+restarted, every later check is a SKIP that says so.
+
+Limits: "looks like an unhandled exception" is a heuristic over the error text
+(a traceback, the SDKs' bare `Error executing tool NAME`, Python exception
+names); a server that hides its crashes behind a polite message passes it.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import jsonschema
+import mcp_types
+import pydantic
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from mcpipechekr.artifacts.check_report import CheckStatus
+from mcpipechekr.check.argsgen import minimal_arguments
+from mcpipechekr.check.context import CheckContext
+from mcpipechekr.errors import ServerHalt
+
+T = TypeVar("T")
+
+DISCOVERY, CALLS, ERRORS = "Discovery", "Tool calls", "Error handling"
+
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_./-]{1,64}$")
+"""The spec's tool-name rule: 1 to 64 characters of letters, digits, `_`, `-`, `.` and `/`."""
+
+HINTS = (
+    ("read_only_hint", "readOnlyHint"),
+    ("destructive_hint", "destructiveHint"),
+    ("idempotent_hint", "idempotentHint"),
+    ("open_world_hint", "openWorldHint"),
+)
+
+RESOURCE_NOT_FOUND = -32002
+SENSIBLE_ERROR_CODES = {
+    mcp_types.INVALID_PARAMS: "invalid params",
+    mcp_types.METHOD_NOT_FOUND: "method not found",
+    mcp_types.INVALID_REQUEST: "invalid request",
+    RESOURCE_NOT_FOUND: "resource not found",
+}
+"""JSON-RPC error codes that tell a client what it did wrong (as opposed to -32603, internal error)."""
+
+UNHANDLED = re.compile(
+    r"Traceback \(most recent call last\)"
+    r"|^Error executing tool [^\s:]+\s*$"  # the Python SDK's text for a crash it caught (no detail)
+    r"|\binternal (server )?error\b"
+    r"|\b(KeyError|TypeError|AttributeError|NameError|IndexError|ZeroDivisionError|UnboundLocalError"
+    r"|AssertionError|RecursionError)\b"
+    r"|object has no attribute|'NoneType' object",
+    re.IGNORECASE | re.MULTILINE,
+)
+"""Error texts that look like an exception the tool did not handle, rather than an error it reports."""
+
+UNKNOWN_TOOL = "mcpipechekr_no_such_tool"
+UNKNOWN_RESOURCE = "mcpipechekr://no-such-resource/"
+
+_WRONG_TYPE_VALUES: dict[str, Any] = {
+    "string": 12345,
+    "integer": "not-a-number",
+    "number": "not-a-number",
+    "boolean": "not-a-boolean",
+    "array": "not-an-array",
+    "object": "not-an-object",
+}
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A protocol check as docs/check.md and the reports name it."""
+
+    id: str
+    name: str
+    group: str
+
+
+CHECKS: dict[str, CheckSpec] = {
+    spec.id: spec
+    for spec in (
+        CheckSpec("PC-01", "initialize", DISCOVERY),
+        CheckSpec("PC-02", "tools/list", DISCOVERY),
+        CheckSpec("PC-03", "tool definition", DISCOVERY),
+        CheckSpec("PC-04", "tool names", DISCOVERY),
+        CheckSpec("PC-05", "annotations", DISCOVERY),
+        CheckSpec("PC-06", "expected tools", DISCOVERY),
+        CheckSpec("PC-07", "resources", DISCOVERY),
+        CheckSpec("PC-08", "prompts", DISCOVERY),
+        CheckSpec("PC-10", "call with generated arguments", CALLS),
+        CheckSpec("PC-11", "structuredContent matches outputSchema", CALLS),
+        CheckSpec("PC-20", "unknown tool", ERRORS),
+        CheckSpec("PC-21", "missing required argument", ERRORS),
+        CheckSpec("PC-22", "wrong argument type", ERRORS),
+        CheckSpec("PC-23", "unknown resource", ERRORS),
+        CheckSpec("PC-24", "still answers after errors", ERRORS),
+    )
+}
+"""Every Layer 1 check, in run order. Per-tool checks are recorded as `PC-10:TOOL`."""
+
+ArgumentsFor = Callable[[mcp_types.Tool], tuple[dict[str, Any], str] | None]
+"""Arguments a cases file gives for a tool (used instead of generated ones) and the case id, or None."""
+
+
+def run_protocol(ctx: CheckContext, *, arguments_for: ArgumentsFor | None = None) -> None:
+    """Run every Layer 1 check against `ctx.server`, appending the verdicts to `ctx.results`."""
+    _check_initialize(ctx)
+    if not _check_tools_list(ctx):
+        return
+    for tool in ctx.tools:
+        _check_definition(ctx, tool)
+    _check_tool_names(ctx)
+    for tool in ctx.tools:
+        _check_annotations(ctx, tool)
+    _check_expected_tools(ctx)
+    _check_resources(ctx)
+    _check_prompts(ctx)
+
+    halted: set[str] = set()
+    for tool in ctx.tools:
+        if not _check_call(ctx, tool, arguments_for):
+            halted.add(tool.name)
+
+    _check_unknown_tool(ctx)
+    for tool in ctx.tools:
+        _check_bad_arguments(ctx, tool, halted)
+    _check_unknown_resource(ctx)
+    _check_still_answers(ctx)
+
+
+# --- plumbing -------------------------------------------------------------------------------------
+
+Verdict = Callable[..., None]
+"""`verdict(status, reason, duration_ms=…, details=…)` records one check's result."""
+
+
+def _verdict(ctx: CheckContext, check_id: str, tool: str | None = None, **fixed: Any) -> Verdict:
+    """A recorder for one check (on one tool): its id, name and group come from CHECKS."""
+    spec = CHECKS[check_id]
+
+    def record(status: CheckStatus, reason: str = "", **extra: Any) -> None:
+        full_id = f"{check_id}:{tool}" if tool else check_id
+        ctx.record(
+            full_id, spec.name, "protocol", spec.group, status, reason, tool=tool, **{**fixed, **extra}
+        )
+
+    return record
+
+
+def _lost(ctx: CheckContext, verdict: Verdict) -> bool:
+    """Record a SKIP when the server is gone for good; True if so."""
+    if ctx.server_lost is None:
+        return False
+    verdict("SKIP", ctx.server_lost)
+    return True
+
+
+def _session_call(ctx: CheckContext, during: str, request: Callable[[Client], Awaitable[T]]) -> T:
+    """Run `request(client)` on the live session under the call timeout and the lifecycle's halt rules.
+
+    For requests `ServerUnderTest` has no method for (resources, prompts, a
+    tools/list that bypasses the client's cache); a dead or hung server raises
+    `ServerHalt` exactly as `call_tool` does.
+    """
+    portal, connection = ctx.server._require()
+    return portal.call(connection._guarded, during, ctx.call_timeout_s, lambda: request(connection.client))
+
+
+def _capabilities(ctx: CheckContext) -> mcp_types.ServerCapabilities:
+    _, connection = ctx.server._require()
+    return connection.client.server_capabilities
+
+
+def _attempt(ctx: CheckContext, call: Callable[[], T]) -> tuple[T | None, Exception | None, float]:
+    """Run one request: (answer, None, ms), or (None, the halt / malformed answer / JSON-RPC error, ms)."""
+    with ctx.timed() as took:
+        try:
+            answer: T | None = call()
+            error: Exception | None = None
+        except (ServerHalt, pydantic.ValidationError, MCPError) as exc:
+            answer, error = None, exc
+    return answer, error, took["ms"]
+
+
+def _failed(ctx: CheckContext, verdict: Verdict, error: Exception, what: str) -> None:
+    """FAIL for a request that halted the server, was malformed or was refused; restart after a halt."""
+    if isinstance(error, ServerHalt):
+        verdict("FAIL", _halt_reason(error))
+        ctx.recover()
+    elif isinstance(error, pydantic.ValidationError):
+        verdict("FAIL", f"malformed answer ({what}): {_validation_reason(error)}")
+    else:
+        verdict("FAIL", f"{what}: {error}")
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def _halt_reason(halt: ServerHalt) -> str:
+    """The halt's message: what happened, during which call, and the server's last stderr lines."""
+    return str(halt).replace("\n  Its stderr is logged at", "\n  stderr log:")
+
+
+def _validation_reason(error: pydantic.ValidationError) -> str:
+    """The first of pydantic's errors (the others are usually the same mistake seen by other union arms)."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    value = first.get("input")
+    shown = f" (got {value!r})" if not isinstance(value, dict | list) else ""
+    return (
+        f"{error.error_count()} validation error(s) for {error.title}; first: {where}: {first['msg']}{shown}"
+    )
+
+
+def _is_output_schema_halt(halt: ServerHalt) -> bool:
+    """The SDK client raises on structured content that does not match the outputSchema; we see a halt."""
+    text = str(halt)
+    return (
+        "Invalid structured content returned by tool" in text or "did not return structured content" in text
+    )
+
+
+def _text_of(result: mcp_types.CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, mcp_types.TextContent))
+
+
+async def _all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(100):  # a paginator that never ends cannot hang the check
+        page = await fetch(cursor)
+        items.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return items
+
+
+# --- Discovery ------------------------------------------------------------------------------------
+
+
+def _check_initialize(ctx: CheckContext) -> None:
+    """PC-01: the handshake succeeded (start() already proved that) and the server says who it is."""
+    ctx.step("PC-01 initialize")
+    health = ctx.server.health
+    assert health is not None
+    caps = _capabilities(ctx)
+    declared = [
+        kind for kind in ("tools", "resources", "prompts", "logging", "completions") if getattr(caps, kind)
+    ]
+    info, protocol = health.server_info, f"protocol {health.protocol_version}"
+    verdict = _verdict(
+        ctx,
+        "PC-01",
+        details={"protocol_version": health.protocol_version, "server_info": info, "capabilities": declared},
+    )
+    if not info.get("name"):
+        verdict("WARN", f"the server did not identify itself (serverInfo); {protocol}")
+        return
+    who = f"{info['name']} {info['version']}" if info.get("version") else f"{info['name']} (no version)"
+    if caps.tools is None:
+        verdict("WARN", f"{who}, {protocol}, but the tools capability is not declared")
+    else:
+        verdict("PASS", f"{who}, {protocol}")
+
+
+def _check_tools_list(ctx: CheckContext) -> bool:
+    """PC-02: tools/list answers (all pages); fills `ctx.tools`. False when nothing more can be checked."""
+    ctx.step("PC-02 tools/list")
+    tools, error, ms = _attempt(ctx, lambda: ctx.server.list_tools(timeout_s=ctx.call_timeout_s))
+    verdict = _verdict(ctx, "PC-02", duration_ms=ms)
+    if error is not None or tools is None:
+        _failed(ctx, verdict, error or RuntimeError("no answer"), "tools/list")
+        return False
+    ctx.tools = tools
+    names = [tool.name for tool in tools]
+    if names:
+        verdict("PASS", f"{len(names)} tool(s)", details={"tools": names})
+    else:
+        verdict("WARN", "the server lists no tools")
+    return True
+
+
+def _schema_problem(schema: Any, what: str) -> str | None:
+    """Why `schema` is not a valid JSON Schema for an object, or None."""
+    if not isinstance(schema, dict):
+        return f"{what} is not a JSON object"
+    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(part) for part in exc.absolute_path)
+        return f"{what} is not a valid JSON Schema" + (f" at /{where}" if where else "") + f": {exc.message}"
+    if schema.get("type") != "object":
+        return f"{what} must have type: object (has {schema.get('type')!r})"
+    return None
+
+
+def _check_definition(ctx: CheckContext, tool: mcp_types.Tool) -> None:
+    """PC-03: a description, a valid object inputSchema, and a valid outputSchema when one is declared."""
+    verdict = _verdict(ctx, "PC-03", tool.name)
+    problems = [_schema_problem(tool.input_schema, "inputSchema")]
+    if tool.output_schema is not None:
+        problems.append(_schema_problem(tool.output_schema, "outputSchema"))
+    found = [problem for problem in problems if problem]
+    if found:
+        verdict("FAIL", "; ".join(found))
+    elif not (tool.description or "").strip():
+        verdict("WARN", "no description: an agent cannot tell when to use it")
+    else:
+        verdict(
+            "PASS",
+            "described; valid " + ("input and output schemas" if tool.output_schema else "inputSchema"),
+        )
+
+
+def _check_tool_names(ctx: CheckContext) -> None:
+    """PC-04: every name follows the spec's format, and no two tools share one."""
+    names = [tool.name for tool in ctx.tools]
+    bad = [name for name in names if not TOOL_NAME.match(name)]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    problems = []
+    if bad:
+        problems.append("not 1-64 characters of A-Za-z0-9_./-: " + ", ".join(repr(name) for name in bad))
+    if duplicates:
+        problems.append("listed more than once: " + ", ".join(duplicates))
+    verdict = _verdict(ctx, "PC-04", details={"invalid": bad, "duplicates": duplicates})
+    verdict("FAIL", "; ".join(problems)) if problems else verdict("PASS", f"{len(names)} valid, unique names")
+
+
+def _check_annotations(ctx: CheckContext, tool: mcp_types.Tool) -> None:
+    """PC-05: the four behaviour hints are present, so clients (and our own probes) know what a call does."""
+    verdict = _verdict(ctx, "PC-05", tool.name)
+    annotations = tool.annotations
+    if annotations is None:
+        verdict("WARN", "no annotations (" + ", ".join(wire for _, wire in HINTS) + ")")
+        return
+    missing = [wire for attr, wire in HINTS if getattr(annotations, attr) is None]
+    if missing:
+        verdict("WARN", "missing " + ", ".join(missing))
+    else:
+        verdict(
+            "PASS", ", ".join(wire for attr, wire in HINTS if getattr(annotations, attr)) or "all hints false"
+        )
+
+
+def _check_expected_tools(ctx: CheckContext) -> None:
+    """PC-06: the tool set matches config's check.expected_tool_count / check.expected_tools."""
+    expected_count, expected = ctx.config.check.expected_tool_count, ctx.config.check.expected_tools
+    names = [tool.name for tool in ctx.tools]
+    missing = [name for name in expected if name not in names]
+    extra = [name for name in names if expected and name not in expected]
+    verdict = _verdict(ctx, "PC-06", details={"missing": missing, "unexpected": extra, "count": len(names)})
+    if expected_count is None and not expected:
+        verdict("SKIP", "not configured (check.expected_tool_count, check.expected_tools)")
+        return
+    failures = []
+    if expected_count is not None and len(names) != expected_count:
+        failures.append(f"{len(names)} tool(s) listed, {expected_count} expected")
+    if missing:
+        failures.append("missing: " + ", ".join(missing))
+    warnings = ["not in check.expected_tools: " + ", ".join(extra)] if extra else []
+    if failures or warnings:
+        verdict("FAIL" if failures else "WARN", "; ".join(failures + warnings))
+    else:
+        verdict("PASS", f"{len(names)} tool(s) as configured")
+
+
+def _check_resources(ctx: CheckContext) -> None:
+    """PC-07: resources/list and resources/templates/list answer when the capability is declared."""
+    verdict = _verdict(ctx, "PC-07")
+    if _lost(ctx, verdict):
+        return
+    if _capabilities(ctx).resources is None:
+        verdict("SKIP", "the server does not declare resources")
+        return
+    ctx.step("PC-07 resources/list")
+
+    async def both(client: Client) -> tuple[list[Any], list[Any]]:
+        resources = await _all_pages(
+            lambda c: client.list_resources(cursor=c, cache_mode="refresh"), "resources"
+        )
+        templates = await _all_pages(
+            lambda c: client.list_resource_templates(cursor=c, cache_mode="refresh"), "resource_templates"
+        )
+        return resources, templates
+
+    lists, error, ms = _attempt(ctx, lambda: _session_call(ctx, "during resources/list", both))
+    if error is not None or lists is None:
+        _failed(ctx, verdict, error or RuntimeError("no answer"), "declares resources, but resources/list")
+        return
+    verdict("PASS", f"{len(lists[0])} resource(s), {len(lists[1])} template(s)", duration_ms=ms)
+
+
+def _check_prompts(ctx: CheckContext) -> None:
+    """PC-08: prompts/list answers when the capability is declared, and every prompt is described."""
+    verdict = _verdict(ctx, "PC-08")
+    if _lost(ctx, verdict):
+        return
+    if _capabilities(ctx).prompts is None:
+        verdict("SKIP", "the server does not declare prompts")
+        return
+    ctx.step("PC-08 prompts/list")
+    prompts, error, ms = _attempt(
+        ctx,
+        lambda: _session_call(
+            ctx,
+            "during prompts/list",
+            lambda client: _all_pages(
+                lambda c: client.list_prompts(cursor=c, cache_mode="refresh"), "prompts"
+            ),
+        ),
+    )
+    if error is not None or prompts is None:
+        _failed(ctx, verdict, error or RuntimeError("no answer"), "declares prompts, but prompts/list")
+        return
+    undescribed = [prompt.name for prompt in prompts if not (prompt.description or "").strip()]
+    if undescribed:
+        verdict("WARN", "no description: " + ", ".join(undescribed), duration_ms=ms)
+    else:
+        verdict("PASS", f"{len(prompts)} prompt(s), all described", duration_ms=ms)
+
+
+# --- Tool calls -----------------------------------------------------------------------------------
+
+
+def _content_problem(result: mcp_types.CallToolResult) -> str | None:
+    """What the SDK's model accepts but a client still cannot use: media without data or type."""
+    for index, block in enumerate(result.content):
+        if isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
+            if not block.data:
+                return f"content[{index}] ({block.type}) has no data"
+            if not block.mime_type:
+                return f"content[{index}] ({block.type}) has no mimeType"
+    return None
+
+
+def _check_call(ctx: CheckContext, tool: mcp_types.Tool, arguments_for: ArgumentsFor | None) -> bool:
+    """PC-10 (and PC-11): one call with minimal arguments. False when the call halted the server."""
+    verdict = _verdict(ctx, "PC-10", tool.name)
+    if _lost(ctx, verdict):
+        return False
+    allowed, why_not = ctx.may_call(tool)
+    if not allowed:
+        verdict("SKIP", f"not called: {why_not}")
+        return True
+    from_case = arguments_for(tool) if arguments_for is not None else None
+    arguments, source = (
+        from_case if from_case is not None else (minimal_arguments(tool.input_schema), "generated")
+    )
+    if arguments is None:
+        verdict(
+            "SKIP", "cannot generate arguments from its inputSchema; give a case for it in the cases file"
+        )
+        return True
+    ctx.step(f"PC-10 calling {tool.name}")
+    result, error, ms = _attempt(ctx, lambda: ctx.server.call_tool(tool.name, arguments, ctx.call_timeout_s))
+    verdict = _verdict(
+        ctx, "PC-10", tool.name, duration_ms=ms, details={"arguments": arguments, "arguments_source": source}
+    )
+    if isinstance(error, ServerHalt) and _is_output_schema_halt(error):
+        verdict("PASS", "answered (its structured content: see PC-11)")
+        reason = _first_line(str(error).split("(RuntimeError: ", 1)[-1]).removesuffix(")")
+        _verdict(ctx, "PC-11", tool.name)("FAIL", reason)
+        ctx.recover()  # the client gave up on the session; the server itself is fine
+        return True
+    if isinstance(error, MCPError):
+        code = error.error.code
+        status: CheckStatus = "WARN" if code in SENSIBLE_ERROR_CODES else "FAIL"
+        verdict(status, f"JSON-RPC error {code} ({error.error.message}) with {_arguments_from(source)}")
+        return True
+    if error is not None or result is None:
+        _failed(ctx, verdict, error or RuntimeError("no answer"), f"tools/call {tool.name}")
+        return not isinstance(error, ServerHalt)
+    ctx.observe(tool.name, source, result)
+    text = _text_of(result)
+    if result.is_error and UNHANDLED.search(text):
+        verdict("FAIL", f"looks like an unhandled exception: {_first_line(text)}")
+    elif result.is_error:
+        verdict(
+            "WARN", f"isError with {source} arguments (they may be semantically wrong): {_first_line(text)}"
+        )
+    elif problem := _content_problem(result):
+        verdict("FAIL", problem)
+    else:
+        kinds = ", ".join(sorted({block.type for block in result.content})) or "none"
+        verdict("PASS", f"{len(result.content)} content block(s) ({kinds}) in {ms:.0f} ms")
+    if tool.output_schema is not None and not result.is_error:
+        _check_structured(ctx, tool, result)
+    return True
+
+
+def _arguments_from(source: str) -> str:
+    return "generated arguments" if source == "generated" else f"the arguments of case {source!r}"
+
+
+def _check_structured(ctx: CheckContext, tool: mcp_types.Tool, result: mcp_types.CallToolResult) -> None:
+    """PC-11: structuredContent is present and valid against the declared outputSchema."""
+    verdict = _verdict(ctx, "PC-11", tool.name)
+    if result.structured_content is None:
+        verdict("FAIL", "declares an outputSchema but returned no structuredContent")
+        return
+    schema = tool.output_schema or {}
+    try:
+        validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(
+            schema
+        )
+        error = jsonschema.exceptions.best_match(validator.iter_errors(result.structured_content))
+    except (jsonschema.SchemaError, jsonschema.exceptions.RefResolutionError) as exc:
+        verdict("FAIL", f"its outputSchema cannot be used: {exc}")
+        return
+    if error is not None:
+        verdict("FAIL", f"at /{'/'.join(str(part) for part in error.absolute_path)}: {error.message}")
+    else:
+        verdict("PASS", "valid")
+
+
+# --- Error handling -------------------------------------------------------------------------------
+
+
+def _probe(
+    ctx: CheckContext,
+    check_id: str,
+    tool: str | None,
+    *,
+    during: str,
+    call: Callable[[], Any],
+    on_success: tuple[CheckStatus, str],
+) -> None:
+    """Make one bad request and judge the answer: a structured error passes, a crash or hang fails.
+
+    `on_success` is the verdict when the server answers as if nothing were wrong.
+    """
+    ctx.step(f"{check_id} {during}")
+    answer, error, ms = _attempt(ctx, call)
+    verdict = _verdict(ctx, check_id, tool, duration_ms=ms)
+    if isinstance(error, MCPError):
+        code, known = error.error.code, SENSIBLE_ERROR_CODES.get(error.error.code)
+        label = known or "not a code that names the client's mistake (-32602 does)"
+        verdict("PASS" if known else "WARN", f"JSON-RPC error {code}, {label}: {error.error.message}")
+    elif error is not None:
+        _failed(ctx, verdict, error, during)
+    elif isinstance(answer, mcp_types.CallToolResult) and answer.is_error:
+        text = _text_of(answer)
+        if UNHANDLED.search(text):
+            verdict("WARN", f"isError, but it looks like an unhandled exception: {_first_line(text)}")
+        else:
+            verdict("PASS", f"isError: {_first_line(text)}")
+    else:
+        verdict(*on_success)
+
+
+def _check_unknown_tool(ctx: CheckContext) -> None:
+    """PC-20: calling a tool that does not exist gets an error, not a crash."""
+    if _lost(ctx, _verdict(ctx, "PC-20")):
+        return
+    missing = f"{UNKNOWN_TOOL}_{uuid.uuid4().hex[:8]}"
+    _probe(
+        ctx,
+        "PC-20",
+        None,
+        during=f"calling {missing}",
+        call=lambda: ctx.server.call_tool(missing, {}, timeout_s=ctx.call_timeout_s),
+        on_success=("FAIL", f"answered a call to the unknown tool {missing!r} as a success"),
+    )
+
+
+def _required_typed(tool: mcp_types.Tool) -> tuple[list[str], str | None, str | None]:
+    """(required names, the first required property with a known JSON type, that type)."""
+    schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+    required = [name for name in schema.get("required") or [] if isinstance(name, str)]
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    for name in required:
+        prop = properties.get(name)
+        kind = prop.get("type") if isinstance(prop, dict) else None
+        if isinstance(kind, str) and kind in _WRONG_TYPE_VALUES:
+            return required, name, kind
+    return required, None, None
+
+
+def _check_bad_arguments(ctx: CheckContext, tool: mcp_types.Tool, halted: set[str]) -> None:
+    """PC-21 (missing required argument) and PC-22 (wrong type), for a tool with required arguments."""
+    required, typed, kind = _required_typed(tool)
+    if not required:
+        return  # nothing to leave out (docs/check.md says so)
+    missing_verdict, wrong_verdict = _verdict(ctx, "PC-21", tool.name), _verdict(ctx, "PC-22", tool.name)
+    allowed, why_not = ctx.may_call(tool)
+    base = minimal_arguments(tool.input_schema)
+    skip = ctx.server_lost
+    if skip is None and not allowed:
+        skip = f"not called: {why_not}"
+    if skip is None and tool.name in halted:
+        skip = "not probed: its call with valid arguments already halted the server (PC-10)"
+    if skip is None and base is None:
+        skip = "cannot generate arguments from its inputSchema"
+    if skip is not None or base is None:
+        missing_verdict("SKIP", skip or "")
+        wrong_verdict("SKIP", skip or "")
+        return
+    left_out = required[0]
+    without = {key: value for key, value in base.items() if key != left_out}
+    _probe(
+        ctx,
+        "PC-21",
+        tool.name,
+        during=f"calling {tool.name} without {left_out}",
+        call=lambda: ctx.server.call_tool(tool.name, without, timeout_s=ctx.call_timeout_s),
+        on_success=("WARN", f"answered without the required {left_out!r} as if nothing were wrong"),
+    )
+    if _lost(ctx, wrong_verdict):
+        return
+    if typed is None or kind is None:
+        wrong_verdict("SKIP", "no required argument declares a JSON type")
+        return
+    wrong = {**base, typed: _WRONG_TYPE_VALUES[kind]}
+    _probe(
+        ctx,
+        "PC-22",
+        tool.name,
+        during=f"calling {tool.name} with a non-{kind} {typed}",
+        call=lambda: ctx.server.call_tool(tool.name, wrong, timeout_s=ctx.call_timeout_s),
+        on_success=("WARN", f"accepted {wrong[typed]!r} for {typed!r} ({kind}) without an error"),
+    )
+
+
+def _check_unknown_resource(ctx: CheckContext) -> None:
+    """PC-23: reading a resource that does not exist gets an error (-32002), when resources are declared."""
+    verdict = _verdict(ctx, "PC-23")
+    if _lost(ctx, verdict):
+        return
+    if _capabilities(ctx).resources is None:
+        verdict("SKIP", "the server does not declare resources")
+        return
+    uri = f"{UNKNOWN_RESOURCE}{uuid.uuid4().hex[:8]}"
+    _probe(
+        ctx,
+        "PC-23",
+        None,
+        during=f"reading {uri}",
+        call=lambda: _session_call(
+            ctx, "during resources/read", lambda c: c.read_resource(uri, cache_mode="bypass")
+        ),
+        on_success=("WARN", f"returned contents for {uri}, which cannot exist"),
+    )
+
+
+def _check_still_answers(ctx: CheckContext) -> None:
+    """PC-24: after every bad request the server still answers tools/list."""
+    verdict = _verdict(ctx, "PC-24")
+    if _lost(ctx, verdict):
+        return
+    ctx.step("PC-24 tools/list")
+    page, error, ms = _attempt(
+        ctx, lambda: _session_call(ctx, "during tools/list", lambda c: c.list_tools(cache_mode="refresh"))
+    )
+    if error is not None or page is None:
+        _failed(ctx, verdict, error or RuntimeError("no answer"), "tools/list")
+        return
+    verdict("PASS", f"tools/list answered ({len(page.tools)} tool(s))", duration_ms=ms)

@@ -1,0 +1,162 @@
+"""One `check` run: read the inputs, start the server, run the layers, judge the expected failures.
+
+`run_check` is the library call behind `mcpipechekr check` and the doit graph.
+Bad input (config, cases file, expected-failures list) and a server that cannot
+be started raise `UserError`s (exit 2) before or instead of a report; anything
+the server does wrong once it is up becomes a verdict in the report, so the run
+always ends with one. Inputs are read before the server starts, so a typo in a
+cases file costs no server start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import mcp_types
+
+from mcpipechekr.artifacts._base import utc_now
+from mcpipechekr.artifacts.atomic import write_model
+from mcpipechekr.artifacts.check_report import (
+    LAYERS,
+    CheckReport,
+    CheckResult,
+    CheckSummary,
+    Layer,
+    ResponseSize,
+)
+from mcpipechekr.check.cases import CasesFile, load_cases
+from mcpipechekr.check.context import CheckContext
+from mcpipechekr.check.expected import apply_expected_failures, load_expected_failures, matches
+from mcpipechekr.check.functional import run_functional
+from mcpipechekr.check.protocol import run_protocol
+from mcpipechekr.check.quality import run_quality
+from mcpipechekr.config import Config
+from mcpipechekr.server.lifecycle import ServerUnderTest, describe_target
+from mcpipechekr.server.workspace import prepare_repo
+
+CHECK_REPORT_FILE = "check_report.json"
+STALE_GROUP = "Expected failures"
+
+
+def run_check(
+    config: Config,
+    *,
+    layers: Iterable[Layer] = LAYERS,
+    cases_path: Path | None = None,
+    expected_failures_path: Path | None = None,
+    call_timeout_s: float | None = None,
+    log_path: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> CheckReport:
+    """Check the configured server and return the report (whose `exit_code` the CLI exits with).
+
+    `cases_path`, `expected_failures_path` and `call_timeout_s` default to
+    config.check's. `progress` is told what runs now. Raises UserError (a
+    ServerHalt included) when an input is bad or the server cannot be started.
+    """
+    selected = [layer for layer in LAYERS if layer in set(layers)]
+    cases_path = cases_path or config.check.cases
+    expected_path = expected_failures_path or config.check.expected_failures
+    cases: CasesFile | None = load_cases(cases_path) if cases_path is not None else None
+    expected = load_expected_failures(expected_path) if expected_path is not None else {}
+    timeout_s = call_timeout_s or config.check.call_timeout_s
+
+    started_at = utc_now()
+    prepare_repo(config.server)
+    if progress is not None:
+        progress(f"starting {config.server.name}")
+    sizes: list[ResponseSize] = []
+    with ServerUnderTest(config.server, log_path) as server:
+        ctx = CheckContext(config=config, server=server, call_timeout_s=timeout_s, progress=progress)
+        if cases is not None:
+            ctx.opted_in |= cases.opt_in_tools
+        ctx.tools = server.list_tools(timeout_s=timeout_s)
+        if "protocol" in selected:
+            run_protocol(ctx, arguments_for=_case_arguments(cases))
+        if "functional" in selected:
+            if cases is None:
+                ctx.record(
+                    "FC",
+                    "functional cases",
+                    "functional",
+                    "Cases",
+                    "SKIP",
+                    "no cases file: pass --cases PATH or set check.cases in config.yaml",
+                )
+            else:
+                run_functional(ctx, cases)
+        if "quality" in selected:
+            sizes = run_quality(ctx, cases)
+        results = ctx.results
+
+    stale = apply_expected_failures(results, expected)
+    results.extend(_stale_result(listed, expected[listed], results, expected_path) for listed in stale)
+    summary = summarize(results, stale_count=len(stale))
+    return CheckReport(
+        server=config.server.name,
+        target=config.redactor.redact(describe_target(config.server)),
+        started_at=started_at,
+        finished_at=utc_now(),
+        layers=selected,
+        checks=results,
+        sizes=sizes,
+        summary=summary,
+        exit_code=1 if summary.failed or summary.stale_expected_failures else 0,
+    )
+
+
+def _case_arguments(
+    cases: CasesFile | None,
+) -> Callable[[mcp_types.Tool], tuple[dict, str] | None] | None:
+    """The protocol layer's source of known-good arguments: the first plain success case of each tool."""
+    if cases is None:
+        return None
+
+    def arguments_for(tool: mcp_types.Tool) -> tuple[dict, str] | None:
+        case = cases.case_for_tool(tool.name)
+        return (dict(case.arguments), case.id) if case is not None else None
+
+    return arguments_for
+
+
+def _stale_result(listed: str, reason: str, results: list[CheckResult], path: Path | None) -> CheckResult:
+    """A FAIL that says which entry of the expected-failures list is stale and what to do about it."""
+    covered = next(result for result in results if matches(listed, result.id))
+    where = f" in {path.name}" if path is not None else ""
+    return CheckResult(
+        id=f"stale:{listed}",
+        name=f"{listed} is listed as an expected failure",
+        layer=covered.layer,
+        group=STALE_GROUP,
+        status="FAIL",
+        reason=f"it passes now: remove it from the list{where} (listed because: {reason})",
+        tool=covered.tool,
+    )
+
+
+def summarize(results: list[CheckResult], *, stale_count: int = 0) -> CheckSummary:
+    """Counts by status; an expected FAIL counts apart from the failures that fail the run."""
+
+    def count(status: str, expected: bool | None = None) -> int:
+        return sum(
+            1
+            for result in results
+            if result.status == status
+            and (expected is None or (result.expected_failure is not None) == expected)
+        )
+
+    return CheckSummary(
+        total=len(results),
+        passed=count("PASS"),
+        failed=count("FAIL", expected=False),
+        warned=count("WARN"),
+        skipped=count("SKIP"),
+        expected_failures=count("FAIL", expected=True),
+        stale_expected_failures=stale_count,
+    )
+
+
+def write_check_report(run_dir: Path, report: CheckReport) -> Path:
+    """Write `run_dir/check_report.json` atomically; returns its path (a doit target)."""
+    return write_model(Path(run_dir) / CHECK_REPORT_FILE, report)
