@@ -10,12 +10,16 @@ behind by looking at the folder. Tools:
 - `render`: text in a given style (`markdown`, `list`, `prose`), for the structural checks.
 - `items`: a list of objects whose keys agree, or not (`consistent`).
 - `sized`: a text response of exactly `chars` characters, for the response budgets.
+
+With $NOTES_START_ONCE set, a second start in the same $NOTES_DIR fails (a server that
+cannot be restarted).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +38,15 @@ DESTRUCTIVE = ToolAnnotations(
 )
 
 app = MCPServer("notes", log_level="WARNING")
+
+if os.environ.get("NOTES_START_ONCE"):
+    # For tests of a server that cannot be restarted: the second start fails.
+    _marker = Path(os.environ["NOTES_DIR"]) / ".started"
+    if _marker.exists():
+        print("notes: refusing a second start", file=sys.stderr)
+        sys.exit(1)
+    _marker.parent.mkdir(parents=True, exist_ok=True)
+    _marker.touch()
 
 
 def notes_dir() -> Path:
