@@ -365,7 +365,7 @@ def _check_annotations(ctx: CheckContext, tool: mcp_types.Tool) -> None:
         verdict("WARN", "missing " + ", ".join(missing))
     else:
         verdict(
-            "PASS", ", ".join(wire for attr, wire in HINTS if getattr(annotations, attr)) or "all hints false"
+            "PASS", ", ".join(f"{wire}={str(getattr(annotations, attr)).lower()}" for attr, wire in HINTS)
         )
 
 

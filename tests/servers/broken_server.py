@@ -12,13 +12,18 @@ to the handshake. Its tools:
 - `bad_schema`: declares an inputSchema that is not a valid JSON Schema.
 
 Every tool is annotated read-only, so a probe may call them all.
+
+--tools a,b        list only these tools (a fast fixture for tests that need one defect)
+--start-once PATH  refuse to start when PATH exists, and create it: a server that cannot be restarted
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 
@@ -107,6 +112,18 @@ def handle(message: dict) -> None:
 
 
 def main() -> None:
+    global TOOLS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tools", help="comma-separated tool names to list")
+    parser.add_argument("--start-once", type=Path, help="marker file: a second start fails")
+    opts = parser.parse_args()
+    if opts.tools:
+        TOOLS = [tool for tool in TOOLS if tool["name"] in opts.tools.split(",")]
+    if opts.start_once is not None:
+        if opts.start_once.exists():
+            print("broken_server: refusing a second start", file=sys.stderr, flush=True)
+            sys.exit(1)
+        opts.start_once.touch()
     for line in sys.stdin:
         if line.strip():
             handle(json.loads(line))
