@@ -231,7 +231,10 @@ def list_formatting_failure(lines: list[str], wanted: bool, text: str) -> str:
             f"first: {describe_value(stray[0])}"
         )
     if not wanted and is_list:
-        return f"expected text that is not a list, but all {len(lines)} non-blank line(s) are list items"
+        return (
+            f"expected text that is not a list, but all {len(lines)} non-blank line(s) are list items "
+            "or headers"
+        )
     return ""
 
 
