@@ -121,7 +121,7 @@ def test_bad_cases_file_reports_every_problem_with_its_line(tmp_path: Path) -> N
     assert problems(path) == [
         "cases.yaml:2: opt_in #1 field 'reason': is required",
         "cases.yaml:7: case 'one' field 'expect.outcome': must be ok or error",
-        "cases.yaml:8: case 'one' field 'expect.equals_paths.structuredContent/id.[key]': "
+        "cases.yaml:8: case 'one' field 'expect.equals_paths.structuredContent/id': "
         "JSON Pointer 'structuredContent/id' must start with '/' (e.g. /structuredContent/total)",
         "cases.yaml:9: case 'one' field 'id': duplicate id (first used at line 4)",
         "cases.yaml:11: case 'one' field 'expcet': unknown field (known: id, description, group, tool, "

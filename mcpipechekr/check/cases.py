@@ -291,7 +291,7 @@ def describe_case_loc(data: Any, loc: Loc) -> str:
             who = f"case '{case_id}'" if isinstance(case_id, str) and case_id else f"case #{loc[1] + 1}"
         else:
             who = f"opt_in #{loc[1] + 1}"
-        rest = loc[2:]
+        rest = tuple(part for part in loc[2:] if part != "[key]")  # pydantic's marker for a bad dict key
         return f"{who} field '{field_path(rest)}'" if rest else who
     return f"field '{field_path(loc)}'" if loc else "the file"
 
