@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AwareDatetime, Field, NonNegativeInt, model_validator
+from pydantic import AwareDatetime, Field, NonNegativeInt, PositiveInt, model_validator
 
 from mcpipechekr.artifacts._base import (
     VERSION_DESCRIPTION,
@@ -91,6 +91,10 @@ class SecurityFinding(ArtifactModel):
     span: str = Field(description="The offending text, as found.")
     start: NonNegativeInt = Field(description="Character offset where the span starts in the description.")
     end: NonNegativeInt = Field(description="Character offset just past the span.")
+    location: str = Field(
+        default="description",
+        description="Which text holds the span: `description`, or `parameter 'NAME'` for a parameter's.",
+    )
     message: str = Field(min_length=1, description="Why it is a risk.")
 
     @model_validator(mode="after")
@@ -104,7 +108,9 @@ class ToolChange(ArtifactModel):
     """A tool whose description or schema changed since the previous run."""
 
     tool: str = Field(min_length=1, description="Tool name.")
-    diff: str = Field(description="Unified diff of its description and input schema.")
+    diff: str = Field(
+        description="Unified diff of its definition (title, description, schemas, annotations) as JSON."
+    )
 
 
 class Drift(ArtifactModel):
@@ -143,6 +149,10 @@ class TefReport(ArtifactModel):
         pattern=r"^(lexical-bm25|llm:.+)$",
         description="What picked tools in the selection test: `lexical-bm25` or `llm:<provider>`.",
     )
+    selection_cases: NonNegativeInt = Field(
+        default=0, description="Queries in the selection test: tasks with `expected_tool`, plus `selection_cases`."
+    )
+    repeat: PositiveInt = Field(default=1, description="Samples the selector was asked for per query.")
     tools: list[ToolEvaluation] = Field(default_factory=list, description="One entry per tool.")
     overlaps: list[Overlap] = Field(
         default_factory=list, description="Confusable pairs, highest score first."

@@ -1,0 +1,195 @@
+"""Description text that addresses the agent instead of describing the tool ("tool poisoning").
+
+A tool description is read by the model, not only by people, so a server can
+smuggle instructions into it: ignore your other instructions, do not tell the
+user, read ~/.ssh/id_rsa and pass it as an argument, call this other server
+first. Such text rarely shows in a client's UI, and hidden characters
+(zero-width, bidirectional controls, Unicode tag characters) or HTML comments
+can make it invisible even where it does.
+
+Every text an agent reads is scanned: the tool's description and each
+parameter's description (the finding's `location` says which), and every match
+is reported with its span, so the report points at the exact characters.
+
+| id | severity | what |
+| --- | --- | --- |
+| TEF-S001 | error | instruction override: "ignore/disregard/forget previous instructions" |
+| TEF-S002 | error | concealment from the user: "do not tell the user", "without informing the user" |
+| TEF-S003 | error | reaching for files or secrets: "read ~/.ssh/id_rsa", "include the API key" |
+| TEF-S004 | warning | steering to other tools, servers or URLs: "before using this tool you must call …" |
+| TEF-S005 | warning | speaking to the model: `<IMPORTANT>`, `<system>`, "you are now …" |
+| TEF-S006 | error | hidden text: HTML comments, zero-width, bidi-control or tag characters |
+
+Limits: these are patterns, not understanding. Paraphrased or non-English
+instructions get through, and a tool that legitimately reads files may match
+TEF-S003 (accept it with `--accept-risk TOOL:TEF-S003`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from mcpipechekr.artifacts.tef_report import SecurityFinding
+from mcpipechekr.artifacts.tools_snapshot import ToolDefinition
+from mcpipechekr.lint._text import schema_properties
+
+
+@dataclass(frozen=True)
+class Pattern:
+    rule_id: str
+    severity: str
+    regex: re.Pattern[str]
+    message: str
+
+
+_F = re.IGNORECASE | re.DOTALL
+_SECRETS = (
+    r"(~/\.ssh\S*|\.ssh/\S*|id_rsa|id_ed25519|\.env\b|\.aws/\S*|/etc/passwd|/etc/shadow|\.netrc|"
+    r"api[\s_-]?keys?|passwords?|passphrases?|credentials?|private[\s_-]?keys?|secret[\s_-]?keys?|"
+    r"access[\s_-]?tokens?|auth(?:entication)?[\s_-]?tokens?|mcp\.json|config\.json)"
+)
+PATTERNS: tuple[Pattern, ...] = (
+    Pattern(
+        "TEF-S001",
+        "error",
+        re.compile(
+            r"\b(ignore|disregard|forget|override|bypass)\s+(all\s+|any\s+|the\s+|your\s+)*"
+            r"(previous|prior|above|earlier|other|system|original)?\s*(instructions?|prompts?|rules?|guidelines?)\b",
+            _F,
+        ),
+        "tells the agent to set aside its instructions",
+    ),
+    Pattern(
+        "TEF-S002",
+        "error",
+        re.compile(
+            r"\b(do\s+not|don'?t|never|must\s+not)\s+(tell|inform|mention|reveal|show|notify|alert|disclose)"
+            r"[^.\n]{0,40}?\buser\b|\bwithout\s+(telling|informing|notifying|alerting|asking)\s+(the\s+)?user\b|"
+            r"\b(hide|conceal)\s+(this|it|that|the\s+\w+)\s+from\s+(the\s+)?user\b|\bkeep\s+this\s+(secret|hidden)\b",
+            _F,
+        ),
+        "asks the agent to hide something from its user",
+    ),
+    Pattern(
+        "TEF-S003",
+        "error",
+        re.compile(
+            r"\b(read|open|cat|load|fetch|send|include|upload|attach|pass|provide|copy|extract|paste)\b"
+            r"[^.\n]{0,60}?" + _SECRETS,
+            _F,
+        ),
+        "asks the agent to read or hand over files or secrets",
+    ),
+    Pattern(
+        "TEF-S004",
+        "warning",
+        re.compile(
+            r"\b(before|after)\s+(using|calling|running|invoking|answering)[^.\n]{0,60}?"
+            r"\b(you\s+must|always|first)\s+(call|use|invoke|run|read|send)\b|"
+            r"\byou\s+must\s+(first\s+|always\s+)?(call|invoke|use)\s+(the\s+)?[\w.-]+\s+(tool|server)\b|"
+            r"\b(send|forward|post|upload|report)\b[^.\n]{0,60}?\bto\s+https?://\S+",
+            _F,
+        ),
+        "directs the agent to other tools, servers or addresses",
+    ),
+    Pattern(
+        "TEF-S005",
+        "warning",
+        re.compile(
+            r"<\s*/?\s*(important|system|instructions?|secret|admin)\s*>|\byou\s+are\s+now\b|"
+            r"\b(as|dear)\s+an?\s+(ai|assistant|language\s+model)\b|\bnote\s+to\s+(the\s+)?(ai|assistant|model)\b",
+            _F,
+        ),
+        "speaks to the model rather than describing the tool",
+    ),
+)
+
+_HTML_COMMENT = re.compile(r"<!--.*?(-->|$)", re.DOTALL)
+_ZERO_WIDTH = set("\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff\u180e\u00ad")
+_BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u061c")
+
+
+def _invisible(ch: str) -> bool:
+    return ch in _ZERO_WIDTH or ch in _BIDI or 0xE0000 <= ord(ch) <= 0xE007F
+
+
+def _hidden_runs(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each run of consecutive invisible characters."""
+    start = None
+    for index, ch in enumerate(text):
+        if _invisible(ch):
+            if start is None:
+                start = index
+        elif start is not None:
+            yield start, index
+            start = None
+    if start is not None:
+        yield start, len(text)
+
+
+def _describe_chars(span: str) -> str:
+    names = []
+    for ch in dict.fromkeys(span):
+        names.append(f"U+{ord(ch):04X} {unicodedata.name(ch, 'TAG CHARACTER')}")
+    return ", ".join(names[:4]) + (", …" if len(names) > 4 else "")
+
+
+def scan_text(tool: str, text: str, location: str = "description") -> list[SecurityFinding]:
+    """Findings in one text an agent reads, ordered by position."""
+    findings = []
+
+    def add(rule_id: str, severity: str, start: int, end: int, message: str) -> None:
+        findings.append(
+            SecurityFinding(
+                tool=tool,
+                rule_id=rule_id,
+                severity=severity,
+                span=text[start:end],
+                start=start,
+                end=end,
+                location=location,
+                message=message,
+            )
+        )
+
+    for pattern in PATTERNS:
+        for match in pattern.regex.finditer(text):
+            add(pattern.rule_id, pattern.severity, match.start(), match.end(), pattern.message)
+    for match in _HTML_COMMENT.finditer(text):
+        add(
+            "TEF-S006",
+            "error",
+            match.start(),
+            match.end(),
+            "HTML comment: hidden from people in most clients, read by the model",
+        )
+    for start, end in _hidden_runs(text):
+        add(
+            "TEF-S006",
+            "error",
+            start,
+            end,
+            f"{end - start} invisible character(s) ({_describe_chars(text[start:end])}): "
+            "text a person cannot see",
+        )
+    return sorted(findings, key=lambda f: (f.start, f.rule_id))
+
+
+def scan_tool(tool: ToolDefinition) -> list[SecurityFinding]:
+    """Findings in the description and every parameter description of a tool."""
+    findings = scan_text(tool.name, tool.description or "")
+    for name, prop in schema_properties(tool.input_schema).items():
+        description = prop.get("description")
+        if isinstance(description, str):
+            findings += scan_text(tool.name, description, f"parameter '{name}'")
+    return findings
+
+
+def scan_tools(tools: Sequence[ToolDefinition]) -> list[SecurityFinding]:
+    """Findings of every tool, errors first, then by tool and position."""
+    findings = [finding for tool in tools for finding in scan_tool(tool)]
+    order = {"error": 0, "warning": 1, "info": 2}
+    return sorted(findings, key=lambda f: (order[f.severity], f.tool, f.location, f.start))
