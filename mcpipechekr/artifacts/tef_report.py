@@ -150,7 +150,8 @@ class TefReport(ArtifactModel):
         description="What picked tools in the selection test: `lexical-bm25` or `llm:<provider>`.",
     )
     selection_cases: NonNegativeInt = Field(
-        default=0, description="Queries in the selection test: tasks with `expected_tool`, plus `selection_cases`."
+        default=0,
+        description="Queries in the selection test: tasks with an `expected_tool`, and `selection_cases`.",
     )
     repeat: PositiveInt = Field(default=1, description="Samples the selector was asked for per query.")
     tools: list[ToolEvaluation] = Field(default_factory=list, description="One entry per tool.")
