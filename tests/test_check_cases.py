@@ -207,7 +207,7 @@ def test_expected_failures_file_errors(tmp_path: Path) -> None:
     ]
     mapping = write(tmp_path, "expected_failures: []\n", name="mapping.yaml")
     assert problems(mapping, load_expected_failures) == [
-        "mapping.yaml:1: the top level must be a list of {id, reason} entries"
+        "mapping.yaml:1: the top level must be a list of {id, reason} entries, not a mapping"
     ]
     assert load_expected_failures(write(tmp_path, "# nothing yet\n", name="empty.yaml")) == {}
 

@@ -24,7 +24,7 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union, get_args, get_origin
+from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
 from dotenv import dotenv_values
@@ -102,10 +102,18 @@ class YamlDocument:
         return Problem(self.display, self.line_for(loc), message)
 
 
-def load_yaml(path: str | Path, *, what: str = "file") -> YamlDocument:
-    """Read a YAML file whose top level must be a mapping; raise ConfigFileError for any problem.
+def load_yaml(
+    path: str | Path,
+    *,
+    what: str = "file",
+    top: Literal["mapping", "list"] = "mapping",
+    shape: str | None = None,
+) -> YamlDocument:
+    """Read a YAML file whose top level must be a mapping (or a list); raise ConfigFileError for any problem.
 
-    `what` names the file's role in messages ("config file", "task file").
+    `what` names the file's role in messages ("config file", "task file") and
+    `shape` what the top level should hold ("a list of {id, reason} entries").
+    A list file may be empty (an empty list); a mapping file may not.
     """
     path = Path(path)
     shown = display_path(path)
@@ -119,15 +127,19 @@ def load_yaml(path: str | Path, *, what: str = "file") -> YamlDocument:
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
+        expected_node = yaml.MappingNode if top == "mapping" else yaml.SequenceNode
+        expected_text = shape or ("a mapping of fields" if top == "mapping" else "a list")
         if node is None:
-            raise ConfigFileError([Problem(shown, None, f"{what} is empty: expected a mapping of fields")])
-        if not isinstance(node, yaml.MappingNode):
+            if top == "list":
+                return YamlDocument(path=path, data=[], lines={}, display=shown)
+            raise ConfigFileError([Problem(shown, None, f"{what} is empty: expected {expected_text}")])
+        if not isinstance(node, expected_node):
             raise ConfigFileError(
                 [
                     Problem(
                         shown,
                         node.start_mark.line + 1,
-                        f"the top level must be a mapping of fields, not a {_node_kind(node)}",
+                        f"the top level must be {expected_text}, not a {_node_kind(node)}",
                     )
                 ]
             )

@@ -16,11 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from mcpipechekr._util import yamlsrc
-from mcpipechekr._util.yamlsrc import ConfigFileError, Loc, Problem, YamlDocument, display_path, field_path
+from mcpipechekr._util.yamlsrc import ConfigFileError, Loc, Problem, field_path
 from mcpipechekr.artifacts.check_report import CheckResult
 
 
@@ -59,51 +58,11 @@ def _describe(data: Any, loc: Loc) -> str:
     return "the file"
 
 
-def _load_list(path: str | Path) -> YamlDocument:
-    """Like yamlsrc.load_yaml, but the top level is a list; an empty file is an empty list."""
-    path = Path(path)
-    shown = display_path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigFileError([Problem(shown, None, "expected-failures file not found")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigFileError([Problem(shown, None, f"cannot read expected-failures file: {exc}")]) from None
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return YamlDocument(path=path, data=[], lines={}, display=shown)
-        if not isinstance(node, yaml.SequenceNode):
-            raise ConfigFileError(
-                [
-                    Problem(
-                        shown,
-                        node.start_mark.line + 1,
-                        "the top level must be a list of {id, reason} entries",
-                    )
-                ]
-            )
-        lines: dict[Loc, int] = {}
-        duplicates: list[Problem] = []
-        yamlsrc._walk(node, (), lines, duplicates, shown, set())
-        if duplicates:
-            raise ConfigFileError(duplicates)
-        data = loader.construct_document(node)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        raise ConfigFileError(
-            [Problem(shown, line, f"YAML syntax error: {exc.problem or exc.context}")]
-        ) from None
-    finally:
-        loader.dispose()
-    return YamlDocument(path=path, data=data, lines=lines, display=shown)
-
-
 def load_expected_failures(path: str | Path) -> dict[str, str]:
     """Read the expected-failures list: id -> reason. Raises ConfigFileError with every problem's line."""
-    doc = _load_list(path)
+    doc = yamlsrc.load_yaml(
+        path, what="expected-failures file", top="list", shape="a list of {id, reason} entries"
+    )
     problems: list[Problem] = []
     expected: dict[str, str] = {}
     first_line: dict[str, int | None] = {}
