@@ -152,6 +152,9 @@ def test_each_defect_is_reported_by_its_check(broken_report: CheckReport) -> Non
     crash = checks["PC-22:crash_on_bad"]
     assert crash.status == "FAIL"
     assert "exited with code 3" in crash.reason and "crash_on_bad got a bad count" in crash.reason
+    structured = checks["PC-11:bad_structured"]
+    assert structured.status == "FAIL" and "'one' is not of type 'integer'" in structured.reason
+    assert checks["PC-10:bad_structured"].status == "PASS"  # it answered; only its content is wrong
     assert checks["PC-06"].status == "FAIL" and "missing: no_such_tool" in checks["PC-06"].reason
     assert broken_report.exit_code == 1
 
@@ -168,6 +171,7 @@ def test_checks_go_on_after_each_defect(broken_report: CheckReport) -> None:
         "PC-10:hang",
         "PC-21:crash_on_bad",
         "PC-22:crash_on_bad",
+        "PC-11:bad_structured",
     }
     for check_id in ("PC-03:echo", "PC-10:echo", "PC-10:crash_on_bad", "PC-10:bad_schema", "PC-20"):
         assert checks[check_id].status == "PASS", checks[check_id]

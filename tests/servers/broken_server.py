@@ -10,6 +10,7 @@ to the handshake. Its tools:
 - `malformed`: answers with a text content block whose `text` is a number.
 - `hang`: never answers.
 - `bad_schema`: declares an inputSchema that is not a valid JSON Schema.
+- `bad_structured`: declares an outputSchema and answers structuredContent that does not match it.
 
 Every tool is annotated read-only, so a probe may call them all.
 
@@ -28,8 +29,14 @@ from pathlib import Path
 READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 
 
-def _tool(name: str, description: str, schema: dict) -> dict:
-    return {"name": name, "description": description, "inputSchema": schema, "annotations": READ_ONLY}
+def _tool(name: str, description: str, schema: dict, **extra: object) -> dict:
+    return {
+        "name": name,
+        "description": description,
+        "inputSchema": schema,
+        "annotations": READ_ONLY,
+        **extra,
+    }
 
 
 TOOLS = [
@@ -49,6 +56,12 @@ TOOLS = [
         "bad_schema",
         "Declare an invalid input schema.",
         {"type": "object", "properties": {"x": {"type": "no-such-type"}}},
+    ),
+    _tool(
+        "bad_structured",
+        "Answer structured content that does not match the output schema.",
+        {"type": "object", "properties": {}},
+        outputSchema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
     ),
 ]
 
@@ -80,6 +93,8 @@ def call_tool(params: dict) -> dict:
         time.sleep(3600)
     if name == "bad_schema":
         return text_result("ok")
+    if name == "bad_structured":
+        return {**text_result('{"n": "one"}'), "structuredContent": {"n": "one"}}
     raise LookupError(f"Unknown tool: {name}")
 
 
