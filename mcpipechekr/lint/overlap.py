@@ -23,6 +23,7 @@ would be zero for exactly the words a near-duplicate pair shares.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ SHARED_TERMS = 8
 @dataclass
 class _Index:
     vectors: list[dict[str, float]]
-    postings: dict[str, list[tuple[int, float]]]
+    postings: dict[str, tuple[list[int], list[float]]]
     params: list[frozenset[str]]
     param_postings: dict[str, list[int]]
 
@@ -62,10 +63,12 @@ def tfidf_vectors(documents: Sequence[Sequence[str]]) -> list[dict[str, float]]:
 
 def _index(tools: Sequence[ToolDefinition]) -> _Index:
     vectors = tfidf_vectors([words(tool_text(tool, with_parameters=False)) for tool in tools])
-    postings: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    for i, vector in enumerate(vectors):
+    postings: dict[str, tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
+    for i, vector in enumerate(vectors):  # in index order, so each postings list is sorted by tool
         for term, weight in vector.items():
-            postings[term].append((i, weight))
+            ids, weights = postings[term]
+            ids.append(i)
+            weights.append(weight)
     params = [frozenset(schema_properties(tool.input_schema)) for tool in tools]
     param_postings: dict[str, list[int]] = defaultdict(list)
     for i, names in enumerate(params):
@@ -86,14 +89,17 @@ def combined_score(lexical: float, params_a: frozenset[str], params_b: frozenset
 def find_overlaps(tools: Sequence[ToolDefinition], threshold: float) -> list[Overlap]:
     """Every pair scoring at least `threshold`, highest first (ties by name)."""
     index = _index(tools)
+    # The parameters add at most PARAM_WEIGHT, so a pair below this lexical score cannot reach the threshold.
+    lexical_floor = (threshold - PARAM_WEIGHT) / LEXICAL_WEIGHT
     found: list[Overlap] = []
     for i, vector in enumerate(index.vectors):
         dots: dict[int, float] = defaultdict(float)
         for term, weight in vector.items():
-            for j, other in index.postings[term]:
-                if j > i:
-                    dots[j] += weight * other
-        candidates = set(dots)
+            ids, weights = index.postings[term]
+            start = bisect_right(ids, i)  # only tools after i: each pair once
+            for j, other in zip(ids[start:], weights[start:], strict=True):
+                dots[j] += weight * other
+        candidates = {j for j, dot in dots.items() if dot >= lexical_floor}
         if threshold <= PARAM_WEIGHT:  # a pair sharing only parameters can reach such a low threshold
             for name in index.params[i]:
                 candidates.update(j for j in index.param_postings[name] if j > i)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mcpipechekr._util.tokens import estimate_tokens
@@ -45,7 +46,30 @@ RETURN_WORDS = re.compile(
 )
 _IDENTIFIER = re.compile(r"`?\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]+)+)\b`?")
 
-Rule = Callable[[ToolDefinition, Sequence[ToolDefinition]], list[StaticFinding]]
+
+@dataclass(frozen=True)
+class ServerContext:
+    """What rules comparing a tool with the rest of the server need, computed once per server.
+
+    Computing it per tool would make linting quadratic in the number of tools.
+    """
+
+    known_names: frozenset[str]
+    """Tool names and every property name in any tool's input or output schema."""
+    name_styles: Counter[str]
+    """How many tools use each naming style."""
+
+    @classmethod
+    def of(cls, tools: Sequence[ToolDefinition]) -> ServerContext:
+        known = {tool.name for tool in tools}
+        for tool in tools:
+            known.update(all_property_names(tool.input_schema))
+            known.update(all_property_names(tool.output_schema))
+        styles = Counter(style for tool in tools if (style := name_style(tool.name)))
+        return cls(frozenset(known), styles)
+
+
+Rule = Callable[[ToolDefinition, ServerContext], list[StaticFinding]]
 
 
 def _finding(rule_id: str, severity: str, message: str, suggestion: str) -> StaticFinding:
@@ -56,7 +80,7 @@ def _description(tool: ToolDefinition) -> str:
     return (tool.description or "").strip()
 
 
-def rule_description_present(tool: ToolDefinition, _: Sequence[ToolDefinition]) -> list[StaticFinding]:
+def rule_description_present(tool: ToolDefinition, _: ServerContext) -> list[StaticFinding]:
     description = _description(tool)
     if not description:
         return [
@@ -80,7 +104,7 @@ def rule_description_present(tool: ToolDefinition, _: Sequence[ToolDefinition]) 
     return []
 
 
-def rule_not_just_the_name(tool: ToolDefinition, _: Sequence[ToolDefinition]) -> list[StaticFinding]:
+def rule_not_just_the_name(tool: ToolDefinition, _: ServerContext) -> list[StaticFinding]:
     description = _description(tool)
     said = set(words(description))
     named = set(words(tool.name)) | set(words(tool.title))
@@ -96,7 +120,7 @@ def rule_not_just_the_name(tool: ToolDefinition, _: Sequence[ToolDefinition]) ->
     return []
 
 
-def rule_states_result(tool: ToolDefinition, _: Sequence[ToolDefinition]) -> list[StaticFinding]:
+def rule_states_result(tool: ToolDefinition, _: ServerContext) -> list[StaticFinding]:
     description = _description(tool)
     if not description or tool.output_schema or RETURN_WORDS.search(description):
         return []
@@ -110,15 +134,10 @@ def rule_states_result(tool: ToolDefinition, _: Sequence[ToolDefinition]) -> lis
     ]
 
 
-def rule_mentions_existing_parameters(
-    tool: ToolDefinition, server_tools: Sequence[ToolDefinition]
-) -> list[StaticFinding]:
+def rule_mentions_existing_parameters(tool: ToolDefinition, server: ServerContext) -> list[StaticFinding]:
     description = _description(tool)
     params = schema_properties(tool.input_schema)
-    known = {other.name for other in server_tools}
-    for other in server_tools:
-        known.update(all_property_names(other.input_schema))
-        known.update(all_property_names(other.output_schema))
+    known = set(server.known_names)
     for prop in params.values():
         known.update(re.findall(r"\w+", str(prop.get("description") or "")))
         known.update(str(value) for value in prop.get("enum") or [])
@@ -141,7 +160,7 @@ def rule_mentions_existing_parameters(
     ]
 
 
-def rule_not_too_long(tool: ToolDefinition, _: Sequence[ToolDefinition]) -> list[StaticFinding]:
+def rule_not_too_long(tool: ToolDefinition, _: ServerContext) -> list[StaticFinding]:
     tokens = estimate_tokens(_description(tool))
     if tokens <= LONG_DESCRIPTION_TOKENS:
         return []
@@ -156,7 +175,7 @@ def rule_not_too_long(tool: ToolDefinition, _: Sequence[ToolDefinition]) -> list
     ]
 
 
-def rule_parameters_described(tool: ToolDefinition, _: Sequence[ToolDefinition]) -> list[StaticFinding]:
+def rule_parameters_described(tool: ToolDefinition, _: ServerContext) -> list[StaticFinding]:
     bare = [name for name, prop in schema_properties(tool.input_schema).items() if not _prop_text(prop)]
     if not bare:
         return []
@@ -170,7 +189,7 @@ def rule_parameters_described(tool: ToolDefinition, _: Sequence[ToolDefinition])
     ]
 
 
-def rule_required_mentioned(tool: ToolDefinition, _: Sequence[ToolDefinition]) -> list[StaticFinding]:
+def rule_required_mentioned(tool: ToolDefinition, _: ServerContext) -> list[StaticFinding]:
     description_words = set(words(_description(tool)))
     params = schema_properties(tool.input_schema)
     missing = []
@@ -192,7 +211,7 @@ def rule_required_mentioned(tool: ToolDefinition, _: Sequence[ToolDefinition]) -
     ]
 
 
-def rule_enums_explained(tool: ToolDefinition, _: Sequence[ToolDefinition]) -> list[StaticFinding]:
+def rule_enums_explained(tool: ToolDefinition, _: ServerContext) -> list[StaticFinding]:
     findings = []
     description = _description(tool).lower()
     for name, prop in schema_properties(tool.input_schema).items():
@@ -233,8 +252,8 @@ def name_style(name: str) -> str | None:
     return "mixed"
 
 
-def rule_name_style(tool: ToolDefinition, server_tools: Sequence[ToolDefinition]) -> list[StaticFinding]:
-    styles = Counter(style for other in server_tools if (style := name_style(other.name)))
+def rule_name_style(tool: ToolDefinition, server: ServerContext) -> list[StaticFinding]:
+    styles = server.name_styles
     mine = name_style(tool.name)
     if mine is None or not styles:
         return []
@@ -251,7 +270,7 @@ def rule_name_style(tool: ToolDefinition, server_tools: Sequence[ToolDefinition]
     ]
 
 
-def rule_annotations(tool: ToolDefinition, _: Sequence[ToolDefinition]) -> list[StaticFinding]:
+def rule_annotations(tool: ToolDefinition, _: ServerContext) -> list[StaticFinding]:
     if tool.annotations:
         return []
     return [
@@ -280,15 +299,16 @@ RULES: tuple[Rule, ...] = (
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
-def lint_tool(tool: ToolDefinition, server_tools: Sequence[ToolDefinition]) -> list[StaticFinding]:
+def lint_tool(tool: ToolDefinition, server: ServerContext) -> list[StaticFinding]:
     """Every static finding for one tool, worst first."""
-    findings = [finding for rule in RULES for finding in rule(tool, server_tools)]
+    findings = [finding for rule in RULES for finding in rule(tool, server)]
     return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], f.rule_id))
 
 
 def lint_tools(tools: Sequence[ToolDefinition]) -> dict[str, list[StaticFinding]]:
     """Static findings of every tool, by name."""
-    return {tool.name: lint_tool(tool, tools) for tool in tools}
+    server = ServerContext.of(tools)
+    return {tool.name: lint_tool(tool, server) for tool in tools}
 
 
 def _prop_text(prop: dict[str, Any]) -> str:
