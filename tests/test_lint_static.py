@@ -175,3 +175,30 @@ def test_precision_recall_f1_match_a_hand_computed_confusion_table():
     ]
     low = score_tools(["b"], preds, Counter(), misleading_share=1.0, min_wrong=4)
     assert low["b"].misleading is False
+
+
+def test_confirm_requires_typing_accept(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from mcpipechekr.artifacts import TefReport, ToolEvaluation
+    from mcpipechekr.artifacts._base import AcceptedRisk, utc_now
+    from mcpipechekr.lint import confirm_lint_risks, lint_gate
+
+    report = TefReport(
+        generated_at=utc_now(),
+        server="s",
+        tools_hash="sha256:" + "0" * 64,
+        selector="llm:openai/gpt-4o",
+        tools=[ToolEvaluation(name="find", misleading=True), ToolEvaluation(name="get")],
+    )
+    [reason] = lint_gate(report)
+    assert reason.startswith("tool 'find' is misleading")
+    out = io.StringIO()
+    for typed, expected in [("accept\n", True), ("yes\n", False), ("", False)]:
+        monkeypatch.setattr("sys.stdin", io.StringIO(typed))
+        assert confirm_lint_risks(report, Console(file=out)) is expected
+    assert "tool 'find' is misleading" in out.getvalue()
+    accepted = [AcceptedRisk(rule_id="TEF-M001", tool="find", reason="ok")]
+    assert lint_gate(report, accepted) == [] and confirm_lint_risks(report, Console(file=out), accepted)
