@@ -43,6 +43,7 @@ from mcpipechekr.artifacts.check_report import CheckStatus
 from mcpipechekr.check.argsgen import minimal_arguments
 from mcpipechekr.check.context import CheckContext
 from mcpipechekr.errors import ServerHalt
+from mcpipechekr.server.lifecycle import StructuredContentMismatch
 
 T = TypeVar("T")
 
@@ -186,13 +187,11 @@ def _session_call(ctx: CheckContext, during: str, request: Callable[[Client], Aw
     tools/list that bypasses the client's cache); a dead or hung server raises
     `ServerHalt` exactly as `call_tool` does.
     """
-    portal, connection = ctx.server._require()
-    return portal.call(connection._guarded, during, ctx.call_timeout_s, lambda: request(connection.client))
+    return ctx.server.request(during, request, ctx.call_timeout_s)
 
 
 def _capabilities(ctx: CheckContext) -> mcp_types.ServerCapabilities:
-    _, connection = ctx.server._require()
-    return connection.client.server_capabilities
+    return ctx.server.capabilities
 
 
 def _attempt(ctx: CheckContext, call: Callable[[], T]) -> tuple[T | None, Exception | None, float]:
@@ -201,7 +200,7 @@ def _attempt(ctx: CheckContext, call: Callable[[], T]) -> tuple[T | None, Except
         try:
             answer: T | None = call()
             error: Exception | None = None
-        except (ServerHalt, pydantic.ValidationError, MCPError) as exc:
+        except (ServerHalt, pydantic.ValidationError, MCPError, StructuredContentMismatch) as exc:
             answer, error = None, exc
     return answer, error, took["ms"]
 
@@ -234,14 +233,6 @@ def _validation_reason(error: pydantic.ValidationError) -> str:
     shown = f" (got {value!r})" if not isinstance(value, dict | list) else ""
     return (
         f"{error.error_count()} validation error(s) for {error.title}; first: {where}: {first['msg']}{shown}"
-    )
-
-
-def _is_output_schema_halt(halt: ServerHalt) -> bool:
-    """The SDK client raises on structured content that does not match the outputSchema; we see a halt."""
-    text = str(halt)
-    return (
-        "Invalid structured content returned by tool" in text or "did not return structured content" in text
     )
 
 
@@ -483,11 +474,9 @@ def _check_call(ctx: CheckContext, tool: mcp_types.Tool, arguments_for: Argument
     verdict = _verdict(
         ctx, "PC-10", tool.name, duration_ms=ms, details={"arguments": arguments, "arguments_source": source}
     )
-    if isinstance(error, ServerHalt) and _is_output_schema_halt(error):
+    if isinstance(error, StructuredContentMismatch):
         verdict("PASS", "answered (its structured content: see PC-11)")
-        reason = _first_line(str(error).split("(RuntimeError: ", 1)[-1]).removesuffix(")")
-        _verdict(ctx, "PC-11", tool.name)("FAIL", reason)
-        ctx.recover()  # the client gave up on the session; the server itself is fine
+        _verdict(ctx, "PC-11", tool.name)("FAIL", _first_line(str(error)))
         return True
     if isinstance(error, MCPError):
         code = error.error.code

@@ -20,11 +20,11 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 from urllib.parse import urlsplit
 
 import anyio
@@ -40,7 +40,16 @@ from mcpipechekr.errors import ServerHalt
 from mcpipechekr.server.stdio_transport import StdioProcessTransport
 
 _LOG_TAIL_LINES = 15
+T = TypeVar("T")
 _PAGE_CAP = 100  # tools/list pages followed at most: a paginator that never ends cannot hang us
+
+
+class StructuredContentMismatch(RuntimeError):
+    """The server answered a tool call, but its structuredContent breaks the tool's own outputSchema.
+
+    The SDK client raises a bare RuntimeError for this; naming it lets callers
+    tell a wrong answer from a dead server.
+    """
 
 
 @dataclass
@@ -139,6 +148,11 @@ class Connection:
             raise self.halt(f"did not answer within {timeout_s:g}s", during) from None
         except ServerHalt:
             raise
+        except RuntimeError as exc:
+            if _structured_content_mismatch(exc):
+                raise StructuredContentMismatch(str(exc)) from exc
+            await anyio.sleep(0.05)
+            raise self.halt(f"broke the connection ({type(exc).__name__}: {exc})", during) from exc
         except Exception as exc:  # closed stream, broken pipe, transport error, protocol error
             await anyio.sleep(0.05)
             if self.exit_code() is None and _answered(exc):
@@ -188,6 +202,13 @@ class Connection:
             protocol_version=self.client.protocol_version,
             server_info=info.model_dump(exclude_none=True) if info is not None else {},
         )
+
+
+def _structured_content_mismatch(exc: RuntimeError) -> bool:
+    text = str(exc)
+    return (
+        "Invalid structured content returned by tool" in text or "did not return structured content" in text
+    )
 
 
 def _answered(exc: Exception) -> bool:
@@ -480,6 +501,21 @@ class ServerUnderTest:
     ) -> mcp_types.CallToolResult:
         portal, connection = self._require()
         return portal.call(connection.call_tool, name, arguments, timeout_s)
+
+    def request(self, during: str, fn: Callable[[Client], Awaitable[T]], timeout_s: float | None = None) -> T:
+        """Run any request on the live session (`fn(client)`) under the same halt rules as `call_tool`.
+
+        For requests this class has no method for (resources, prompts, ping).
+        `during` names the request in a halt message, e.g. "during resources/list".
+        """
+        portal, connection = self._require()
+        return portal.call(connection._guarded, during, timeout_s, lambda: fn(connection.client))
+
+    @property
+    def capabilities(self) -> mcp_types.ServerCapabilities:
+        """What the server declared at initialize."""
+        _, connection = self._require()
+        return connection.client.server_capabilities
 
     def check_health(self) -> HealthReport:
         """Re-run the health check on the running server (tools/list within the health timeout)."""
