@@ -3,6 +3,6 @@
 The task definitions live in mcpipechekr/graph.py; this file only exposes them to doit.
 """
 
-from mcpipechekr.graph import DOIT_CONFIG, task_health, task_loop, task_workspace
+from mcpipechekr.graph import DOIT_CONFIG, task_check, task_health, task_lint, task_loop, task_workspace
 
-__all__ = ["DOIT_CONFIG", "task_health", "task_loop", "task_workspace"]
+__all__ = ["DOIT_CONFIG", "task_check", "task_health", "task_lint", "task_loop", "task_workspace"]

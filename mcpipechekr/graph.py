@@ -11,15 +11,18 @@ parameters: `doit loop --config other.yaml --phase1-provider openai/gpt-4o`.
 from __future__ import annotations
 
 import functools
+import sys
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
 from mcpipechekr._util.console import console
+from mcpipechekr.check.runner import run_check, write_check_report
 from mcpipechekr.config import PHASES, Config, ConfigOverrides, load_config
 from mcpipechekr.errors import UserError
-from mcpipechekr.pipeline import harness_run
+from mcpipechekr.lint import confirm_lint_risks, lint, lint_gate, write_tef_report
+from mcpipechekr.pipeline import HarnessRun, harness_run
 from mcpipechekr.server.lifecycle import ServerUnderTest, describe_target
 from mcpipechekr.server.workspace import prepare_repo
 
@@ -98,24 +101,77 @@ def check_health(config: str) -> None:
         )
 
 
+def _summary_table(run: HarnessRun) -> Table:
+    cfg, manifest = run.config, run.manifest
+    table = Table(title=run.run_dir.run_id, show_header=False, box=None)
+    table.add_row("server", f"{cfg.server.name} ({describe_target(cfg.server)})")
+    dirty = " (dirty)" if manifest.mcp_server_dirty else ""
+    table.add_row("source", f"{manifest.mcp_server_sha or '-'}{dirty}")
+    health = run.server.health
+    table.add_row("health", f"{len(run.tools.tools)} tools, {health.elapsed_s:.1f}s" if health else "-")
+    table.add_row("tasks", ", ".join(t.task_id for t in run.tasks))
+    table.add_row("providers", ", ".join(f"{p}={getattr(manifest.providers, p)}" for p in PHASES))
+    return table
+
+
+def _check_step(run: HarnessRun) -> None:
+    """check: protocol, functional and quality layers against the run's server → check_report.json."""
+    report = run_check(run.config, server=run.server)
+    write_check_report(run.run_dir, report)
+    summary = report.summary
+    console.print(
+        f"check: {summary.passed}/{summary.total} passed, {summary.failed} failed, "
+        f"{summary.warned} warnings, {summary.skipped} skipped, {summary.expected_failures} expected "
+        f"failure(s) → {run.run_dir.check_report}"
+    )
+
+
+def _lint_step(run: HarnessRun) -> bool:
+    """Phase 0.5: lint the tools the run saw → tef_report.json; False when a blocking risk is not accepted."""
+    outcome = lint(run.config, tools=run.tools)
+    write_tef_report(run.run_dir, outcome.report)
+    summary = outcome.report.summary
+    console.print(
+        f"lint ({outcome.report.selector}{', reused' if outcome.reused else ''}): "
+        f"{summary.errors} error(s), {summary.warnings} warning(s), {summary.overlaps} overlapping "
+        f"pair(s), {summary.misleading_tools} misleading tool(s), {summary.security_findings} security "
+        f"finding(s) → {run.run_dir.tef_report}"
+    )
+    for warning in outcome.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    if not lint_gate(outcome.report):
+        return True
+    if sys.stdin.isatty() and confirm_lint_risks(outcome.report, console):
+        return True
+    console.print(
+        "[bold red]stopped before Phase 1:[/] lint found risks nobody accepted. Review them with "
+        "`mcpipechekr lint`, then accept with `mcpipechekr lint --accept-risk TOOL` or fix the descriptions."
+    )
+    return False
+
+
 def run_loop(config: str, task_ids: list[str], tags: list[str], **providers: str) -> None:
-    """Open a run on the configured server: manifest, healthy server, tool snapshot."""
+    """Open a run on the configured server, check it and lint its tool descriptions."""
     cfg = _config(config, **providers)
     with harness_run(cfg, task_ids, tags) as run:
-        table = Table(title=f"{run.run_dir.run_id}", show_header=False, box=None)
-        table.add_row("server", f"{cfg.server.name} ({describe_target(cfg.server)})")
-        table.add_row(
-            "source",
-            f"{run.manifest.mcp_server_sha or '-'}{' (dirty)' if run.manifest.mcp_server_dirty else ''}",
-        )
-        table.add_row(
-            "health",
-            f"{len(run.tools.tools)} tools, {run.server.health.elapsed_s:.1f}s" if run.server.health else "-",
-        )
-        table.add_row("tasks", ", ".join(t.task_id for t in run.tasks))
-        table.add_row("providers", ", ".join(f"{p}={getattr(run.manifest.providers, p)}" for p in PHASES))
-        table.add_row("run folder", str(run.run_dir.root))
-        console.print(table)
+        console.print(_summary_table(run))
+        _check_step(run)
+        if not _lint_step(run):
+            raise UserError("the loop stopped at the lint gate (see above)")
+        console.print(f"run folder: {run.run_dir.root}")
+
+
+def run_check_only(config: str) -> None:
+    """Open a run and check the server (protocol, functional, quality)."""
+    with harness_run(load_config(config)) as run:
+        _check_step(run)
+
+
+def run_lint_only(config: str, **providers: str) -> None:
+    """Open a run and lint the server's tool descriptions."""
+    with harness_run(_config(config, **providers)) as run:
+        if not _lint_step(run):
+            raise UserError("lint found blocking risks (see above)")
 
 
 def task_workspace() -> dict[str, Any]:
@@ -128,6 +184,26 @@ def task_health() -> dict[str, Any]:
     return {
         "actions": [(_report_errors(check_health),)],
         "params": CONFIG_PARAMS,
+        "uptodate": [False],
+        "verbosity": 2,
+    }
+
+
+def task_check() -> dict[str, Any]:
+    """Check the server: protocol compliance, functional cases, response sizes → check_report.json."""
+    return {
+        "actions": [(_report_errors(run_check_only),)],
+        "params": CONFIG_PARAMS,
+        "uptodate": [False],
+        "verbosity": 2,
+    }
+
+
+def task_lint() -> dict[str, Any]:
+    """Phase 0.5: lint the tool descriptions → tef_report.json."""
+    return {
+        "actions": [(_report_errors(run_lint_only),)],
+        "params": CONFIG_PARAMS + PROVIDER_PARAMS,
         "uptodate": [False],
         "verbosity": 2,
     }

@@ -11,6 +11,7 @@ cases file costs no server start.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import nullcontext
 from pathlib import Path
 
 import mcp_types
@@ -25,6 +26,7 @@ from mcpipechekr.artifacts.check_report import (
     Layer,
     ResponseSize,
 )
+from mcpipechekr.artifacts.rundir import RunDir
 from mcpipechekr.check.cases import CasesFile, load_cases
 from mcpipechekr.check.context import CheckContext
 from mcpipechekr.check.expected import apply_expected_failures, load_expected_failures, matches
@@ -48,12 +50,15 @@ def run_check(
     call_timeout_s: float | None = None,
     log_path: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    server: ServerUnderTest | None = None,
 ) -> CheckReport:
     """Check the configured server and return the report (whose `exit_code` the CLI exits with).
 
     `cases_path`, `expected_failures_path` and `call_timeout_s` default to
-    config.check's. `progress` is told what runs now. Raises UserError (a
-    ServerHalt included) when an input is bad or the server cannot be started.
+    config.check's. `progress` is told what runs now. `server` is a server a
+    harness run already started (it stays up afterwards); without it the check
+    starts and stops its own. Raises UserError (a ServerHalt included) when an
+    input is bad or the server cannot be started.
     """
     selected = [layer for layer in LAYERS if layer in set(layers)]
     cases_path = cases_path or config.check.cases
@@ -63,11 +68,13 @@ def run_check(
     timeout_s = call_timeout_s or config.check.call_timeout_s
 
     started_at = utc_now()
-    prepare_repo(config.server)
-    if progress is not None:
-        progress(f"starting {config.server.name}")
+    if server is None:
+        prepare_repo(config.server)
+        if progress is not None:
+            progress(f"starting {config.server.name}")
     sizes: list[ResponseSize] = []
-    with ServerUnderTest(config.server, log_path) as server:
+    owned = ServerUnderTest(config.server, log_path) if server is None else nullcontext(server)
+    with owned as server:
         ctx = CheckContext(config=config, server=server, call_timeout_s=timeout_s, progress=progress)
         if cases is not None:
             ctx.opted_in |= cases.opt_in_tools
@@ -157,6 +164,7 @@ def summarize(results: list[CheckResult], *, stale_count: int = 0) -> CheckSumma
     )
 
 
-def write_check_report(run_dir: Path, report: CheckReport) -> Path:
-    """Write `run_dir/check_report.json` atomically; returns its path (a doit target)."""
-    return write_model(Path(run_dir) / CHECK_REPORT_FILE, report)
+def write_check_report(run_dir: RunDir | Path, report: CheckReport) -> Path:
+    """Write runs/{run-id}/check_report.json atomically; `run_dir` is a RunDir or the run's folder."""
+    folder = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
+    return write_model(folder.check_report, report)

@@ -4,7 +4,8 @@ Queries are the tasks' prompts that name an `expected_tool`, plus the
 `selection_cases` of tasks.yaml. Two selectors:
 
 - `LexicalSelector` (`lexical-bm25`): deterministic BM25 retrieval over each
-  tool's name, title, description and parameter names and descriptions. It needs
+  tool's name, title, description and parameter names and descriptions, with the
+  query's intent phrases expanded (`QUERY_INTENTS`: "how many" adds "count"). It needs
   no model and no network, so lint runs offline; its picks show which
   descriptions share the query's words, not what a model would do, and the
   report labels them so. Its confidence is always `low`: a ranker has no
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -84,6 +86,24 @@ class Selector(Protocol):
         ...
 
 
+_SHOW_ONE = (
+    r"\b(full|whole|entire|complete)\b"
+    r"|\b(show|open|read|display) (me )?(the )?(email|message|item|record|document|file)\b"
+)
+QUERY_INTENTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bhow many\b|\bnumber of\b|\bhow often\b", re.IGNORECASE), "count number total"),
+    (re.compile(_SHOW_ONE, re.IGNORECASE), "read complete full one"),
+)
+"""Question phrasings whose meaning hides in stop words ("how many" asks for a count): each adds the
+words a description would use for that intent. Only the lexical selector uses them, and they are English."""
+
+
+def query_words(text: str) -> list[str]:
+    """The query's content words plus the words of the intents its phrasing expresses."""
+    extra = [words_of for pattern, words_of in QUERY_INTENTS if pattern.search(text)]
+    return words(text) + words(" ".join(extra))
+
+
 class LexicalSelector:
     """BM25 (k1=1.2, b=0.75) over tool texts; the top-scoring tool wins, none if no word matches."""
 
@@ -109,7 +129,7 @@ class LexicalSelector:
         answers = []
         for query in queries:
             scores = [0.0] * n
-            for term in set(words(query.text)):
+            for term in set(query_words(query.text)):
                 if term not in idf:
                     continue
                 for i, doc in enumerate(docs):
