@@ -13,7 +13,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from mcpipechekr.artifacts import Manifest, ToolsSnapshot, list_runs, read_model
+from mcpipechekr.artifacts import CheckReport, Manifest, TefReport, ToolsSnapshot, list_runs, read_model
 from mcpipechekr.cli import main
 from mcpipechekr.config import load_config
 from mcpipechekr.errors import ServerHalt
@@ -30,6 +30,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("project")
     for name in ("dodo.py", "config.yaml", "tasks.yaml"):
         shutil.copy(ROOT / name, root / name)
+    shutil.copytree(ROOT / "checks", root / "checks")
     shutil.copytree(
         ROOT / "examples", root / "examples", ignore=shutil.ignore_patterns("*.db", "__pycache__")
     )
@@ -63,6 +64,17 @@ def test_doit_loop_on_the_bundled_example(project: Path, emailindex_env: dict[st
     tools = read_model(runs[0].tools, ToolsSnapshot)
     assert [t.name for t in tools.tools] == ["query_email_database", "get_email", "count_emails"]
     assert runs[0].run_id in first.stdout and "3 tools" in first.stdout
+    # the loop checked the server: the planted defects are the expected failures, nothing else fails
+    check = read_model(runs[0].check_report, CheckReport)
+    assert check.exit_code == 0 and check.summary.failed == 0
+    assert sorted(c.id for c in check.checks if c.expected_failure) == [
+        "FC:keywords-with-fields",
+        "FC:ron-chinn-first-by-date",
+    ]
+    # ...and linted the descriptions the run saw, offline
+    tef = read_model(runs[0].tef_report, TefReport)
+    assert tef.selector == "lexical-bm25" and tef.tools_hash == tools.tools_hash
+    assert tef.summary.errors == 0 and tef.summary.misleading_tools == 0
 
     # a second loop gets a new run folder and reuses the workspace repository as it is
     second = doit(project, emailindex_env, "loop", "--task", "find-first-email-ron-chinn")

@@ -37,7 +37,6 @@ from mcpipechekr.config import Config
 from mcpipechekr.server.lifecycle import ServerUnderTest, describe_target
 from mcpipechekr.server.workspace import prepare_repo
 
-CHECK_REPORT_FILE = "check_report.json"
 STALE_GROUP = "Expected failures"
 
 
