@@ -9,9 +9,13 @@ from __future__ import annotations
 import click
 
 from mcpipechekr import __version__
+from mcpipechekr.cli.baseline_cmd import baseline_command
 from mcpipechekr.cli.check_cmd import check_command
+from mcpipechekr.cli.evaluate_cmd import evaluate_command
+from mcpipechekr.cli.import_cmd import import_command
 from mcpipechekr.cli.init_cmd import init_command
 from mcpipechekr.cli.lint_cmd import lint_command
+from mcpipechekr.cli.run_cmd import run_command
 from mcpipechekr.cli.schema_cmd import schema_command
 from mcpipechekr.cli.server_cmd import server_group
 from mcpipechekr.cli.validate_cmd import validate_command
@@ -30,6 +34,10 @@ def main() -> None:
 main.add_command(init_command)
 main.add_command(check_command)
 main.add_command(lint_command)
+main.add_command(baseline_command)
+main.add_command(run_command)
+main.add_command(import_command)
+main.add_command(evaluate_command)
 main.add_command(validate_command)
 main.add_command(schema_command)
 main.add_command(server_group)
