@@ -68,6 +68,7 @@ def test_budgets_sizes_and_structure_of_observed_responses(tmp_path: Path) -> No
     with ServerUnderTest(server, tmp_path / "notes.log") as live:
         ctx = make_context(live, budget_tokens=200, tool_budgets={"sized": 100})
         run_functional(ctx, cases)
+        run_functional(ctx, cases)  # the same calls observed twice (as when protocol reuses a case)
         calls = len(ctx.responses)
         sizes = run_quality(ctx, cases)
     assert len(ctx.responses) == calls  # sized what the cases received; called nothing again
@@ -81,7 +82,7 @@ def test_budgets_sizes_and_structure_of_observed_responses(tmp_path: Path) -> No
     assert [size.tokens_estimated for size in sizes] == sorted(
         (s.tokens_estimated for s in sizes), reverse=True
     )
-    assert len(sizes) == len(cases.cases)
+    assert len(sizes) == len(cases.cases)  # one row per tool and source, not per observation
     assert (results["QC-01:sized"].status, results["QC-01:sized"].reason) == (
         "WARN",
         "largest response 504 estimated tokens (2,013 chars, case 'big') exceeds the budget of 100 "

@@ -90,7 +90,14 @@ def run_quality(ctx: CheckContext, cases: CasesFile | None) -> list[ResponseSize
     Returns the sizes largest first: the responses most likely to crowd an agent's context lead the table.
     """
     responses = list(ctx.responses) or _probe(ctx, cases)
-    sizes = [measure(ctx, response) for response in responses]
+    # The protocol layer may reuse a case's arguments, so the same call can be observed twice:
+    # one row per tool and source, keeping the larger answer.
+    by_source: dict[tuple[str, str], ResponseSize] = {}
+    for size in (measure(ctx, response) for response in responses):
+        key = (size.tool, size.source)
+        if key not in by_source or size.tokens_estimated > by_source[key].tokens_estimated:
+            by_source[key] = size
+    sizes = list(by_source.values())
     _record_budgets(ctx, sizes)
     if cases is not None:
         _record_structure(ctx, cases, responses)
