@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ from mcpipechekr.artifacts.tools_snapshot import ToolDefinition
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.lint._text import schema_properties, tool_text, words
+from mcpipechekr.llm import build_model
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.tasks import TaskFile
 
@@ -227,38 +227,9 @@ class LlmSelector:
         return [list(flat[i * repeat : (i + 1) * repeat]) for i in range(len(queries))]
 
 
-def build_model(spec: ProviderSpec, config: Config) -> Any:
-    """The pydantic-ai model a provider string names.
-
-    A configured or built-in OpenAI-compatible endpoint becomes an OpenAI chat
-    model at its `base_url`, keyed from `api_key_env` when set; any other
-    provider is left to pydantic-ai (`openai:…` reads OPENAI_API_KEY and
-    OPENAI_BASE_URL, `anthropic:…` reads ANTHROPIC_API_KEY, …).
-    """
-    endpoint = config.providers.endpoint_for(spec)
-    try:
-        if endpoint is not None:
-            from pydantic_ai.models.openai import OpenAIChatModel
-            from pydantic_ai.providers.openai import OpenAIProvider
-
-            key = os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
-            if endpoint.api_key_env and not key:
-                raise UserError(
-                    f"provider {spec} needs an API key in ${endpoint.api_key_env} (providers.endpoints)"
-                )
-            provider = OpenAIProvider(base_url=endpoint.base_url, api_key=key or "not-needed")
-            return OpenAIChatModel(spec.model or "", provider=provider)
-        from pydantic_ai.models import infer_model
-
-        return infer_model(spec.pydantic_ai_name)
-    except UserError:
-        raise
-    except Exception as exc:  # missing key, missing SDK extra: the user can fix these
-        raise UserError(f"cannot use provider {spec} for the tool-selection test: {exc}") from exc
-
-
 def make_selector(spec: ProviderSpec | None, config: Config) -> Selector:
     """The selector for a provider: lexical for none or `demo`, else a model through pydantic-ai."""
     if spec is None or spec.is_demo:
         return LexicalSelector()
-    return LlmSelector(spec, build_model(spec, config), timeout_s=config.timeouts.task_s)
+    model = build_model(spec, config, purpose="the tool-selection test")
+    return LlmSelector(spec, model, timeout_s=config.timeouts.task_s)

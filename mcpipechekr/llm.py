@@ -1,0 +1,52 @@
+"""Provider strings to pydantic-ai models: the one place a phase gets its model.
+
+Every phase that talks to an LLM (the lint's tool-selection test, the Phase 1
+native agent, later the evaluators) builds its model here, so a provider string
+means the same thing everywhere: a configured or built-in OpenAI-compatible
+endpoint (`providers.endpoints`, `minimax`) becomes an OpenAI chat model at its
+`base_url`; anything else is handed to pydantic-ai's own `provider:model`
+inference, which reads the provider's usual environment variables
+(`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `OPENAI_BASE_URL`, ...). Keys come from
+the environment (or the `.env` beside config.yaml) only, never from a file we write.
+
+`demo` is not a model: the scripted demo model lives in `runners/demo.py`, and
+callers handle `spec.is_demo` before getting here.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from mcpipechekr.config import Config
+from mcpipechekr.errors import UserError
+from mcpipechekr.providers import ProviderSpec
+
+
+def build_model(spec: ProviderSpec, config: Config, *, purpose: str = "this phase") -> Any:
+    """The pydantic-ai model a provider string names; a UserError the user can act on otherwise.
+
+    `purpose` finishes the error message ("cannot use provider X for <purpose>").
+    """
+    if spec.is_demo:
+        raise UserError(f"provider `demo` is the scripted demo model, not an LLM; it cannot serve {purpose}")
+    endpoint = config.providers.endpoint_for(spec)
+    try:
+        if endpoint is not None:
+            from pydantic_ai.models.openai import OpenAIChatModel
+            from pydantic_ai.providers.openai import OpenAIProvider
+
+            key = os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
+            if endpoint.api_key_env and not key:
+                raise UserError(
+                    f"provider {spec} needs an API key in ${endpoint.api_key_env} (providers.endpoints)"
+                )
+            provider = OpenAIProvider(base_url=endpoint.base_url, api_key=key or "not-needed")
+            return OpenAIChatModel(spec.model or "", provider=provider)
+        from pydantic_ai.models import infer_model
+
+        return infer_model(spec.pydantic_ai_name)
+    except UserError:
+        raise
+    except Exception as exc:  # missing key, missing SDK extra: the user can fix these
+        raise UserError(f"cannot use provider {spec} for {purpose}: {exc}") from exc
