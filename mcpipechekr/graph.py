@@ -18,10 +18,12 @@ from typing import Any
 from rich.table import Table
 
 from mcpipechekr._util.console import console
+from mcpipechekr.artifacts import AcceptedRisk, write_model
 from mcpipechekr.check.runner import run_check, write_check_report
 from mcpipechekr.config import PHASES, Config, ConfigOverrides, load_config
 from mcpipechekr.errors import UserError
 from mcpipechekr.lint import confirm_lint_risks, lint, lint_gate, write_tef_report
+from mcpipechekr.lint.risks import blocking_findings
 from mcpipechekr.pipeline import HarnessRun, harness_run
 from mcpipechekr.server.lifecycle import ServerUnderTest, describe_target
 from mcpipechekr.server.workspace import prepare_repo
@@ -139,10 +141,20 @@ def _lint_step(run: HarnessRun) -> bool:
     )
     for warning in outcome.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
-    if not lint_gate(outcome.report):
+    accepted = list(outcome.report.accepted_risks)
+    if lint_gate(outcome.report) and sys.stdin.isatty() and confirm_lint_risks(outcome.report, console):
+        accepted += [
+            AcceptedRisk(rule_id=rule, tool=tool, reason="accepted at the lint gate of `doit loop`")
+            for rule, tool, _ in blocking_findings(outcome.report)
+        ]
+    # The manifest records every risk this run goes on with, whether accepted now or by `lint --accept-risk`.
+    run.manifest.accepted_risks = accepted
+    write_model(run.run_dir.manifest, run.manifest)
+    blocking = lint_gate(outcome.report, accepted)
+    if not blocking:
         return True
-    if sys.stdin.isatty() and confirm_lint_risks(outcome.report, console):
-        return True
+    for reason in blocking:
+        console.print(f"  [red]blocking:[/] {reason}")
     console.print(
         "[bold red]stopped before Phase 1:[/] lint found risks nobody accepted. Review them with "
         "`mcpipechekr lint`, then accept with `mcpipechekr lint --accept-risk TOOL` or fix the descriptions."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -174,3 +175,48 @@ def test_server_health_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         main, ["server", "health", "--command", f"python {TINY}", "--min-tools", "5"], catch_exceptions=False
     )
     assert too_few.exit_code == 2 and "needs at least 5" in too_few.output
+
+
+@pytest.mark.slow
+def test_the_loop_stops_at_the_lint_gate_until_the_risk_is_accepted(project: Path, tmp_path: Path) -> None:
+    lint_server = Path(__file__).parent / "servers" / "lint_fixture_server.py"
+    (tmp_path / "tasks.yaml").write_text(
+        "tasks:\n  - task_id: order\n    prompt: Where is order 1042?\n    task_type: deterministic\n"
+    )
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        f"server:\n  name: notes\n  command: python\n  args: [{lint_server}, --poisoned]\n"
+        "  health:\n    timeout_s: 20\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    stopped = doit(project, env, "loop", "--config", str(config))
+    assert stopped.returncode != 0
+    assert "stopped before Phase 1" in stopped.stdout and "sync_notes" in stopped.stdout
+    (run,) = list_runs(tmp_path / "runs")
+    assert read_model(run.manifest, Manifest).status == "failed"
+
+    accept = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpipechekr",
+            "lint",
+            "--config",
+            str(config),
+            "--accept-risk",
+            "sync_notes",
+            "--reason",
+            "vendored tool, reviewed",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert accept.returncode == 0, accept.stdout + accept.stderr
+    passed = doit(project, env, "loop", "--config", str(config))
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    manifest = read_model(list_runs(tmp_path / "runs")[-1].manifest, Manifest)
+    assert manifest.status == "completed"
+    assert [(r.tool, r.reason) for r in manifest.accepted_risks] == [
+        ("sync_notes", "vendored tool, reviewed")
+    ]

@@ -1,12 +1,13 @@
 """The one rich console the harness prints through, so colour and width rules live in one place.
 
-Output goes to stderr-free stdout for results and to stderr for progress, which
-keeps `--format json` output clean when later commands add it.
+Results go to stdout and progress to stderr, which keeps `--format json` output
+clean.
 """
 
 from __future__ import annotations
 
 from rich.console import Console
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# soft_wrap: messages are never broken mid-line, so logs and pipes keep one message per line.
+console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
