@@ -35,7 +35,11 @@ from typing import Any
 
 @dataclass
 class Reply:
-    """One scripted answer: assistant text and/or tool calls, with the usage to report."""
+    """One scripted answer: assistant text and/or tool calls, with the usage to report.
+
+    `reasoning` is sent as `reasoning_content`, the field DeepSeek, Moonshot and vLLM use for
+    visible thinking.
+    """
 
     content: str | None = None
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
@@ -43,6 +47,7 @@ class Reply:
     completion_tokens: int = 5
     status: int = 200
     error: str | None = None
+    reasoning: str | None = None
 
     @property
     def finish_reason(self) -> str:
@@ -54,9 +59,23 @@ def text_reply(content: str, *, prompt_tokens: int = 10, completion_tokens: int 
     return Reply(content=content, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
 
 
-def tool_call_reply(name: str, arguments: dict[str, Any], *, content: str | None = None) -> Reply:
+def tool_call_reply(
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    content: str | None = None,
+    reasoning: str | None = None,
+    prompt_tokens: int = 10,
+    completion_tokens: int = 5,
+) -> Reply:
     """An assistant message calling one tool with these arguments."""
-    return Reply(content=content, tool_calls=[{"name": name, "arguments": arguments}])
+    return Reply(
+        content=content,
+        tool_calls=[{"name": name, "arguments": arguments}],
+        reasoning=reasoning,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+    )
 
 
 def error_reply(status: int, message: str) -> Reply:
@@ -143,6 +162,8 @@ class FakeOpenAI:
 
     def completion(self, reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        if reply.reasoning:
+            message["reasoning_content"] = reply.reasoning
         if reply.tool_calls:
             message["tool_calls"] = [
                 {
@@ -173,6 +194,8 @@ class FakeOpenAI:
             return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
         out = [chunk({"role": "assistant", "content": ""})]
+        if reply.reasoning:
+            out.append(chunk({"reasoning_content": reply.reasoning}))
         if reply.content:
             middle = max(1, len(reply.content) // 2)  # two pieces, so clients must join deltas
             out += [chunk({"content": reply.content[:middle]}), chunk({"content": reply.content[middle:]})]

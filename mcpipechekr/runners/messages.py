@@ -1,0 +1,160 @@
+"""pydantic-ai message history -> trace steps (ModelTurn, ToolCall), in the order they happened.
+
+Why a converter of its own: the native and demo runners both drive a pydantic-ai
+agent, and what only the agent knows (each response's text, its thinking blocks,
+the usage the provider reported per request) lives in its message history. Tool
+calls are converted too, as placeholders: `assemble_trace` replaces them with the
+capture proxy's journal records, which are the authority on what the server
+answered. A placeholder still carries what the model saw (the result as text,
+whether it was an error), so a trace stays useful where no journal exists.
+
+Mapping:
+- each `ModelResponse` -> one `ModelTurn`: its text parts joined, its thinking
+  parts as `thinking`, its usage as `reported` when the provider gave numbers,
+  else estimated with the one estimator (`Usage.estimated`) from the messages sent
+  and the response received;
+- each `ToolCallPart` -> one `ToolCall` after that turn, paired with the
+  `ToolReturnPart` (or deprecated `RetryPromptPart`) answering its call id; a
+  failed, retried or denied outcome is an error whose text is what the model saw.
+  A call nobody answered (the run was cut short) gets an error saying so.
+
+Limits: latency is only known when the runner measured it (`latencies`, by call
+id); otherwise it is 0 and the journal's figure replaces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import orjson
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+
+from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, Usage, tool_call_from_result
+
+ERROR_OUTCOMES = frozenset({"failed", "retried", "denied", "interrupted"})
+NO_RESULT = "no result: the run ended before the tool answered"
+
+
+def content_text(content: Any) -> str:
+    """A tool return as the text a model reads: strings as they are, anything else as compact JSON."""
+    if isinstance(content, str):
+        return content
+    return orjson.dumps(content, default=str).decode()
+
+
+def _usage(response: ModelResponse, sent: Sequence[ModelMessage], estimate: bool) -> Usage:
+    reported = response.usage
+    numbers = reported.input_tokens or reported.output_tokens
+    if numbers and not estimate:
+        return Usage(
+            input_tokens=reported.input_tokens,
+            output_tokens=reported.output_tokens,
+            cache_read_tokens=reported.cache_read_tokens,
+            cache_write_tokens=reported.cache_write_tokens,
+            source="reported",
+        )
+    prompt = ModelMessagesTypeAdapter.dump_json(list(sent))
+    completion = ModelMessagesTypeAdapter.dump_json([response])
+    return Usage.estimated(prompt, completion)
+
+
+def _answers(messages: Sequence[ModelMessage]) -> dict[str, ToolReturnPart | RetryPromptPart]:
+    answers: dict[str, ToolReturnPart | RetryPromptPart] = {}
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, ToolReturnPart | RetryPromptPart):
+                    answers[part.tool_call_id] = part
+    return answers
+
+
+def _tool_call(
+    index: int,
+    call: ToolCallPart,
+    answer: ToolReturnPart | RetryPromptPart | None,
+    latency_ms: float,
+    tool_name: Callable[[str], str],
+) -> ToolCall:
+    if answer is None:
+        text, is_error = NO_RESULT, True
+    elif isinstance(answer, RetryPromptPart):
+        text, is_error = answer.model_response(), True
+    else:
+        text, is_error = content_text(answer.content), answer.outcome in ERROR_OUTCOMES
+    return tool_call_from_result(
+        index=index,
+        call_id=call.tool_call_id,
+        tool=tool_name(call.tool_name),
+        arguments=call.args_as_dict(),
+        content=[{"type": "text", "text": text}],
+        is_error=is_error,
+        latency_ms=latency_ms,
+    )
+
+
+def steps_from_messages(
+    messages: Sequence[ModelMessage],
+    *,
+    estimate_usage: bool = False,
+    latencies: Mapping[str, float] | None = None,
+    tool_prefix: str | None = None,
+) -> list[ModelTurn | ToolCall]:
+    """The trace steps of a pydantic-ai run, indexed from 0.
+
+    `estimate_usage` forces estimated usage (a scripted model's numbers are not a
+    provider's); `latencies` maps call ids to measured milliseconds; a tool name
+    starting with `tool_prefix` + `_` loses that prefix.
+    """
+    latencies = latencies or {}
+    answers = _answers(messages)
+
+    def tool_name(name: str) -> str:
+        if tool_prefix and name.startswith(f"{tool_prefix}_") and len(name) > len(tool_prefix) + 1:
+            return name[len(tool_prefix) + 1 :]
+        return name
+
+    steps: list[ModelTurn | ToolCall] = []
+    for position, message in enumerate(messages):
+        if not isinstance(message, ModelResponse):
+            continue
+        steps.append(
+            ModelTurn(
+                index=len(steps),
+                text="".join(part.content for part in message.parts if isinstance(part, TextPart)),
+                thinking=[
+                    part.content
+                    for part in message.parts
+                    if isinstance(part, ThinkingPart) and part.content
+                ],
+                usage=_usage(message, messages[:position], estimate_usage),
+                request_id=message.provider_response_id,
+            )
+        )
+        for part in message.parts:
+            if isinstance(part, ToolCallPart):
+                answer = answers.get(part.tool_call_id)
+                latency = latencies.get(part.tool_call_id, 0.0)
+                steps.append(_tool_call(len(steps), part, answer, latency, tool_name))
+    return steps
+
+
+def final_answer(messages: Sequence[ModelMessage]) -> str | None:
+    """The text of the last model response, if that response called no tool (the agent's answer)."""
+    for message in reversed(messages):
+        if isinstance(message, ModelResponse):
+            if any(isinstance(part, ToolCallPart) for part in message.parts):
+                return None
+            text = "".join(part.content for part in message.parts if isinstance(part, TextPart))
+            return text or None
+    return None

@@ -1,0 +1,225 @@
+"""The native runner: a pydantic-ai agent whose only tools are the server's, reached over MCP.
+
+One attempt is one `Agent.run`: the model named by the provider string (built by
+`mcpipechekr.llm.build_model`), the exact task prompt as the user message, and the
+server under test as an `MCPToolset` pointing at `request.server`, the capture
+proxy (its stdio command, or its HTTP URL with headers). Nothing else is given to
+the model: the instructions are `NATIVE_INSTRUCTIONS`, a neutral line that says
+nothing about how to use these particular tools, so the trace shows what the
+tool descriptions alone lead a model to do.
+
+How an attempt ends:
+- `completed`: the model answered in text;
+- `timeout`: `request.timeout_s` passed (the whole attempt, model and tools);
+- `incomplete`: the model wanted more than `request.max_requests` requests;
+- `error`: the provider failed (HTTP error, refused request, malformed answer),
+  with the reason in one redacted line;
+- the server under test closed the connection (it crashed, or the proxy lost it):
+  `ServerHalt` naming the task, with the partial output attached as `partial`,
+  so the run halts instead of feeding a dead server to the remaining tasks.
+
+Tool errors (an MCP result with isError, or a JSON-RPC error) are shown to the
+model as failed tool results (`tool_error_behavior="failed"`) without retry
+wording, as most agent frameworks do, and are recorded as errors in the trace.
+A configuration problem (unknown provider, missing API key) raises `UserError`
+before anything runs: it would fail every task the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import AsyncIterable
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+import anyio
+from pydantic_ai import Agent, capture_run_messages
+from pydantic_ai.exceptions import (
+    AgentRunError,
+    ModelAPIError,
+    ModelRetry,
+    ToolFailed,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
+)
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.usage import UsageLimits
+
+from mcpipechekr.errors import ServerHalt
+from mcpipechekr.llm import build_model
+from mcpipechekr.runners.base import AgentServer, RunnerName, RunnerOutput, RunRequest, TraceStatus
+from mcpipechekr.runners.messages import final_answer, steps_from_messages
+
+NATIVE_INSTRUCTIONS = "Use the tools to answer the user's request. Answer concisely."
+"""The agent's only instructions, the same for every task and server (documented in docs/runners.md)."""
+
+TOOL_RETRIES = 2
+"""Times the agent may resend a tool call whose arguments failed the tool's input schema."""
+
+CONNECTION_CLOSED = -32000
+"""The MCP SDK's error code for a connection that closed under a pending request."""
+
+
+class ServerLost(Exception):
+    """Raised inside the agent when the MCP connection to the server under test is gone."""
+
+    def __init__(self, tool: str, detail: str):
+        super().__init__(f"the MCP server closed the connection during a call to {tool}: {detail}")
+        self.tool = tool
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """Whether an MCP tool failure means the server (or the proxy in front of it) is gone."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if getattr(current, "code", None) == CONNECTION_CLOSED:
+            return True
+        if isinstance(current, anyio.ClosedResourceError | anyio.BrokenResourceError):
+            return True
+        if type(current).__name__ in {"ConnectError", "RemoteProtocolError"}:
+            return True  # httpx: the HTTP server (or proxy) is no longer there
+        current = current.__cause__ or current.__context__
+    return False
+
+
+class _CallTimer:
+    """`process_tool_call` hook: measures each call's wall time and spots a lost server."""
+
+    def __init__(self) -> None:
+        self.latencies: dict[str, float] = {}
+
+    async def __call__(self, ctx: Any, call_tool: Any, name: str, args: dict[str, Any]) -> Any:
+        started = time.perf_counter()
+        try:
+            return await call_tool(name, args)
+        except (ModelRetry, ToolFailed) as exc:
+            if _connection_lost(exc):
+                raise ServerLost(name, str(exc)) from exc
+            raise
+        finally:
+            if ctx.tool_call_id:
+                self.latencies[ctx.tool_call_id] = (time.perf_counter() - started) * 1000.0
+
+
+def mcp_toolset(server: AgentServer, request: RunRequest, hook: Any) -> MCPToolset:
+    """The MCP toolset for the agent: the proxy's stdio command (with our environment) or its URL."""
+    options: dict[str, Any] = {
+        "id": server.name,
+        "tool_error_behavior": "failed",
+        "process_tool_call": hook,
+        "init_timeout": request.config.server.health.timeout_s,
+        "read_timeout": request.config.timeouts.tool_call_s,
+        "include_instructions": False,
+    }
+    if server.transport == "stdio":
+        from fastmcp.client.transports import StdioTransport
+
+        transport = StdioTransport(
+            command=server.command or "",
+            args=list(server.args),
+            env={**os.environ, **server.env},
+            cwd=server.cwd,
+            keep_alive=False,
+        )
+        return MCPToolset(transport, **options)
+    return MCPToolset(server.url or "", headers=dict(server.headers) or None, **options)
+
+
+def one_line(text: str, limit: int = 500) -> str:
+    """A reason fit for `status_reason`: one line, bounded."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class NativeRunner:
+    """A pydantic-ai agent with the server's tools as an MCP toolset.
+
+    `stream=True` makes every model request a streamed one (server-sent events),
+    as interactive agents do; usage is then what the stream's final chunk reports.
+    """
+
+    name: ClassVar[RunnerName] = "native"
+    estimate_usage: ClassVar[bool] = False
+    """True for models whose usage is not a provider's (the scripted demo)."""
+
+    def __init__(self, *, stream: bool = False):
+        self.stream = stream
+
+    def build_model(self, request: RunRequest) -> Any:
+        """The model for this attempt; a UserError if the provider cannot be used."""
+        return build_model(request.provider, request.config, purpose="the Phase 1 agent")
+
+    def model_label(self, request: RunRequest, messages: list[ModelMessage]) -> str | None:
+        """The model name the provider reported, when it differs from the provider string's."""
+        names = [m.model_name for m in messages if isinstance(m, ModelResponse) and m.model_name]
+        if names and names[-1] != request.provider.model:
+            return names[-1]
+        return None
+
+    async def run(self, request: RunRequest) -> RunnerOutput:
+        model = self.build_model(request)
+        timer = _CallTimer()
+        toolset = mcp_toolset(request.server, request, timer)
+        agent = Agent(model, toolsets=[toolset], instructions=NATIVE_INSTRUCTIONS, retries=TOOL_RETRIES)
+        limits = UsageLimits(request_limit=request.max_requests)
+        started = _now()
+        status: TraceStatus = "completed"
+        reason: str | None = None
+        lost: ServerLost | None = None
+        with capture_run_messages() as messages:
+            try:
+                with anyio.fail_after(request.timeout_s):
+                    await agent.run(
+                        request.prompt,
+                        usage_limits=limits,
+                        event_stream_handler=_drain if self.stream else None,
+                    )
+            except TimeoutError:
+                status, reason = "timeout", f"the attempt ran past its {request.timeout_s:g} s timeout"
+            except UsageLimitExceeded:
+                status = "incomplete"
+                reason = f"the agent reached the limit of {request.max_requests} model requests"
+            except ServerLost as exc:
+                status, reason, lost = "incomplete", str(exc), exc
+            except (ModelAPIError, UnexpectedModelBehavior, AgentRunError) as exc:
+                status, reason = "error", f"{type(exc).__name__}: {exc}"
+            except Exception as exc:
+                if _connection_lost(exc):
+                    lost = ServerLost("the server", f"{type(exc).__name__}: {exc}")
+                    status, reason = "incomplete", str(lost)
+                else:
+                    raise
+        history = list(messages)
+        redact = request.config.redactor.redact
+        output = RunnerOutput(
+            status=status,
+            status_reason=redact(one_line(reason)) if reason else None,
+            steps=steps_from_messages(
+                history, estimate_usage=self.estimate_usage, latencies=timer.latencies
+            ),
+            final_answer=redact(final_answer(history)) if status == "completed" else None,
+            model=self.model_label(request, history),
+            started_at=started,
+            ended_at=_now(),
+        )
+        if lost is not None:
+            halt = ServerHalt(
+                f"task {request.task.task_id} (repetition {request.repetition}): {output.status_reason}"
+            )
+            halt.partial = output  # type: ignore[attr-defined]
+            raise halt from lost
+        return output
+
+
+async def _drain(ctx: Any, events: AsyncIterable[Any]) -> None:
+    """Consume streamed events: passing a handler is what makes pydantic-ai stream each request."""
+    async for _ in events:
+        pass
