@@ -8,7 +8,9 @@ is accepted, and may be edited by hand, which is why its errors point at lines.
 
 from __future__ import annotations
 
-from pydantic import AwareDatetime, Field, JsonValue, field_validator
+from typing import Literal
+
+from pydantic import AwareDatetime, Field, JsonValue, NonNegativeInt, field_validator
 
 from mcpipechekr.artifacts._base import VERSION_DESCRIPTION, ArtifactModel, FormatVersion, Score
 
@@ -25,6 +27,18 @@ class BaselineEntry(ArtifactModel):
         min_length=1, description="Who judged it: `rules`, or `llm:<provider>` such as `llm:openai/gpt-4o`."
     )
     timestamp: AwareDatetime = Field(description="When the result was accepted.")
+    method: Literal["reference_calls", "agent", "manual"] = Field(
+        default="manual",
+        description="How the result was obtained: the task's `reference_calls` run without a model, "
+        "a phase-0 `agent`, or written by hand (`manual`).",
+    )
+    calls: NonNegativeInt | None = Field(
+        default=None, description="Tool calls the result took; the fewest seen when min_calls is unknown."
+    )
+    reference_tokens: NonNegativeInt | None = Field(
+        default=None,
+        description="Estimated tokens of that call sequence (arguments + results): the optimal cost.",
+    )
 
 
 class Baseline(ArtifactModel):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import AwareDatetime, Field, NonNegativeInt, model_validator
+from pydantic import AwareDatetime, Field, JsonValue, NonNegativeInt, model_validator
 
 from mcpipechekr.artifacts._base import (
     VERSION_DESCRIPTION,
@@ -85,6 +85,11 @@ class Bug(ArtifactModel):
     occurrences: int = Field(default=1, ge=1, description="How many times it was seen in this run.")
     task_ids: list[str] = Field(default_factory=list, description="Every task where it was seen.")
     evidence: list[Evidence] = Field(default_factory=list, description="Trace steps that show it.")
+    details: dict[str, JsonValue] = Field(
+        default_factory=dict,
+        description="Facts of the first occurrence for whoever fixes it, e.g. `windows` walked, "
+        "`error_text`, `unread_fields` with their tokens.",
+    )
 
     @model_validator(mode="after")
     def _prefix_matches_type(self) -> Bug:
@@ -111,6 +116,25 @@ class TaskStats(ArtifactModel):
         ge=0.0,
         description="Optimal tokens / observed tokens over successful runs (1 is optimal); absent if none.",
     )
+    provider: str | None = Field(
+        default=None, description="Phase 1 provider of these runs (a run may compare several)."
+    )
+    min_calls: int | None = Field(
+        default=None, ge=0, description="Known minimum of tool calls (min_calls, reference calls or baseline)."
+    )
+    mean_calls: float | None = Field(default=None, ge=0.0, description="Mean tool calls per run.")
+    call_ratio: float | None = Field(
+        default=None, ge=0.0, description="mean_calls / min_calls (1 is optimal); absent without a minimum."
+    )
+    mean_tokens_observed: float | None = Field(
+        default=None, ge=0.0, description="Mean tokens per run, as the provider reported them or estimated."
+    )
+    tokens_source: Literal["reported", "estimated", "mixed"] | None = Field(
+        default=None, description="Whether mean_tokens_observed was reported, estimated, or both."
+    )
+    token_cost_optimal: int | None = Field(
+        default=None, ge=0, description="Estimated tokens of the minimum call sequence (from the baseline)."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> TaskStats:
@@ -119,6 +143,16 @@ class TaskStats(ArtifactModel):
         if self.wilson_low > self.wilson_high:
             raise ValueError("`wilson_low` is above `wilson_high`")
         return self
+
+
+class ReviewFlag(ArtifactModel):
+    """An answer a person should look at: it may be right, but no rule can tell."""
+
+    task_id: str = Field(min_length=1, description="Task of the answer.")
+    trace: str = Field(min_length=1, description="Trace file, relative to the run folder.")
+    similarity: Score = Field(description="Lexical similarity of the answer to the baseline result.")
+    divergence: Score = Field(description="1 - similarity; flagged when above the configured threshold.")
+    reason: str = Field(min_length=1, description="Why it was flagged.")
 
 
 class BugReport(ArtifactModel):
@@ -133,6 +167,13 @@ class BugReport(ArtifactModel):
     evaluated_at: AwareDatetime = Field(description="When the evaluation finished.")
     bugs: list[Bug] = Field(default_factory=list, description="Problems found, most costly first.")
     tasks: list[TaskStats] = Field(default_factory=list, description="Statistics per task.")
+    review_flags: list[ReviewFlag] = Field(
+        default_factory=list, description="Open-ended answers that diverge from the baseline."
+    )
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What the evaluation could not do: unreadable traces, failed analyzers, no baseline.",
+    )
 
     @model_validator(mode="after")
     def _unique_ids(self) -> BugReport:

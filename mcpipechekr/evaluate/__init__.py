@@ -1,0 +1,33 @@
+"""Phase 2: traces in, bugs out, each waste priced in tokens.
+
+One module per analyzer (`call_count`, `repeated_calls`, `date_windows`,
+`pagination`, `error_workaround`, `unread_fields`, `wrong_tool`, `oversized`),
+each a small class whose docstring states its rule and its blind spots; then
+`correctness` (answers against the baseline), `costing` (the token prices),
+`aggregate` (findings into bugs), `stats` (Wilson, pass@k, pass^k),
+`narrative` (phase2_narrative.md, and the optional model evaluator) and
+`runner` (`evaluate_run`). docs/evaluation.md explains them for users.
+"""
+
+from mcpipechekr.evaluate.base import Analyzer, Budgets, Finding, TraceContext
+from mcpipechekr.evaluate.runner import (
+    default_analyzers,
+    evaluate_contexts,
+    evaluate_run,
+    evaluate_trace,
+    load_contexts,
+    write_evaluation,
+)
+
+__all__ = [
+    "Analyzer",
+    "Budgets",
+    "Finding",
+    "TraceContext",
+    "default_analyzers",
+    "evaluate_contexts",
+    "evaluate_run",
+    "evaluate_trace",
+    "load_contexts",
+    "write_evaluation",
+]

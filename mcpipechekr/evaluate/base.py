@@ -1,0 +1,162 @@
+"""What every Phase 2 analyzer sees and what it returns.
+
+An analyzer is a small class with one job: it reads one trace (with the task
+and the baseline entry beside it) and returns findings. A finding is a bug
+observed once, in one trace, with the step numbers that show it and the steps
+whose cost is the waste; `costing` prices those steps and `aggregate` merges
+the findings of many traces into one bug per defect.
+
+Analyzers never call a model and never touch the network, so evaluating a run
+is fast, repeatable, and gives the same bug report twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, ClassVar, Protocol
+
+import orjson
+from pydantic import JsonValue
+
+from mcpipechekr.artifacts.baseline import BaselineEntry
+from mcpipechekr.artifacts.bug_report import BugSeverity, BugType, bug_id
+from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, Trace
+from mcpipechekr.tasks import Task
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Response budgets of the check layer, in estimated tokens."""
+
+    default: int = 4000
+    per_tool: dict[str, int] = field(default_factory=dict)
+
+    def for_tool(self, tool: str) -> int:
+        return self.per_tool.get(tool, self.default)
+
+
+@dataclass
+class TraceContext:
+    """One trace with everything known about its task."""
+
+    trace: Trace
+    trace_ref: str
+    """The trace file relative to the run folder, e.g. `traces/x__demo__r001.json`."""
+    task: Task | None = None
+    baseline: BaselineEntry | None = None
+    budgets: Budgets = field(default_factory=Budgets)
+
+    @cached_property
+    def calls(self) -> list[ToolCall]:
+        return [step for step in self.trace.steps if isinstance(step, ToolCall)]
+
+    @cached_property
+    def min_calls(self) -> int | None:
+        """The known minimum: the task's min_calls, else its reference calls, else the baseline's calls."""
+        if self.task is not None and self.task.min_calls:
+            return self.task.min_calls
+        if self.task is not None and self.task.reference_calls:
+            return len(self.task.reference_calls)
+        if self.baseline is not None and self.baseline.calls:
+            return self.baseline.calls
+        return None
+
+    def texts_after(self, index: int) -> list[str]:
+        """Everything the agent wrote after step `index`: model text, tool arguments, the final answer."""
+        out: list[str] = []
+        for step in self.trace.steps[index + 1 :]:
+            if isinstance(step, ModelTurn):
+                out.append(step.text)
+                out.extend(step.thinking)
+            else:
+                out.append(orjson.dumps(step.arguments, default=str).decode())
+        if self.trace.final_answer:
+            out.append(self.trace.final_answer)
+        return out
+
+
+@dataclass
+class Finding:
+    """One bug seen once in one trace; `steps` show it, `wasted` are the steps whose cost is the gap."""
+
+    type: BugType
+    slug: tuple[str, ...]
+    severity: BugSeverity
+    trigger: str
+    observed: str
+    expected: str
+    acceptance_criteria: list[str]
+    steps: list[int]
+    tool: str | None = None
+    wasted: list[int] = field(default_factory=list)
+    optimal_tokens: int | None = None
+    """Estimated tokens the optimal sequence needs for this part; None: the cheapest wasted-free step."""
+    observed_tokens: int | None = None
+    """Set when the analyzer prices the observation itself (e.g. an oversized result)."""
+    details: dict[str, JsonValue] = field(default_factory=dict)
+    analyzer: str = ""
+
+    @property
+    def id(self) -> str:
+        return bug_id(self.type, *self.slug)
+
+
+class Analyzer(Protocol):
+    """One rule over one trace."""
+
+    name: ClassVar[str]
+
+    def analyze(self, ctx: TraceContext) -> list[Finding]: ...
+
+
+def call_cost(call: ToolCall) -> int:
+    """Estimated tokens of one call as the agent pays for it: its arguments plus its result."""
+    from mcpipechekr._util.tokens import estimate_tokens
+
+    return estimate_tokens(call.arguments) + call.result_tokens_estimated
+
+
+def result_json(call: ToolCall) -> Any:
+    """The call's result as data: structured content, else the JSON of its single text block, else None."""
+    if call.structured_content is not None:
+        return call.structured_content
+    texts = [block.get("text") for block in call.result_content if block.get("type") == "text"]
+    if len(texts) == 1 and isinstance(texts[0], str):
+        try:
+            return orjson.loads(texts[0])
+        except orjson.JSONDecodeError:
+            return None
+    return None
+
+
+def result_is_empty(call: ToolCall) -> bool:
+    """A successful call that found nothing: a zero count/total, or only empty lists.
+
+    Used to tell a search (an empty window, then the next) from a comparison.
+    """
+    if call.is_error:
+        return False
+    data = result_json(call)
+    if isinstance(data, list):
+        return not data
+    if not isinstance(data, dict):
+        return False
+    for key in ("count", "total", "total_count"):
+        value = data.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value == 0
+    lists = [value for value in data.values() if isinstance(value, list)]
+    return bool(lists) and all(not value for value in lists)
+
+
+def records_of(data: Any) -> list[dict[str, Any]]:
+    """The records a result lists: a list of objects, or the one list of objects inside an object."""
+    if isinstance(data, list):
+        return [item for item in data if isinstance(item, dict)]
+    if isinstance(data, dict):
+        lists = [value for value in data.values() if isinstance(value, list) and value]
+        object_lists = [value for value in lists if all(isinstance(item, dict) for item in value)]
+        if len(object_lists) == 1:
+            return object_lists[0]
+    return []

@@ -1,0 +1,194 @@
+"""Date-window iteration: walking a date range forward or backward because results cannot be sorted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, ClassVar
+
+import orjson
+
+from mcpipechekr.artifacts.trace import ToolCall
+from mcpipechekr.evaluate.base import Finding, TraceContext, records_of, result_is_empty, result_json
+from mcpipechekr.evaluate.matching import as_day
+
+_LOWER = ("from", "start", "after", "since", "begin", "min", "gte", "gt")
+_UPPER = ("to", "end", "before", "until", "max", "lte", "lt")
+
+
+def _bound(key: str) -> str:
+    """`date_from` -> lower, `end_date` -> upper, `day` -> exact (both bounds)."""
+    parts = key.lower().replace("-", "_").split("_")
+    if any(part in _LOWER for part in parts):
+        return "lower"
+    if any(part in _UPPER for part in parts):
+        return "upper"
+    return "exact"
+
+
+@dataclass(frozen=True)
+class Window:
+    step: int
+    lower: date | None
+    upper: date | None
+    found: int | None
+    empty: bool
+
+    def label(self) -> str:
+        lower = self.lower.isoformat() if self.lower else "…"
+        upper = self.upper.isoformat() if self.upper else "…"
+        return f"{lower}..{upper}"
+
+
+def split_dates(arguments: dict[str, Any]) -> tuple[dict[str, Any], dict[str, date]]:
+    """(the arguments that are not dates, the date arguments as days)."""
+    rest: dict[str, Any] = {}
+    dates: dict[str, date] = {}
+    for key, value in arguments.items():
+        day = as_day(value) if isinstance(value, str) else None
+        if day is None:
+            rest[key] = value
+        else:
+            dates[key] = date.fromisoformat(day)
+    return rest, dates
+
+
+def _found(call: ToolCall) -> int | None:
+    data = result_json(call)
+    if isinstance(data, dict):
+        for key in ("count", "total", "total_count"):
+            value = data.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    records = records_of(data)
+    return len(records) if records or isinstance(data, list | dict) else None
+
+
+def window_of(call: ToolCall, dates: dict[str, date]) -> Window:
+    lowers = [day for key, day in dates.items() if _bound(key) in ("lower", "exact")]
+    uppers = [day for key, day in dates.items() if _bound(key) in ("upper", "exact")]
+    return Window(
+        step=call.index,
+        lower=max(lowers) if lowers else None,
+        upper=min(uppers) if uppers else None,
+        found=_found(call),
+        empty=result_is_empty(call),
+    )
+
+
+def _gap(later: date | None, earlier: date | None) -> int | None:
+    return None if later is None or earlier is None else (later - earlier).days
+
+
+@dataclass
+class DateWindows:
+    """Flags a walk through adjacent date windows with one tool: the sign of a missing sort order.
+
+    Rule: calls to one tool whose other arguments are identical and whose date
+    arguments (any argument whose value is a YYYY-MM-DD date or ISO date-time;
+    `*from/start/after/since*` are lower bounds, `*to/end/before/until*` upper
+    bounds) form adjacent windows moving one way: forward, each window starting
+    on or the day after the previous one ended; backward, each ending on or the
+    day before the previous one started. Calls to other tools may come in
+    between. A walk of at least `min_windows` windows is flagged, and so is a
+    shorter one (two windows) when a window before the last found nothing,
+    because then the agent was searching, not comparing.
+
+    Blind spots: comparing three adjacent periods on purpose (counts per year)
+    looks like a walk; a walk that widens one window instead of moving it, or
+    jumps (2012, then 2015), is not recognised; a walk done by paging is the
+    pagination analyzer's.
+    """
+
+    name: ClassVar[str] = "date_windows"
+    min_windows: int = 3
+    max_gap_days: int = 1
+
+    def _continues(self, chain: list[Window], window: Window, direction: str | None) -> str | None:
+        prev = chain[-1]
+        forward = _gap(window.lower, prev.upper)
+        backward = _gap(prev.lower, window.upper)
+        if direction in (None, "forward") and forward is not None and 0 <= forward <= self.max_gap_days:
+            if prev.lower is None or (window.lower is not None and window.lower > prev.lower):
+                return "forward"
+        if direction in (None, "backward") and backward is not None and 0 <= backward <= self.max_gap_days:
+            if prev.upper is None or (window.upper is not None and window.upper < prev.upper):
+                return "backward"
+        return None
+
+    def analyze(self, ctx: TraceContext) -> list[Finding]:
+        walks: list[tuple[str, str, list[Window]]] = []
+        by_tool: dict[str, list[ToolCall]] = {}
+        for call in ctx.calls:
+            by_tool.setdefault(call.tool, []).append(call)
+        for tool, calls in by_tool.items():
+            walks.extend((tool, direction, chain) for direction, chain in self._chains(calls))
+        walks.sort(key=lambda walk: walk[2][0].step)
+        return [self._finding(tool, direction, chain) for tool, direction, chain in walks]
+
+    def _chains(self, calls: list[ToolCall]) -> list[tuple[str, list[Window]]]:
+        """The walks among one tool's calls, in order, with their direction."""
+        found: list[tuple[str, list[Window]]] = []
+        chain: list[Window] = []
+        chain_key: bytes | None = None
+        direction: str | None = None
+        for call in calls:
+            rest, dates = split_dates(call.arguments)
+            key = orjson.dumps(rest, option=orjson.OPT_SORT_KEYS, default=str)
+            window = window_of(call, dates) if dates and not call.is_error else None
+            if window is not None and chain and key == chain_key:
+                turn = self._continues(chain, window, direction)
+                if turn is not None:
+                    chain.append(window)
+                    direction = turn
+                    continue
+            if self._is_walk(chain):
+                found.append((direction or "forward", chain))
+            chain, chain_key, direction = ([window], key, None) if window is not None else ([], None, None)
+        if self._is_walk(chain):
+            found.append((direction or "forward", chain))
+        return found
+
+    def _is_walk(self, chain: list[Window]) -> bool:
+        if len(chain) >= self.min_windows:
+            return True
+        return len(chain) >= 2 and any(window.empty for window in chain[:-1])
+
+    def _finding(self, tool: str, direction: str, chain: list[Window]) -> Finding:
+        which = "earliest" if direction == "forward" else "latest"
+        order = "date_asc" if direction == "forward" else "date_desc"
+        listed = ", ".join(
+            f"{window.label()} ({'nothing' if window.empty else f'{window.found} found'})"
+            if window.found is not None
+            else window.label()
+            for window in chain
+        )
+        return Finding(
+            type="feature_gap",
+            slug=("no-date-sort", tool),
+            severity="high" if len(chain) >= 5 else "medium",
+            tool=tool,
+            trigger=f"finding the {which} match by date with `{tool}`",
+            observed=f"the agent walked {len(chain)} date windows {direction} with `{tool}`, other "
+            f"arguments unchanged: {listed}",
+            expected=f"one `{tool}` call returning matches sorted by date, {which} first",
+            acceptance_criteria=[
+                f"add a sort_order parameter (date_asc/date_desc) to {tool}",
+                f"{tool} with sort_order={order} returns the {which} match first, in one call",
+                "the default order stays as it is, so existing callers are unaffected",
+            ],
+            steps=[window.step for window in chain],
+            wasted=[window.step for window in chain[:-1]],
+            details={
+                "direction": direction,
+                "windows": [
+                    {
+                        "step": window.step,
+                        "from": window.lower.isoformat() if window.lower else None,
+                        "to": window.upper.isoformat() if window.upper else None,
+                        "found": window.found,
+                    }
+                    for window in chain
+                ],
+            },
+        )

@@ -1,0 +1,154 @@
+"""When does a value "appear" in text the agent wrote? One rule, shared by correctness and unread fields.
+
+The agent rarely copies a value byte for byte: it writes `May 14, 2013` for
+`2013-05-14T10:02:11`, `3,800` for `3800`, `Heating Service Quote` for
+`Heating service quote`. So both sides are normalised before comparing:
+
+- text is lowercased, punctuation becomes spaces, whitespace is collapsed;
+  a value appears when its normalised form is a whole-word substring of the
+  normalised text;
+- numbers are whole tokens; thousands separators in the text are removed
+  first (`3,800` → `3800`), so `38` does not appear in `3800`;
+- dates and date-times are reduced to their day (`2013-05-14`); the text's
+  dates are read in ISO form and in the common English forms (`14 May 2013`,
+  `May 14, 2013`, `May 14 2013`, `14/05/2013` is NOT read: it is ambiguous);
+- a long string (over 60 characters, e.g. a snippet or body) appears when any
+  run of 6 consecutive words of it does: an agent quotes, it does not copy;
+- values shorter than 3 characters (`0`, `7`, `ok`) cannot be told apart from
+  noise and count as appearing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from functools import cached_property
+from typing import Any
+
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for name in names
+}
+_MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ][\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)?\b")
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\.?,?\s+(\d{{4}})\b", re.I)
+_MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_NON_WORD = re.compile(r"[^\w@.+-]+|(?<!\w)[.+-]|[.+-](?!\w)")
+_SPACES = re.compile(r"\s+")
+LONG_VALUE = 60
+QUOTE_WORDS = 6
+MIN_LENGTH = 3
+
+
+def normalise(text: str) -> str:
+    """Lowercase, thousands separators dropped, punctuation to spaces, whitespace collapsed."""
+    text = _THOUSANDS.sub("", text.lower())
+    return _SPACES.sub(" ", _NON_WORD.sub(" ", text)).strip()
+
+
+def _day(year: str, month: int, day: str) -> str | None:
+    try:
+        return date(int(year), month, int(day)).isoformat()
+    except ValueError:
+        return None
+
+
+def dates_in(text: str) -> set[str]:
+    """Every day written in the text, as YYYY-MM-DD."""
+    found: set[str] = set()
+    for match in _ISO_DAY.finditer(text):
+        day = _day(match[1], int(match[2]), match[3])
+        if day:
+            found.add(day)
+    for match in _DAY_MONTH_YEAR.finditer(text):
+        day = _day(match[3], _MONTHS[match[2].lower()], match[1])
+        if day:
+            found.add(day)
+    for match in _MONTH_DAY_YEAR.finditer(text):
+        day = _day(match[3], _MONTHS[match[1].lower()], match[2])
+        if day:
+            found.add(day)
+    return found
+
+
+def prepare(text: str) -> tuple[str, set[str]]:
+    """A text's normalised form and days, for `Haystack.prepared`."""
+    return normalise(text), dates_in(text)
+
+
+def as_day(value: str) -> str | None:
+    """The day of an ISO date or date-time string, else None."""
+    match = _ISO_DAY.fullmatch(value.strip())
+    return _day(match[1], int(match[2]), match[3]) if match else None
+
+
+@dataclass
+class Haystack:
+    """Text the agent wrote, prepared once for many look-ups."""
+
+    texts: list[str] = field(default_factory=list)
+
+    @classmethod
+    def prepared(cls, pieces: list[tuple[str, set[str]]]) -> Haystack:
+        """From texts already normalised, with their days (see `prepare`): no text is parsed twice."""
+        haystack = cls()
+        haystack.__dict__["normalised"] = " " + " ".join(text for text, _ in pieces) + " "
+        haystack.__dict__["days"] = set().union(*(days for _, days in pieces)) if pieces else set()
+        return haystack
+
+    @cached_property
+    def normalised(self) -> str:
+        return " " + " ".join(normalise(text) for text in self.texts) + " "
+
+    @cached_property
+    def days(self) -> set[str]:
+        found: set[str] = set()
+        for text in self.texts:
+            found |= dates_in(text)
+        return found
+
+    def contains(self, value: Any, *, strict: bool = False) -> bool:
+        """Whether a scalar value appears in the text, by the rule in this module's docstring.
+
+        `strict` looks for short values too (as whole words): right for an expected answer such as
+        a count of 7, wrong for guessing whether a field was read.
+        """
+        if value is None or isinstance(value, bool):
+            return True
+        text = str(value)
+        if len(text.strip()) < MIN_LENGTH and not strict:
+            return True
+        if isinstance(value, str):
+            day = as_day(value)
+            if day is not None:
+                return day in self.days or f" {normalise(value)} " in self.normalised
+        needle = normalise(text)
+        if not needle:
+            return True
+        if f" {needle} " in self.normalised:
+            return True
+        if len(text) > LONG_VALUE:
+            words = needle.split(" ")
+            for start in range(0, max(1, len(words) - QUOTE_WORDS + 1)):
+                if f" {' '.join(words[start : start + QUOTE_WORDS])} " in self.normalised:
+                    return True
+        return False
