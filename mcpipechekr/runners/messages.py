@@ -11,8 +11,9 @@ whether it was an error), so a trace stays useful where no journal exists.
 Mapping:
 - each `ModelResponse` -> one `ModelTurn`: its text parts joined, its thinking
   parts as `thinking`, its usage as `reported` when the provider gave numbers,
-  else estimated with the one estimator (`Usage.estimated`) from the messages sent
-  and the response received;
+  else estimated with the one estimator (`Usage.estimated`) from what the model
+  read (instructions, prompt, earlier turns, tool results; not the tool
+  definitions, which the history does not hold) and what it wrote;
 - each `ToolCallPart` -> one `ToolCall` after that turn, paired with the
   `ToolReturnPart` (or deprecated `RetryPromptPart`) answering its call id; a
   failed, retried or denied outcome is an error whose text is what the model saw.
@@ -30,7 +31,6 @@ from typing import Any
 import orjson
 from pydantic_ai.messages import (
     ModelMessage,
-    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     RetryPromptPart,
@@ -53,6 +53,29 @@ def content_text(content: Any) -> str:
     return orjson.dumps(content, default=str).decode()
 
 
+def _visible(message: ModelMessage) -> list[Any]:
+    """What a message puts in front of the model: instructions, prompts, results, text, thinking, calls.
+
+    Estimates are taken from this, not from pydantic-ai's serialised messages, whose
+    timestamps and ids no model ever reads.
+    """
+    if isinstance(message, ModelRequest):
+        seen: list[Any] = [message.instructions] if message.instructions else []
+        for part in message.parts:
+            if isinstance(part, RetryPromptPart):
+                seen.append(part.model_response())
+            elif hasattr(part, "content"):
+                seen.append(part.content)
+        return seen
+    seen = []
+    for part in message.parts:
+        if isinstance(part, TextPart | ThinkingPart):
+            seen.append(part.content)
+        elif isinstance(part, ToolCallPart):
+            seen.append({"name": part.tool_name, "arguments": part.args_as_dict()})
+    return seen
+
+
 def _usage(response: ModelResponse, sent: Sequence[ModelMessage], estimate: bool) -> Usage:
     reported = response.usage
     numbers = reported.input_tokens or reported.output_tokens
@@ -64,9 +87,8 @@ def _usage(response: ModelResponse, sent: Sequence[ModelMessage], estimate: bool
             cache_write_tokens=reported.cache_write_tokens,
             source="reported",
         )
-    prompt = ModelMessagesTypeAdapter.dump_json(list(sent))
-    completion = ModelMessagesTypeAdapter.dump_json([response])
-    return Usage.estimated(prompt, completion)
+    prompt = [item for message in sent for item in _visible(message)]
+    return Usage.estimated(prompt, _visible(response))
 
 
 def _answers(messages: Sequence[ModelMessage]) -> dict[str, ToolReturnPart | RetryPromptPart]:
@@ -133,9 +155,7 @@ def steps_from_messages(
                 index=len(steps),
                 text="".join(part.content for part in message.parts if isinstance(part, TextPart)),
                 thinking=[
-                    part.content
-                    for part in message.parts
-                    if isinstance(part, ThinkingPart) and part.content
+                    part.content for part in message.parts if isinstance(part, ThinkingPart) and part.content
                 ],
                 usage=_usage(message, messages[:position], estimate_usage),
                 request_id=message.provider_response_id,
