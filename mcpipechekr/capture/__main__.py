@@ -1,0 +1,52 @@
+"""`python -m mcpipechekr.capture --journal PATH [options] -- CMD ARGS…`: the stdio capture proxy.
+
+An agent is given this command line as its MCP server. Secrets (the server's
+environment values, the values to redact) are not put on the command line,
+where any agent config or process listing would show them: `--secrets FILE`
+names a JSON file `{"env": {NAME: VALUE}, "redact": [[VALUE, REPLACEMENT], …]}`
+that the harness writes, readable by its owner only, outside the run folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import orjson
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m mcpipechekr.capture",
+        description="Run an MCP stdio server behind a proxy that records every JSON-RPC message.",
+    )
+    parser.add_argument("--journal", type=Path, required=True, help="JSONL journal to append to.")
+    parser.add_argument("--cwd", help="Working directory of the server.")
+    parser.add_argument("--stderr", type=Path, help="Append the server's stderr here (default: inherit).")
+    parser.add_argument("--secrets", type=Path, help="JSON file with the server's env and values to redact.")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS…: the server to run.")
+    opts = parser.parse_args(argv)
+    command = opts.command[1:] if opts.command[:1] == ["--"] else opts.command
+    if not command:
+        parser.error("give the server's command after `--`")
+
+    from mcpipechekr.capture.stdio_proxy import run_stdio_proxy
+    from mcpipechekr.config import Redactor
+
+    env: dict[str, str] = {}
+    redactor = None
+    if opts.secrets is not None:
+        try:
+            secrets = orjson.loads(opts.secrets.read_bytes())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            parser.error(f"--secrets {opts.secrets}: {exc}")
+        env = {str(key): str(value) for key, value in (secrets.get("env") or {}).items()}
+        redactor = Redactor([(str(value), str(repl)) for value, repl in secrets.get("redact") or []])
+    return run_stdio_proxy(
+        command, opts.journal, env=env, cwd=opts.cwd, stderr_path=opts.stderr, redactor=redactor
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""How a run's agents reach the server under test: always through a capture proxy.
+
+`proxy_server` builds the stdio command an agent launches instead of the
+server (`python -m mcpipechekr.capture … -- CMD ARGS`). `CaptureHub` does it
+for a whole Phase 1 run, for either transport: for a stdio server each attempt
+gets its own proxy process (and so its own server process, as an agent would
+start it); for an HTTP server the hub runs one `HttpCaptureProxy` and gives
+each attempt its own route and journal.
+
+Secrets stay out of agent configs: the server's environment and the values to
+redact go into a file readable by its owner only, in a folder outside the run
+(`secrets_dir`), and only its path is on the proxy's command line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
+
+from mcpipechekr.capture.http_proxy import HttpCaptureProxy
+from mcpipechekr.config import Redactor, ServerConfig
+from mcpipechekr.runners.base import AgentServer
+
+SECRETS_FILE = "capture-secrets.json"
+
+
+def write_secrets_file(folder: Path, env: dict[str, str], redactions: Sequence[tuple[str, str]]) -> Path:
+    """Write the proxy's secrets (server env, values to redact) readable by the owner only."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / SECRETS_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(orjson.dumps({"env": env, "redact": [list(pair) for pair in redactions]}))
+    return path
+
+
+def proxy_server(
+    server_config: ServerConfig,
+    journal: Path,
+    name: str,
+    *,
+    secrets_dir: Path | None = None,
+    redactions: Sequence[tuple[str, str]] = (),
+    stderr_log: Path | None = None,
+) -> AgentServer:
+    """The AgentServer for a stdio server behind the capture proxy, journaling to `journal`.
+
+    With `secrets_dir`, the server's env and `redactions` are passed in a
+    private file there; without it the env is passed in `AgentServer.env` (for
+    tests and servers without secrets) and redactions are refused.
+    """
+    command = server_config.resolved_command()
+    if command is None:
+        raise ValueError(
+            "proxy_server is for stdio servers; an HTTP server is proxied by CaptureHub (HttpCaptureProxy)"
+        )
+    args = ["-m", "mcpipechekr.capture", "--journal", str(journal)]
+    if server_config.cwd:
+        args += ["--cwd", server_config.cwd]
+    if stderr_log is not None:
+        args += ["--stderr", str(stderr_log)]
+    env: dict[str, str] = {}
+    if secrets_dir is not None:
+        args += ["--secrets", str(write_secrets_file(secrets_dir, dict(server_config.env), redactions))]
+    elif redactions:
+        raise ValueError("redactions are passed in a private file: give secrets_dir")
+    else:
+        env = dict(server_config.env)
+    args += ["--", command, *server_config.args]
+    return AgentServer(name=name, command=sys.executable, args=tuple(args), env=env)
+
+
+class CaptureHub:
+    """Gives each attempt of a run its proxied server and journal; a context manager for the run."""
+
+    def __init__(
+        self,
+        server_config: ServerConfig,
+        *,
+        redactions: Sequence[tuple[str, str]] = (),
+        stderr_log: Path | None = None,
+    ):
+        self.server_config = server_config
+        self.redactions = list(redactions)
+        self.stderr_log = stderr_log
+        self.http: HttpCaptureProxy | None = None
+
+    def __enter__(self) -> CaptureHub:
+        if self.server_config.url:
+            self.http = HttpCaptureProxy(
+                self.server_config.url, dict(self.server_config.headers), Redactor(self.redactions)
+            ).start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.http is not None:
+            self.http.stop()
+            self.http = None
+
+    def agent_server(self, journal: Path, name: str, secrets_dir: Path) -> AgentServer:
+        """The proxied server for one attempt, journaling to `journal`."""
+        if self.http is None:
+            return proxy_server(
+                self.server_config,
+                journal,
+                name,
+                secrets_dir=secrets_dir,
+                redactions=self.redactions,
+                stderr_log=self.stderr_log,
+            )
+        return AgentServer(name=name, url=self.http.route(journal, label=journal.stem))
+
+    def release(self, server: AgentServer) -> None:
+        """End an attempt's access: an HTTP route is closed (a stdio proxy ends with its agent)."""
+        if self.http is not None and server.url:
+            self.http.release(server.url)
