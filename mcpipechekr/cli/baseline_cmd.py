@@ -1,9 +1,63 @@
-"""Placeholder: replaced by the module that implements `mcpipechekr baseline`."""
+"""`mcpipechekr baseline`: Phase 0, the accepted answer of each task → runs/baseline.json."""
+
+from __future__ import annotations
 
 import click
 
+from mcpipechekr._util.console import console, err_console
+from mcpipechekr.baseline import build_baseline
+from mcpipechekr.cli.common import config_options, effective_config, server_options, task_selection_options
+
 
 @click.command("baseline")
-def baseline_command() -> None:
-    """Not implemented yet."""
-    raise click.ClickException("not implemented yet")
+@config_options
+@server_options
+@task_selection_options
+@click.option(
+    "--phase0-provider",
+    "phase0_provider",
+    metavar="PROVIDER/MODEL",
+    help="Model for the phase-0 agent and judge (overrides providers.phase0); demo: the scripted demo "
+    "model for tasks without reference calls, and rule-based plausibility.",
+)
+@click.option(
+    "--regenerate-baseline",
+    "regenerate",
+    is_flag=True,
+    help="Baseline the selected tasks again, replacing their entries. Without it only tasks with no "
+    "entry yet are baselined.",
+)
+@click.pass_context
+def baseline_command(
+    ctx: click.Context, task_ids: tuple[str, ...], tags: tuple[str, ...], regenerate: bool, **_: object
+) -> None:
+    """Record the accepted answer of each task in runs/baseline.json.
+
+    Tasks with reference_calls are answered by running those calls against the
+    server, without a model; the others by the phase-0 agent. Each result gets
+    a plausibility score from the judge (a model, or rules with `demo`). A task
+    added to tasks.yaml later is baselined on its own; the rest are kept.
+
+    Exits 0 when every result was obtained, 1 when a task's calls or agent
+    failed (its entry is written with score 0), 2 for bad input.
+    """
+    config = effective_config(ctx)
+    outcome = build_baseline(config, task_ids=task_ids, tags=tags, regenerate=regenerate)
+    for task_id in outcome.kept:
+        console.print(f"kept       {task_id}", markup=False, highlight=False)
+    if outcome.baseline is not None:
+        for task_id in outcome.baselined:
+            entry = outcome.baseline.entry(task_id)
+            assert entry is not None
+            console.print(
+                f"baselined  {task_id}: {entry.method}, plausibility {entry.plausibility_score:.2f} "
+                f"({entry.evaluator})",
+                markup=False,
+                highlight=False,
+            )
+    for problem in outcome.problems:
+        err_console.print(f"warning: {problem}", markup=False, highlight=False)
+    verb = "wrote" if outcome.written else "unchanged:"
+    console.print(f"{verb} {outcome.path}", markup=False, highlight=False)
+    if outcome.problems:
+        ctx.exit(1)

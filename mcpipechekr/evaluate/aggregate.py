@@ -27,14 +27,23 @@ class Occurrence:
     cost: Cost
 
 
-def drop_explained_call_counts(findings: list[Finding], excess: int) -> list[Finding]:
-    """Drop a trace's call-count finding when other findings' wasted calls already explain the excess."""
-    explained = len(
-        {step for finding in findings if finding.analyzer != "call_count" for step in finding.wasted}
-    )
-    if explained >= excess:
-        return [finding for finding in findings if finding.analyzer != "call_count"]
-    return findings
+def drop_explained(findings: list[Finding], excess: int) -> list[Finding]:
+    """Drop the summary findings of a trace that the specific ones already explain.
+
+    A call-count finding goes when the other findings' wasted calls cover the excess; a late-tool
+    finding (wrong_tool) goes when every call it blames is already another finding's waste: the
+    same waste must not be counted twice.
+    """
+    specific = [finding for finding in findings if finding.analyzer not in ("call_count", "wrong_tool")]
+    wasted = {step for finding in specific for step in finding.wasted}
+    kept = []
+    for finding in findings:
+        if finding.analyzer == "call_count" and len(wasted) >= excess:
+            continue
+        if finding.analyzer == "wrong_tool" and finding.wasted and set(finding.wasted) <= wasted:
+            continue
+        kept.append(finding)
+    return kept
 
 
 def merge(occurrences: list[Occurrence]) -> list[Bug]:

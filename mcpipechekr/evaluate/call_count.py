@@ -41,6 +41,8 @@ class CallCount:
         spent = sum(call_cost(call) for call in ctx.calls)
         reference = ctx.baseline.reference_tokens if ctx.baseline else None
         optimal = reference if reference is not None else round(spent / ratio)
+        if optimal >= spent:
+            return []  # more calls, but no more tokens than the known solution: nothing wasted
         return [
             Finding(
                 type="efficiency",

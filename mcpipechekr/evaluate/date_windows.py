@@ -76,6 +76,25 @@ def window_of(call: ToolCall, dates: dict[str, date]) -> Window:
     )
 
 
+def _lister(ctx: TraceContext, walked: str, chain: list[Window]) -> ToolCall | None:
+    """The call that listed the walk's last window with another tool, when the walked tool only counts.
+
+    A walk with a counting tool (no records in its results) followed by a listing tool over the same
+    filters and the last window is one search: the sort order is missing on the listing tool.
+    """
+    walk_calls = [call for call in ctx.calls if call.index in {window.step for window in chain}]
+    if any(records_of(result_json(call)) for call in walk_calls):
+        return None
+    rest, dates = split_dates(walk_calls[-1].arguments)
+    for call in ctx.calls:
+        if call.index <= chain[-1].step or call.tool == walked or call.is_error:
+            continue
+        other_rest, other_dates = split_dates(call.arguments)
+        if other_dates == dates and all(other_rest.get(key) == value for key, value in rest.items()):
+            return call
+    return None
+
+
 def _gap(later: date | None, earlier: date | None) -> int | None:
     return None if later is None or earlier is None else (later - earlier).days
 
@@ -93,6 +112,11 @@ class DateWindows:
     between. A walk of at least `min_windows` windows is flagged, and so is a
     shorter one (two windows) when a window before the last found nothing,
     because then the agent was searching, not comparing.
+
+    When the walked tool only counts (its results list no records) and a
+    later call to another tool lists the last window with the same filters,
+    that listing tool is where the sort order is missing: the finding names it,
+    and every window of the walk is waste.
 
     Blind spots: comparing three adjacent periods on purpose (counts per year)
     looks like a walk; a walk that widens one window instead of moving it, or
@@ -124,7 +148,10 @@ class DateWindows:
         for tool, calls in by_tool.items():
             walks.extend((tool, direction, chain) for direction, chain in self._chains(calls))
         walks.sort(key=lambda walk: walk[2][0].step)
-        return [self._finding(tool, direction, chain) for tool, direction, chain in walks]
+        return [
+            self._finding(tool, direction, chain, _lister(ctx, tool, chain))
+            for tool, direction, chain in walks
+        ]
 
     def _chains(self, calls: list[ToolCall]) -> list[tuple[str, list[Window]]]:
         """The walks among one tool's calls, in order, with their direction."""
@@ -154,7 +181,8 @@ class DateWindows:
             return True
         return len(chain) >= 2 and any(window.empty for window in chain[:-1])
 
-    def _finding(self, tool: str, direction: str, chain: list[Window]) -> Finding:
+    def _finding(self, walked: str, direction: str, chain: list[Window], lister: ToolCall | None) -> Finding:
+        tool = lister.tool if lister is not None else walked
         which = "earliest" if direction == "forward" else "latest"
         order = "date_asc" if direction == "forward" else "date_desc"
         listed = ", ".join(
@@ -169,18 +197,20 @@ class DateWindows:
             severity="high" if len(chain) >= 5 else "medium",
             tool=tool,
             trigger=f"finding the {which} match by date with `{tool}`",
-            observed=f"the agent walked {len(chain)} date windows {direction} with `{tool}`, other "
-            f"arguments unchanged: {listed}",
+            observed=f"the agent walked {len(chain)} date windows {direction} with `{walked}`, other "
+            f"arguments unchanged: {listed}"
+            + (f"; then listed the last window with `{tool}` (step {lister.index})" if lister else ""),
             expected=f"one `{tool}` call returning matches sorted by date, {which} first",
             acceptance_criteria=[
                 f"add a sort_order parameter (date_asc/date_desc) to {tool}",
                 f"{tool} with sort_order={order} returns the {which} match first, in one call",
                 "the default order stays as it is, so existing callers are unaffected",
             ],
-            steps=[window.step for window in chain],
-            wasted=[window.step for window in chain[:-1]],
+            steps=[window.step for window in chain] + ([lister.index] if lister else []),
+            wasted=[window.step for window in (chain if lister else chain[:-1])],
             details={
                 "direction": direction,
+                "walked_tool": walked,
                 "windows": [
                     {
                         "step": window.step,

@@ -16,6 +16,7 @@ _CATEGORY = re.compile(r"^\s*[\w ]{0,30}?\berror:\s*", re.I)
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
 _NUMBER = re.compile(r"\b\d[\d.,:-]*\b")
 SLUG_WORDS = 8
+_OPTIONS = {"limit", "offset", "page", "page_size", "per_page", "cursor", "max_results"}
 
 
 def error_text(call: ToolCall) -> str:
@@ -24,6 +25,12 @@ def error_text(call: ToolCall) -> str:
         return call.error_text.strip()
     texts = [str(block.get("text", "")) for block in call.result_content if block.get("type") == "text"]
     return "\n".join(texts).strip() or "(no message)"
+
+
+def error_core(text: str) -> str:
+    """The message without the SDK's `Error executing tool X:` prefix and a leading `<category> error:`."""
+    first = text.splitlines()[0] if text else ""
+    return _CATEGORY.sub("", _TOOL_PREFIX.sub("", first), count=1).strip() or first
 
 
 def error_key(text: str) -> str:
@@ -128,7 +135,9 @@ class ErrorWorkaround:
                 trigger=f"calling `{failed.tool}` with {args}",
                 observed=f"error: {text} (no later call succeeded)",
                 expected=f"`{failed.tool}` answers these arguments, or rejects them with how to fix them",
-                acceptance_criteria=[f"`{failed.tool}` with {args} no longer fails with '{key}'"],
+                acceptance_criteria=[
+                    f"`{failed.tool}` with {args} no longer fails with '{error_core(text)}'"
+                ],
                 steps=[failed.index],
                 wasted=[failed.index],
                 details={"error_text": text, "arguments": failed.arguments},
@@ -142,7 +151,9 @@ class ErrorWorkaround:
         self_corrected = same_tool and set(failed.arguments) == set(success.arguments)
         projection = _projection_keys(failed, success, dropped) if same_tool else None
         optimal = _projected_tokens(success, projection[1]) if projection else call_cost(success)
-        criteria = [f"`{failed.tool}` with {args} no longer fails with '{key}'"]
+        core = error_core(text)
+        criteria = [f"`{failed.tool}` with {args} no longer fails with '{core}'"]
+        kept = [name for name in kept if name.lower() not in _OPTIONS]
         if projection:
             names = ", ".join(kept) or "the other filters"
             criteria.append(f"{names} combined with {projection[0]} must return the projected fields")

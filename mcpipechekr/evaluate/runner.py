@@ -27,7 +27,7 @@ from mcpipechekr.artifacts.manifest import Manifest
 from mcpipechekr.artifacts.trace import list_traces
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.evaluate.aggregate import Occurrence, drop_explained_call_counts, merge, sort_bugs
+from mcpipechekr.evaluate.aggregate import Occurrence, drop_explained, merge, sort_bugs
 from mcpipechekr.evaluate.base import Analyzer, Budgets, Finding, TraceContext
 from mcpipechekr.evaluate.call_count import CallCount
 from mcpipechekr.evaluate.correctness import check_deterministic, similarity
@@ -133,8 +133,7 @@ def evaluate_trace(
         for finding in found:
             finding.analyzer = analyzer.name
         findings.extend(found)
-    if ctx.min_calls:
-        findings = drop_explained_call_counts(findings, len(ctx.calls) - ctx.min_calls)
+    findings = drop_explained(findings, len(ctx.calls) - (ctx.min_calls or 0))
     success, wrong, flag = _correctness(ctx, threshold)
     if wrong is not None:
         findings.append(wrong)

@@ -1,0 +1,424 @@
+"""Phase 0: the accepted answer of each task, recorded in runs/baseline.json.
+
+How a task gets its result:
+
+- with `reference_calls`, they are executed in order against the server, with
+  no model (`ServerUnderTest`). The *result* of a deterministic task is the
+  identifying values of the LAST call's result (see
+  `evaluate.correctness.identifying_values`: the scalars of a count, or the
+  records of a list, each identified by its id, subject, title, name or date),
+  stored as `{"values": [[...], ...], "match": "all"|"any"}` next to the last
+  call's tool, arguments and full structured content. When the task has an
+  `expected_result`, its values are the ones stored (and the reference result
+  must agree with them). An open-ended task's result is every call's content;
+- without reference calls, the task is run by the phase-0 agent (the runner
+  for `providers.phase0`, through the `Runner` interface, with no call budget)
+  and its final answer is the result.
+
+A separate evaluator then scores how plausible each result is: an LLM judge
+when `providers.phase0` names a model, else deterministic rules (see
+`RulesJudge`). The score is recorded, never used to reject a result: the
+baseline is for a person to trust or edit.
+
+The file is not rebuilt on every loop: `build_baseline` only adds tasks that
+have no entry yet, unless asked to regenerate. A loop that needs a baseline
+and finds none stops with a message saying how to make one
+(`require_baseline`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+from pydantic import BaseModel, Field
+
+from mcpipechekr.artifacts import read_model, utc_now, write_model
+from mcpipechekr.artifacts.baseline import Baseline, BaselineEntry
+from mcpipechekr.artifacts.rundir import baseline_path
+from mcpipechekr.artifacts.trace import ToolCall, tool_call_from_result
+from mcpipechekr.config import Config
+from mcpipechekr.errors import UserError
+from mcpipechekr.evaluate.correctness import check_deterministic, identifying_payload
+from mcpipechekr.evaluate.costing import sequence_tokens
+from mcpipechekr.providers import ProviderSpec
+from mcpipechekr.runners.base import AgentServer, Runner, RunRequest
+from mcpipechekr.server.lifecycle import ServerUnderTest
+from mcpipechekr.tasks import Task, load_tasks, select_tasks
+
+NO_BASELINE = (
+    "no baseline yet ({path}): the loop compares answers with it. Run `doit baseline` "
+    "(or `mcpipechekr baseline`) to create it, then run the loop again."
+)
+
+
+def read_baseline(config: Config) -> Baseline | None:
+    """runs/baseline.json, or None when there is none yet."""
+    path = baseline_path(config.paths.runs)
+    return read_model(path, Baseline) if path.exists() else None
+
+
+def require_baseline(config: Config) -> Baseline:
+    """The baseline, or a UserError telling the human to run `doit baseline`."""
+    baseline = read_baseline(config)
+    if baseline is None:
+        raise UserError(NO_BASELINE.format(path=baseline_path(config.paths.runs)))
+    return baseline
+
+
+# --- getting a result ---------------------------------------------------------------------------
+
+
+@dataclass
+class TaskResult:
+    """A task's result before it is judged."""
+
+    task: Task
+    result: Any
+    method: str
+    calls: list[ToolCall] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def tokens(self) -> int:
+        return sequence_tokens(self.calls)
+
+
+def _call_error(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def run_reference_calls(server: ServerUnderTest, task: Task, timeout_s: float) -> TaskResult:
+    """Execute a task's reference calls in order; the first failing call stops them."""
+    calls: list[ToolCall] = []
+    for number, ref in enumerate(task.reference_calls):
+        started = time.monotonic()
+        try:
+            answer = server.call_tool(ref.tool, ref.arguments, timeout_s)
+        except UserError:
+            raise
+        except Exception as exc:  # an error response: the server is still usable, the task is not
+            return TaskResult(
+                task, None, "reference_calls", calls, f"reference call {number + 1}: {_call_error(exc)}"
+            )
+        call = tool_call_from_result(
+            index=number,
+            call_id=f"ref-{number + 1}",
+            tool=ref.tool,
+            arguments=ref.arguments,
+            content=list(answer.content),
+            structured_content=answer.structured_content,
+            is_error=bool(answer.is_error),
+            latency_ms=(time.monotonic() - started) * 1000,
+        )
+        calls.append(call)
+        if call.is_error:
+            error = f"reference call {number + 1} ({ref.tool}) failed: {call.error_text}"
+            return TaskResult(task, None, "reference_calls", calls, error)
+    return TaskResult(task, reference_result(task, calls), "reference_calls", calls)
+
+
+def _content(call: ToolCall) -> Any:
+    if call.structured_content is not None:
+        return call.structured_content
+    texts = [block.get("text") for block in call.result_content if block.get("type") == "text"]
+    return "\n".join(text for text in texts if isinstance(text, str))
+
+
+def reference_result(task: Task, calls: list[ToolCall]) -> dict[str, Any]:
+    """The stored result of reference calls (rule in the module docstring)."""
+    if task.task_type == "open_ended":
+        return {
+            "results": [{"tool": c.tool, "arguments": c.arguments, "content": _content(c)} for c in calls]
+        }
+    last = calls[-1]
+    source = task.expected_result if task.expected_result is not None else _content(last)
+    return {
+        **identifying_payload(source),
+        "tool": last.tool,
+        "arguments": last.arguments,
+        "structured_content": _content(last),
+    }
+
+
+def _agent_server(config: Config, journal: Path) -> AgentServer:
+    """How the phase-0 agent reaches the server: through the capture proxy when stdio, else directly."""
+    server = config.server
+    if server.command:
+        try:
+            from mcpipechekr.capture import proxy_server
+        except ImportError:
+            return AgentServer(
+                name=server.name,
+                command=server.resolved_command(),
+                args=tuple(server.args),
+                env=dict(server.env),
+                cwd=server.cwd,
+            )
+        return proxy_server(server, journal, server.name)
+    return AgentServer(name=server.name, url=server.url, headers=dict(server.headers))
+
+
+def _journal_calls(journal: Path) -> list[ToolCall] | None:
+    try:
+        from mcpipechekr.capture import journal_tool_calls
+    except ImportError:
+        return None
+    return journal_tool_calls(journal) if journal.exists() else None
+
+
+def run_agent(config: Config, task: Task, runner: Runner, spec: ProviderSpec, workdir: Path) -> TaskResult:
+    """Run a task with the phase-0 agent; its final answer is the result."""
+    journal = workdir / f"{task.task_id}.jsonl"
+    request = RunRequest(
+        task=task,
+        prompt=task.prompt,
+        provider=spec,
+        repetition=1,
+        server=_agent_server(config, journal),
+        journal=journal,
+        workdir=workdir,
+        config=config,
+        timeout_s=config.timeouts.task_s,
+        max_requests=10_000,  # no call budget: the baseline wants the answer, whatever it costs
+    )
+    output = asyncio.run(runner.run(request))
+    calls = _journal_calls(journal)
+    if calls is None:
+        calls = [step for step in output.steps if isinstance(step, ToolCall)]
+    if output.status != "completed" or not output.final_answer:
+        reason = output.status_reason or f"the agent ended with status {output.status} and no answer"
+        return TaskResult(task, output.final_answer, "agent", calls, reason)
+    answer = output.final_answer
+    result: dict[str, Any] = {"answer": answer}
+    if task.task_type == "deterministic":
+        source = task.expected_result if task.expected_result is not None else answer
+        result.update(identifying_payload(source))
+    return TaskResult(task, result, "agent", calls)
+
+
+# --- judging it --------------------------------------------------------------------------------
+
+
+class Judge(Protocol):
+    """Scores how plausible a result is, in [0, 1]; kept apart from whatever produced it."""
+
+    label: str
+
+    def score(self, outcome: TaskResult) -> tuple[float, str]: ...
+
+
+class RulesJudge:
+    """Deterministic plausibility, used when no phase-0 model is configured.
+
+    1.0 for a result that is not an error, not empty, and consistent with the
+    task's `expected_result` (its identifying values appear in what the server
+    returned); 0.0 for an error; 0.2 for an empty result; 0.3 when it
+    contradicts `expected_result`.
+    """
+
+    label = "rules"
+
+    def score(self, outcome: TaskResult) -> tuple[float, str]:
+        if outcome.error is not None or outcome.result is None:
+            return 0.0, outcome.error or "no result"
+        if _empty(outcome.result):
+            return 0.2, "the result is empty"
+        task = outcome.task
+        if task.expected_result is not None:
+            seen = orjson.dumps(
+                [_content(call) for call in outcome.calls] or outcome.result, default=str
+            ).decode()
+            if not check_deterministic(seen, task.expected_result).correct:
+                return 0.3, "the result does not contain the task's expected_result"
+        return 1.0, "not an error, not empty" + (", matches expected_result" if task.expected_result else "")
+
+
+def _empty(result: Any) -> bool:
+    if isinstance(result, dict):
+        if "values" in result and "match" in result:
+            return not result["values"] and not result.get("answer")
+        if "results" in result:
+            return all(_empty(item.get("content")) for item in result["results"])
+        if "answer" in result:
+            return not str(result["answer"]).strip()
+        return not result
+    if isinstance(result, list | str):
+        return not result
+    return result is None
+
+
+class JudgeVerdict(BaseModel):
+    """The LLM judge's answer."""
+
+    score: float = Field(ge=0.0, le=1.0, description="How plausible the result is, 0 to 1.")
+    reason: str = Field(description="One sentence saying why.")
+
+
+JUDGE_INSTRUCTIONS = """You check the accepted answers of a test suite for an MCP server. You get a task
+(the question a user asked an agent) and the result recorded as its answer (tool output or an agent's
+final answer). Judge only whether the result plausibly and completely answers the task: 1.0 certainly
+right, 0.5 unsure, 0.0 wrong, empty or an error. Answer with a score and a one-sentence reason."""
+
+
+class LlmJudge:
+    """An LLM scores the result (pydantic-ai, the phase-0 provider); a different prompt from any agent's."""
+
+    def __init__(self, spec: ProviderSpec, config: Config):
+        from mcpipechekr.llm import build_model
+
+        self.spec = spec
+        self.label = f"llm:{spec}"
+        self.model = build_model(spec, config, purpose="the Phase 0 judge")
+        self.timeout_s = config.timeouts.task_s
+
+    def score(self, outcome: TaskResult) -> tuple[float, str]:
+        from pydantic_ai import Agent, PromptedOutput
+        from pydantic_ai.settings import ModelSettings
+
+        if outcome.error is not None:
+            return 0.0, outcome.error
+        agent = Agent(
+            self.model,
+            output_type=PromptedOutput(JudgeVerdict),
+            instructions=JUDGE_INSTRUCTIONS,
+            model_settings=ModelSettings(timeout=self.timeout_s),
+            retries=1,
+        )
+        prompt = (
+            f"Task ({outcome.task.task_type}): {outcome.task.prompt}\n\nRecorded result:\n"
+            + orjson.dumps(outcome.result, default=str).decode()[:20_000]
+        )
+        try:
+            verdict = asyncio.run(agent.run(prompt)).output
+        except Exception as exc:
+            raise UserError(f"the phase-0 judge {self.spec} failed: {type(exc).__name__}: {exc}") from exc
+        return verdict.score, verdict.reason
+
+
+def make_judge(spec: ProviderSpec, config: Config) -> Judge:
+    """Rules for `demo`, else an LLM judge on the phase-0 provider."""
+    return RulesJudge() if spec.is_demo else LlmJudge(spec, config)
+
+
+# --- the phase ---------------------------------------------------------------------------------
+
+
+@dataclass
+class BaselineOutcome:
+    """What `build_baseline` did."""
+
+    baseline: Baseline | None
+    path: Path
+    baselined: list[str]
+    kept: list[str]
+    problems: list[str]
+    written: bool
+
+
+def _server_log(config: Config) -> Path:
+    return config.paths.home / "logs" / "baseline.stderr.log"
+
+
+def build_baseline(
+    config: Config,
+    *,
+    task_ids: Sequence[str] = (),
+    tags: Sequence[str] = (),
+    regenerate: bool = False,
+    runner: Runner | None = None,
+    judge: Judge | None = None,
+    server: ServerUnderTest | None = None,
+) -> BaselineOutcome:
+    """Baseline the selected tasks that have no entry yet (all of them with `regenerate`).
+
+    `runner` runs tasks without reference calls (default: the registry's runner
+    for `providers.phase0`); `judge` scores results (default: `make_judge`);
+    `server` reuses a started server instead of starting one.
+    """
+    path = baseline_path(config.paths.runs)
+    existing = read_baseline(config)
+    taskfile = load_tasks(config.paths.tasks)
+    selected = select_tasks(taskfile, task_ids, tags)
+    todo = [t for t in selected if regenerate or existing is None or existing.entry(t.task_id) is None]
+    kept = [t.task_id for t in selected if t not in todo]
+    if not todo:
+        return BaselineOutcome(existing, path, [], kept, [], False)
+    spec = config.providers.phase0
+    judge = judge or make_judge(spec, config)
+    results = _results(config, todo, runner=runner, spec=spec, server=server)
+    entries: dict[str, BaselineEntry] = {
+        entry.task_id: entry for entry in (existing.tasks if existing else [])
+    }
+    problems = []
+    for outcome in results:
+        score, reason = judge.score(outcome)
+        if outcome.error:
+            problems.append(f"{outcome.task.task_id}: {outcome.error}")
+        entries[outcome.task.task_id] = BaselineEntry(
+            task_id=outcome.task.task_id,
+            result=config.redactor.redact(outcome.result),
+            plausibility_score=round(score, 4),
+            evaluator=judge.label,
+            timestamp=utc_now(),
+            method=outcome.method,  # type: ignore[arg-type]
+            calls=len(outcome.calls),
+            reference_tokens=outcome.tokens,
+        )
+    order = [t.task_id for t in taskfile.tasks]
+    ordered = [entries.pop(task_id) for task_id in order if task_id in entries] + list(entries.values())
+    baseline = Baseline(generated_at=utc_now(), mcp_server_sha=_server_sha(config), tasks=ordered)
+    write_model(path, baseline)
+    return BaselineOutcome(baseline, path, [o.task.task_id for o in results], kept, problems, True)
+
+
+def _server_sha(config: Config) -> str | None:
+    from mcpipechekr.server.workspace import repo_state
+
+    try:
+        return repo_state(config.server).sha
+    except Exception:  # not a git repository: the baseline simply records no commit
+        return None
+
+
+def _results(
+    config: Config,
+    tasks: list[Task],
+    *,
+    runner: Runner | None,
+    spec: ProviderSpec,
+    server: ServerUnderTest | None,
+) -> list[TaskResult]:
+    from mcpipechekr.server.workspace import prepare_repo
+
+    by_reference = [task for task in tasks if task.reference_calls]
+    by_agent = [task for task in tasks if not task.reference_calls]
+    results: dict[str, TaskResult] = {}
+    prepare_repo(config.server)
+    if by_reference:
+        live = server or ServerUnderTest(config.server, _server_log(config))
+        if server is None:
+            live.start()
+        try:
+            for task in by_reference:
+                results[task.task_id] = run_reference_calls(live, task, config.timeouts.tool_call_s)
+        finally:
+            if server is None:
+                live.stop()
+    if by_agent:
+        if runner is None:
+            from mcpipechekr.runners.registry import get_runner
+
+            runner = get_runner(spec, config)
+        with tempfile.TemporaryDirectory(prefix="mcpipechekr-baseline-") as scratch:
+            for task in by_agent:
+                workdir = Path(scratch) / task.task_id
+                workdir.mkdir()
+                results[task.task_id] = run_agent(config, task, runner, spec, workdir)
+    return [results[task.task_id] for task in tasks]
