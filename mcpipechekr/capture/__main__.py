@@ -10,6 +10,7 @@ that the harness writes, readable by its owner only, outside the run folder.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -49,4 +50,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # The pump thread may still be blocked reading the agent's stdin (the server crashed first); a
+    # normal interpreter shutdown would then abort on the stdin lock, so leave without one.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

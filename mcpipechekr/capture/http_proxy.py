@@ -10,6 +10,10 @@ events (a POST answered with `text/event-stream`, the GET stream) reach the
 agent event by event. JSON-RPC messages found in request bodies, JSON
 responses and SSE `data:` lines are journaled as they pass.
 
+A JSON response is journaled before it is passed on, and an SSE chunk's
+complete events before the chunk, so by the time the agent has an answer its
+record is in the journal.
+
 The headers of `server.headers` (e.g. Authorization) are added by the proxy
 on the way to the server, so agent configs never hold them. Upstream bodies
 are requested uncompressed (`Accept-Encoding: identity`) so what is journaled
@@ -112,7 +116,13 @@ class HttpCaptureProxy:
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind(("127.0.0.1", 0))
         config = uvicorn.Config(
-            self._asgi, log_level="warning", access_log=False, lifespan="on", http="h11", loop="asyncio"
+            self._asgi,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            http="h11",
+            loop="asyncio",
+            interface="asgi3",
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
@@ -233,8 +243,15 @@ class HttpCaptureProxy:
         ]
         await send({"type": "http.response.start", "status": response.status_code, "headers": out_headers})
         content_type = response.headers.get("content-type", "")
+        if content_type.startswith("application/json"):
+            # A JSON answer is one unit: journal it before the agent can act on it.
+            body = await response.aread()
+            t = time_monotonic()
+            for part, parsed in _messages(body):
+                writer.message("to_agent", part, t, parsed)
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+            return
         sse = SSEScanner() if content_type.startswith("text/event-stream") else None
-        collected = bytearray()
 
         async with anyio.create_task_group() as tg:
 
@@ -246,17 +263,12 @@ class HttpCaptureProxy:
             tg.start_soon(watch_disconnect)
             async for chunk in response.aiter_raw():
                 t = time_monotonic()
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                if sse is not None:
+                if sse is not None:  # journal the events a chunk completes before passing it on
                     for data in sse.feed(chunk):
                         for part, parsed in _messages(data):
                             writer.message("to_agent", part, t, parsed)
-                elif content_type.startswith("application/json"):
-                    collected += chunk
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
-            if collected:
-                for part, parsed in _messages(bytes(collected)):
-                    writer.message("to_agent", part, time_monotonic(), parsed)
             tg.cancel_scope.cancel()
 
 

@@ -1,9 +1,142 @@
-"""Placeholder: replaced by the module that implements `mcpipechekr run`."""
+"""`mcpipechekr run`: Phase 1, agents run each task blind and every attempt becomes a trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 import click
+from rich.table import Table
+
+from mcpipechekr._util.console import console
+from mcpipechekr.artifacts.trace import read_trace
+from mcpipechekr.cli.common import config_options, effective_config, server_options, task_selection_options
+from mcpipechekr.config import Config
+from mcpipechekr.errors import UserError
+from mcpipechekr.pipeline import harness_run
+from mcpipechekr.providers import ProviderSpec, parse_provider
+from mcpipechekr.runners.base import DEMO_MODEL_LABEL
+from mcpipechekr.runners.execute import DEFAULT_CONCURRENCY, DEFAULT_MAX_REQUESTS, phase1_for_run
+from mcpipechekr.runners.registry import AGENT_RUNNERS, DEFAULT_RUNNER
+
+
+def phase1_providers(config: Config, given: tuple[str, ...]) -> list[ProviderSpec]:
+    """The providers to compare: each --phase1-provider in order, else config's providers.phase1."""
+    if not given:
+        return [config.providers.phase1]
+    specs = []
+    for text in given:
+        try:
+            specs.append(parse_provider(text, endpoints=config.providers.endpoints))
+        except ValueError as exc:
+            raise UserError(f"--phase1-provider: {exc}") from None
+    return specs
+
+
+def _shown(spec: str) -> str:
+    return f"demo ({DEMO_MODEL_LABEL})" if spec == "demo" else spec
+
+
+def _summary(paths: list[Path]) -> Table:
+    table = Table(show_header=True, box=None, pad_edge=False)
+    numeric = ("rep", "calls", "errors", "tokens")
+    for column in ("task", "provider", "rep", "status", "calls", "errors", "tokens"):
+        table.add_column(column, justify="right" if column in numeric else "left")
+    for path in paths:
+        trace = read_trace(path)
+        totals = trace.totals
+        status = trace.status if not trace.status_reason else f"{trace.status}: {trace.status_reason}"
+        table.add_row(
+            trace.task_id,
+            _shown(trace.provider),
+            str(trace.repetition),
+            status,
+            str(totals.tool_calls),
+            str(totals.errors),
+            f"{totals.total_tokens:,}{'' if totals.usage_source == 'reported' else ' (est.)'}",
+        )
+    return table
 
 
 @click.command("run")
-def run_command() -> None:
-    """Not implemented yet."""
-    raise click.ClickException("not implemented yet")
+@config_options
+@server_options
+@task_selection_options
+@click.option(
+    "--phase1-provider",
+    "phase1_providers_given",
+    metavar="PROVIDER/MODEL",
+    multiple=True,
+    help="Model for the agent (overrides providers.phase1); repeat it to compare models in one run. "
+    "`demo` is the offline scripted demo model.",
+)
+@click.option(
+    "--runner",
+    type=click.Choice(AGENT_RUNNERS),
+    default=DEFAULT_RUNNER,
+    show_default=True,
+    help="What drives the agent: native (a pydantic-ai agent), opencode, or claude-code (their CLIs). "
+    "The demo provider always runs natively.",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Attempts per task and provider (models vary from one attempt to the next).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=DEFAULT_CONCURRENCY,
+    show_default=True,
+    help="Attempts running at once.",
+)
+@click.option(
+    "--max-requests",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_REQUESTS,
+    show_default=True,
+    help="Model requests one attempt may make; reaching it ends that attempt as incomplete.",
+)
+@click.pass_context
+def run_command(
+    ctx: click.Context,
+    phase1_providers_given: tuple[str, ...],
+    runner: str,
+    repeat: int,
+    concurrency: int,
+    max_requests: int,
+    task_ids: tuple[str, ...],
+    tags: tuple[str, ...],
+    **_: object,
+) -> None:
+    """Phase 1: run each task blind with an agent against the server; one trace per attempt.
+
+    The agent reaches the server only through a capture proxy that journals
+    every MCP message (runs/RUN/journals/), and each trace
+    (runs/RUN/traces/TASK__PROVIDER__rNNN.json) takes its tool calls from that
+    journal. An attempt that times out (timeouts.task_s) or reaches
+    --max-requests ends with that status and the run goes on.
+
+    Exit codes: 0 the run finished (whatever each attempt's status); 2 bad
+    input, or the server failed (the error names the task; traces written so
+    far stay valid, the interrupted ones are marked incomplete).
+    """
+    config = effective_config(ctx)
+    specs = phase1_providers(config, phase1_providers_given)
+    config = config.model_copy(update={"providers": config.providers.model_copy(update={"phase1": specs[0]})})
+    with harness_run(config, task_ids, tags) as run:
+        console.print(
+            f"{run.run_dir.run_id}: {len(run.tasks)} task(s) x {len(specs)} provider(s) x {repeat} "
+            f"({', '.join(_shown(str(spec)) for spec in specs)}; concurrency {concurrency})"
+        )
+        paths = phase1_for_run(
+            run,
+            specs,
+            repeat=repeat,
+            concurrency=concurrency,
+            runner=runner,
+            max_requests=max_requests,
+        )
+    console.print(_summary(paths), soft_wrap=True)
+    console.print(f"{len(paths)} trace(s) in {run.run_dir.traces}")

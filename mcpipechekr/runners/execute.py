@@ -44,6 +44,7 @@ import anyio
 
 from mcpipechekr._util.console import err_console
 from mcpipechekr.artifacts._base import utc_now
+from mcpipechekr.artifacts.atomic import write_model
 from mcpipechekr.artifacts.journal import JournalRecord, journal_path, read_journal
 from mcpipechekr.artifacts.rundir import RunDir
 from mcpipechekr.artifacts.trace import Trace, safe_name, write_trace
@@ -51,6 +52,7 @@ from mcpipechekr.capture.calls import journal_tool_calls, server_failure
 from mcpipechekr.capture.hub import CaptureHub
 from mcpipechekr.config import Config, Redactor
 from mcpipechekr.errors import ServerHalt, UserError
+from mcpipechekr.pipeline import HarnessRun
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.assemble import assemble_trace
 from mcpipechekr.runners.base import Runner, RunnerOutput, RunRequest
@@ -409,3 +411,38 @@ def run_phase1(
         if display is not None:
             display.close()
     return [attempt.trace for attempt in state.attempts if attempt.trace is not None]
+
+
+def phase1_for_run(
+    run: HarnessRun,
+    providers: Sequence[ProviderSpec] = (),
+    *,
+    repeat: int = 1,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    runner: str = DEFAULT_RUNNER,
+    max_requests: int = DEFAULT_MAX_REQUESTS,
+    runner_for: RunnerFor | None = None,
+    progress: bool = True,
+) -> list[Path]:
+    """Phase 1 inside an open harness run (`pipeline.harness_run`), as `mcpipechekr run` and doit do it.
+
+    `providers` defaults to the config's `providers.phase1`. With several, the
+    manifest's `providers.phase1` lists them all, comma-separated, in order.
+    """
+    specs = list(providers) or [run.config.providers.phase1]
+    names = ", ".join(str(spec) for spec in specs)
+    if run.manifest.providers.phase1 != names:
+        run.manifest.providers.phase1 = names
+        write_model(run.run_dir.manifest, run.manifest)
+    return run_phase1(
+        run.config,
+        run.run_dir,
+        run.tasks,
+        specs,
+        repeat=repeat,
+        concurrency=concurrency,
+        runner_for=runner_for,
+        runner=runner,
+        max_requests=max_requests,
+        progress=progress,
+    )

@@ -1,0 +1,291 @@
+"""The capture proxy forwards every message unchanged and journals it: stdio and streamable HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+
+from mcpipechekr.artifacts.journal import read_journal
+from mcpipechekr.capture import HttpCaptureProxy, journal_tool_calls, proxy_server, server_failure
+from mcpipechekr.config import Redactor, ServerConfig
+
+SERVERS = Path(__file__).parent / "servers"
+SECRET = "capture-secret-7f3a9c"
+ECHO_SERVER = (
+    "import sys\n"
+    "for line in sys.stdin.buffer:\n"
+    "    sys.stdout.buffer.write(line)\n"
+    "    sys.stdout.buffer.flush()\n"
+)
+CRASH_SERVER = "import sys\nsys.stdin.buffer.readline()\nsys.exit(3)\n"
+
+
+def _proxy(journal: Path, *server: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "mcpipechekr.capture", "--journal", str(journal), "--", *server],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+
+
+def test_stdio_lines_pass_unchanged_and_each_is_journaled(tmp_path: Path) -> None:
+    journal = tmp_path / "j.jsonl"
+    lines = [
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"q":"\xc3\xa9t\xc3\xa9"}}}\n',
+        b"not json at all\n",
+        b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":"' + b"a" * 300_000 + b'"}}\n',
+    ]
+    proxy = _proxy(journal, sys.executable, "-c", ECHO_SERVER)
+    assert proxy.stdin is not None and proxy.stdout is not None
+    for line in lines:
+        proxy.stdin.write(line)
+        proxy.stdin.flush()
+        assert proxy.stdout.readline() == line
+    proxy.stdin.close()
+    assert proxy.wait(timeout=10) == 0
+
+    records = read_journal(journal)
+    messages = [record for record in records if record.kind == "message"]
+    assert [(m.direction, m.size) for m in messages] == [
+        (direction, len(line)) for line in lines for direction in ("to_server", "to_agent")
+    ]
+    assert messages[0].message == json.loads(lines[0])
+    assert messages[2].raw == "not json at all" and messages[2].message is None
+    events = [record.event for record in records if record.kind == "event"]
+    assert events == ["proxy_started", "server_started", "server_exited", "proxy_stopped"]
+    exited = next(record for record in records if record.event == "server_exited")
+    assert exited.expected is True and exited.exit_code == 0
+    assert [record.seq for record in records] == list(range(len(records)))
+    assert all(a.t <= b.t for a, b in zip(records, records[1:], strict=False))
+    assert server_failure(journal) is None
+    # the unanswered tools/call is kept, as an error that says why
+    (call,) = journal_tool_calls(journal)
+    assert call.tool == "x" and call.arguments == {"q": "été"} and call.is_error
+    assert call.error_text == "no result: the attempt ended before the server answered"
+
+
+def test_stdio_server_crash_is_journaled_and_ends_the_proxy(tmp_path: Path) -> None:
+    journal = tmp_path / "j.jsonl"
+    proxy = _proxy(journal, sys.executable, "-c", CRASH_SERVER)
+    assert proxy.stdin is not None and proxy.stdout is not None
+    proxy.stdin.write(b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"boom"}}\n')
+    proxy.stdin.flush()
+    assert proxy.stdout.read() == b""  # the agent sees the connection close
+    assert proxy.wait(timeout=10) == 3
+    failure = server_failure(journal)
+    assert failure == "the server exited with code 3 while the agent was connected"
+    (call,) = journal_tool_calls(journal)
+    assert call.is_error and call.error_text == f"no result: {failure}"
+
+
+def test_stdio_server_that_cannot_start(tmp_path: Path) -> None:
+    journal = tmp_path / "j.jsonl"
+    proxy = _proxy(journal, str(tmp_path / "no-such-server"))
+    proxy.stdin.close()  # type: ignore[union-attr]
+    assert proxy.wait(timeout=10) == 127
+    assert "could not start the server" in (server_failure(journal) or "")
+
+
+def test_mcp_session_through_stdio_proxy(tmp_path: Path) -> None:
+    """A real MCP client and server: results arrive unchanged, the journal proves each call, minus secrets."""
+    journal = tmp_path / "journals" / "j.jsonl"
+    server = str(SERVERS / "capture_server.py")
+    config = ServerConfig(name="cap", command="python", args=[server], env={"CAPTURE_SECRET": SECRET})
+    private = tmp_path / "private"
+    agent = proxy_server(config, journal, "cap", secrets_dir=private, redactions=[(SECRET, "***")])
+    assert SECRET not in " ".join(agent.args) and not agent.env
+    assert os.stat(tmp_path / "private" / "capture-secrets.json").st_mode & 0o077 == 0
+    seen: dict[str, Any] = {}
+
+    async def session() -> None:
+        params = StdioServerParameters(command=agent.command or "", args=list(agent.args))
+        async with Client(params) as client:
+            seen["tools"] = [tool.name for tool in (await client.list_tools()).tools]
+            seen["echo"] = await client.call_tool("echo", {"text": "hello"})
+            seen["fail"] = await client.call_tool("fail", {"message": "bad input"})
+            seen["secret"] = await client.call_tool("secret", {})
+
+    anyio.run(session)
+    assert seen["tools"] == ["echo", "fail", "crash", "slow", "secret"]
+    assert seen["secret"].content[0].text == SECRET  # the agent gets the real answer
+    assert SECRET not in journal.read_text()  # the journal does not keep it
+
+    calls = journal_tool_calls(journal)
+    assert [(c.tool, c.arguments, c.is_error) for c in calls] == [
+        ("echo", {"text": "hello"}, False),
+        ("fail", {"message": "bad input"}, True),
+        ("secret", {}, False),
+    ]
+    echo = seen["echo"].model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert calls[0].result_content == echo["content"]
+    assert calls[0].structured_content == echo.get("structuredContent")
+    assert calls[1].error_text == seen["fail"].content[0].text
+    assert calls[2].result_content[0]["text"] == "***"
+    assert all(c.latency_ms > 0 and c.result_bytes > 0 for c in calls)
+    assert [c.call_id for c in calls] == [f"jsonrpc:{n}" for n in (3, 4, 5)]
+
+
+# --- HTTP ------------------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_port(port: int, process: subprocess.Popen[bytes], timeout_s: float = 20) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the test server exited"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"nothing listens on {port}")
+
+
+@pytest.fixture(scope="module", params=["sse", "json"])
+def http_server(request: pytest.FixtureRequest) -> Iterator[str]:
+    """capture_server over streamable HTTP, answering POSTs with SSE streams or with JSON bodies."""
+    port = _free_port()
+    extra = ["--json-response"] if request.param == "json" else []
+    process = subprocess.Popen(
+        [sys.executable, str(SERVERS / "capture_server.py"), "--http", str(port), *extra],
+        env={**os.environ, "CAPTURE_SECRET": SECRET},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_port(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_mcp_session_through_http_proxy(http_server: str, tmp_path: Path) -> None:
+    seen: dict[str, Any] = {}
+    with HttpCaptureProxy(http_server, redactor=Redactor([(SECRET, "***")])) as proxy:
+        url = proxy.route(tmp_path / "j.jsonl", label="task__demo__r001")
+
+        async def session() -> None:
+            async with Client(url) as client:
+                seen["tools"] = [tool.name for tool in (await client.list_tools()).tools]
+                seen["echo"] = await client.call_tool("echo", {"text": "über"})
+                seen["fail"] = await client.call_tool("fail", {"message": "nope"})
+                seen["secret"] = await client.call_tool("secret", {})
+
+        anyio.run(session)
+        proxy.release(url)
+        assert httpx2.post(url, content=b"{}").status_code == 404  # a released route is gone
+
+    assert seen["tools"] == ["echo", "fail", "crash", "slow", "secret"]
+    assert seen["secret"].content[0].text == SECRET
+    journal = tmp_path / "j.jsonl"
+    assert SECRET not in journal.read_text()
+    calls = journal_tool_calls(journal)
+    assert [(c.tool, c.arguments, c.is_error) for c in calls] == [
+        ("echo", {"text": "über"}, False),
+        ("fail", {"message": "nope"}, True),
+        ("secret", {}, False),
+    ]
+    assert calls[0].result_content == [{"type": "text", "text": "über"}]
+    records = read_journal(journal)
+    assert records[0].event == "proxy_started" and records[-1].event == "proxy_stopped"
+    assert server_failure(records) is None
+
+
+class _Upstream(BaseHTTPRequestHandler):
+    """A raw HTTP endpoint: remembers request headers; /json answers JSON, /sse two events in pieces."""
+
+    seen: list[dict[str, str]] = []
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        return
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        type(self).seen.append({k.lower(): v for k, v in self.headers.items()})
+        request_id = json.loads(body)["id"]
+        if self.path.startswith("/json"):
+            data = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": {"content": []}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("X-Upstream", "yes")
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}
+        answer = {"jsonrpc": "2.0", "id": request_id, "result": {"content": [{"type": "text", "text": "ok"}]}}
+        stream = f"event: message\r\ndata: {json.dumps(note)}\r\n\r\ndata: {json.dumps(answer)}\n\n".encode()
+        for piece in (stream[:20], stream[20:61], stream[61:]):
+            self.wfile.write(piece)
+            self.wfile.flush()
+            time.sleep(0.01)
+        self.close_connection = True
+
+
+@pytest.fixture
+def upstream() -> Iterator[str]:
+    _Upstream.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("path", ["/json", "/sse"])
+def test_http_proxy_forwards_bytes_adds_server_headers(upstream: str, path: str, tmp_path: Path) -> None:
+    body = b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"t","arguments":{"a":1}}}'
+    with HttpCaptureProxy(upstream + path, headers={"Authorization": "Bearer token-abcdef"}) as proxy:
+        url = proxy.route(tmp_path / "j.jsonl")
+        direct = httpx2.post(upstream + path, content=body, headers={"Content-Type": "application/json"})
+        proxied = httpx2.post(url, content=body, headers={"Content-Type": "application/json", "X-Agent": "1"})
+        proxy.release(url)
+    assert proxied.status_code == 200 and proxied.content == direct.content
+    assert proxied.headers["content-type"] == direct.headers["content-type"]
+    forwarded = _Upstream.seen[-1]
+    assert forwarded["authorization"] == "Bearer token-abcdef" and forwarded["x-agent"] == "1"
+    assert forwarded["accept-encoding"] == "identity"
+    messages = [r for r in read_journal(tmp_path / "j.jsonl") if r.kind == "message"]
+    assert messages[0].direction == "to_server" and messages[0].message == json.loads(body)
+    to_agent = [m.message for m in messages if m.direction == "to_agent"]
+    assert to_agent[-1]["id"] == 5  # type: ignore[index]
+    assert len(to_agent) == (2 if path == "/sse" else 1)
+    (call,) = journal_tool_calls(tmp_path / "j.jsonl")
+    assert call.tool == "t" and call.arguments == {"a": 1} and not call.is_error
+
+
+def test_http_proxy_unreachable_server_is_a_failure(tmp_path: Path) -> None:
+    with HttpCaptureProxy(f"http://127.0.0.1:{_free_port()}/mcp") as proxy:
+        url = proxy.route(tmp_path / "j.jsonl")
+        response = httpx2.post(url, content=b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+        assert httpx2.post(f"http://127.0.0.1:{proxy.port}/unknown", content=b"{}").status_code == 404
+    assert response.status_code == 502
+    assert "ConnectError" in (server_failure(tmp_path / "j.jsonl") or "")
