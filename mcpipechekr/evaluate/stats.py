@@ -23,7 +23,9 @@ def wilson_interval(successes: int, runs: int, z: float = Z95) -> tuple[float, f
     denominator = 1 + z * z / runs
     centre = (p + z * z / (2 * runs)) / denominator
     half = z * sqrt(p * (1 - p) / runs + z * z / (4 * runs * runs)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == runs else min(1.0, centre + half)
+    return low, high
 
 
 def pass_at_k(runs: int, successes: int, k: int) -> float:
