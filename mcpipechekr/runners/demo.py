@@ -211,10 +211,10 @@ class Tool:
             if not re.search(r"sort|order", param.text):
                 continue
             values = [v for v in param.schema.get("enum") or [] if isinstance(v, str)]
-            direction = r"asc|old|earliest|first" if ascending else r"desc|new|latest|recent"
+            wanted, opposite = (r"asc|old|earliest", r"desc|new|latest|recent")[:: 1 if ascending else -1]
             dated = [v for v in values if "date" in v.lower() or "time" in v.lower()]
             for value in dated or values:
-                if re.search(direction, value.lower()):
+                if re.search(wanted, value.lower()) and not re.search(opposite, value.lower()):
                     return param.name, value
         return None
 

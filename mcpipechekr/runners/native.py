@@ -47,6 +47,7 @@ from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.usage import UsageLimits
 
+from mcpipechekr.config import Redactor
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.llm import build_model
 from mcpipechekr.runners.base import AgentServer, RunnerName, RunnerOutput, RunRequest, TraceStatus
@@ -135,6 +136,23 @@ def one_line(text: str, limit: int = 500) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def redact_text(request: RunRequest, text: str) -> str:
+    """Text with the config's secrets and the provider's API key replaced (`${NAME}`).
+
+    The trace assembler redacts everything again with the run's redactor; this keeps
+    a key a provider echoes in an error message out of the runner's own output too.
+    """
+    text = request.config.redactor.redact(text)
+    endpoint = request.config.providers.endpoint_for(request.provider)
+    names = [endpoint.api_key_env] if endpoint is not None and endpoint.api_key_env else []
+    names.append(f"{request.provider.provider.upper().replace('-', '_')}_API_KEY")
+    for name in names:
+        value = os.environ.get(name)
+        if value and len(value) >= Redactor.MIN_LENGTH:
+            text = text.replace(value, f"${{{name}}}")
+    return text
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -198,14 +216,12 @@ class NativeRunner:
                 else:
                     raise
         history = list(messages)
-        redact = request.config.redactor.redact
+        answer = final_answer(history) if status == "completed" else None
         output = RunnerOutput(
             status=status,
-            status_reason=redact(one_line(reason)) if reason else None,
-            steps=steps_from_messages(
-                history, estimate_usage=self.estimate_usage, latencies=timer.latencies
-            ),
-            final_answer=redact(final_answer(history)) if status == "completed" else None,
+            status_reason=redact_text(request, one_line(reason)) if reason else None,
+            steps=steps_from_messages(history, estimate_usage=self.estimate_usage, latencies=timer.latencies),
+            final_answer=redact_text(request, answer) if answer is not None else None,
             model=self.model_label(request, history),
             started_at=started,
             ended_at=_now(),
