@@ -1,0 +1,52 @@
+"""Finding the real agent CLIs (opencode, Claude Code) for the tests that drive them, and isolating them.
+
+A test that needs a CLI calls `require_cli`: the runner's own environment
+variable (`MCPIPECHEKR_OPENCODE`, `MCPIPECHEKR_CLAUDE`), then PATH, then the
+development install in `.cache/agents/node_modules/.bin` (made by
+`npm install --prefix .cache/agents opencode-ai@1.18.33 @anthropic-ai/claude-code@2.1.332`).
+Missing: the test is skipped with the install command, except under CI (`CI`
+set), where a missing CLI fails the test, so CI cannot silently run less.
+
+`isolated_home` is the environment that keeps a CLI away from the user's
+files: HOME and every XDG folder in a temp folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DEV_BIN = REPO / ".cache" / "agents" / "node_modules" / ".bin"
+INSTALL = "npm install --prefix .cache/agents opencode-ai@1.18.33 @anthropic-ai/claude-code@2.1.332"
+
+
+def require_cli(program: str, env_var: str) -> str:
+    """The CLI's path, or skip (fail under CI) naming how to install it."""
+    override = os.environ.get(env_var)
+    if override and Path(override).is_file():
+        return override
+    found = shutil.which(program) or (str(DEV_BIN / program) if (DEV_BIN / program).is_file() else None)
+    if found:
+        return found
+    message = f"`{program}` is not installed: run `{INSTALL}` or set ${env_var}"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def isolated_home(root: Path) -> dict[str, str]:
+    """HOME and XDG_* under `root`, so no user config is read or written."""
+    env = {
+        "HOME": root / "home",
+        "XDG_CONFIG_HOME": root / "xdg" / "config",
+        "XDG_DATA_HOME": root / "xdg" / "data",
+        "XDG_CACHE_HOME": root / "xdg" / "cache",
+        "XDG_STATE_HOME": root / "xdg" / "state",
+    }
+    for path in env.values():
+        path.mkdir(parents=True, exist_ok=True)
+    return {name: str(path) for name, path in env.items()}
