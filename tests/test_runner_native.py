@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sqlite3
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +21,7 @@ import yaml
 from fakes.openai_server import FakeOpenAI, Reply, error_reply, text_reply, tool_call_reply
 
 from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, Trace
-from mcpipechekr.capture import journal_tool_calls, proxy_server
+from mcpipechekr.capture import CaptureHub, journal_tool_calls, proxy_server
 from mcpipechekr.config import ServerConfig, load_config
 from mcpipechekr.errors import ServerHalt, UserError
 from mcpipechekr.providers import parse_provider
@@ -231,3 +234,48 @@ def test_server_crash_halts_with_the_task_named_and_partial_output(tmp_path: Pat
     calls = [step for step in partial.steps if isinstance(step, ToolCall)]
     assert [c.tool for c in calls] == ["list_notes", "crash"]
     assert not calls[0].is_error and calls[1].is_error
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_an_http_server_is_reached_through_the_http_capture_proxy(
+    tmp_path: Path, emailindex_dir: Path, emailindex_env: dict[str, str], emailindex_db: Path
+) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "server.py", "--http", str(port)],
+        cwd=emailindex_dir,
+        env=emailindex_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and process.poll() is None:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/mcp"
+        journal = tmp_path / "journal.jsonl"
+        with FakeOpenAI() as fake, CaptureHub(ServerConfig(name="emailindex", url=url)) as hub:
+            fake.enqueue(
+                tool_call_reply("count_emails", {"keywords": "Project Alpha"}), text_reply("Seventeen.")
+            )
+            config = make_config(tmp_path, fake.base_url)
+            server = hub.agent_server(journal, "emailindex", secrets_dir=tmp_path / "secrets")
+            assert server.transport == "http"
+            output = run(NativeRunner(), make_request(config, server, tmp_path))
+            hub.release(server)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+    assert output.status == "completed" and output.final_answer == "Seventeen."
+    (call,) = [step for step in output.steps if isinstance(step, ToolCall)]
+    assert json.loads(call.result_content[0]["text"]) == {"count": mentions(emailindex_db, "Project Alpha")}
+    assert [(c.tool, c.arguments) for c in journal_tool_calls(journal)] == [(call.tool, call.arguments)]

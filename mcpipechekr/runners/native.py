@@ -87,6 +87,17 @@ def _connection_lost(exc: BaseException) -> bool:
     return False
 
 
+def _lost_in_group(exc: BaseException) -> ServerLost | None:
+    """A ServerLost that parallel tool calls wrapped in an exception group, if there is one."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _lost_in_group(inner)
+            if found is not None:
+                return found
+        return None
+    return exc if isinstance(exc, ServerLost) else None
+
+
 class _CallTimer:
     """`process_tool_call` hook: measures each call's wall time and spots a lost server."""
 
@@ -210,11 +221,12 @@ class NativeRunner:
             except (ModelAPIError, UnexpectedModelBehavior, AgentRunError) as exc:
                 status, reason = "error", f"{type(exc).__name__}: {exc}"
             except Exception as exc:
-                if _connection_lost(exc):
+                lost = _lost_in_group(exc)
+                if lost is None and _connection_lost(exc):
                     lost = ServerLost("the server", f"{type(exc).__name__}: {exc}")
-                    status, reason = "incomplete", str(lost)
-                else:
+                if lost is None:
                     raise
+                status, reason = "incomplete", str(lost)
         history = list(messages)
         answer = final_answer(history) if status == "completed" else None
         output = RunnerOutput(
