@@ -279,3 +279,15 @@ def test_an_http_server_is_reached_through_the_http_capture_proxy(
     (call,) = [step for step in output.steps if isinstance(step, ToolCall)]
     assert json.loads(call.result_content[0]["text"]) == {"count": mentions(emailindex_db, "Project Alpha")}
     assert [(c.tool, c.arguments) for c in journal_tool_calls(journal)] == [(call.tool, call.arguments)]
+
+
+def test_a_server_that_never_starts_halts_the_run(tmp_path: Path) -> None:
+    tiny = Path(__file__).resolve().parent / "servers" / "tiny_server.py"
+    server = AgentServer(name="tiny", command=sys.executable, args=(str(tiny), "--exit-at-start", "3"))
+    with FakeOpenAI() as fake:
+        config = make_config(tmp_path, fake.base_url)
+        with pytest.raises(
+            ServerHalt, match=r"task native-probe .*closed the connection outside any tool call"
+        ):
+            run(NativeRunner(), make_request(config, server, tmp_path))
+        assert fake.requests == []

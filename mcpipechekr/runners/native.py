@@ -66,8 +66,9 @@ CONNECTION_CLOSED = -32000
 class ServerLost(Exception):
     """Raised inside the agent when the MCP connection to the server under test is gone."""
 
-    def __init__(self, tool: str, detail: str):
-        super().__init__(f"the MCP server closed the connection during a call to {tool}: {detail}")
+    def __init__(self, tool: str | None, detail: str):
+        where = f"during a call to {tool}" if tool else "outside any tool call (at start or between calls)"
+        super().__init__(f"the MCP server closed the connection {where}: {detail}")
         self.tool = tool
 
 
@@ -223,7 +224,7 @@ class NativeRunner:
             except Exception as exc:
                 lost = _lost_in_group(exc)
                 if lost is None and _connection_lost(exc):
-                    lost = ServerLost("the server", f"{type(exc).__name__}: {exc}")
+                    lost = ServerLost(None, f"{type(exc).__name__}: {exc}")
                 if lost is None:
                     raise
                 status, reason = "incomplete", str(lost)
