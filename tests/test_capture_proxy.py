@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -17,6 +16,7 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from fakes.net import free_port, wait_port
 from mcp import Client, StdioServerParameters
 
 from mcpipechekr.artifacts.journal import read_journal
@@ -142,28 +142,10 @@ def test_mcp_session_through_stdio_proxy(tmp_path: Path) -> None:
 # --- HTTP ------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_port(port: int, process: subprocess.Popen[bytes], timeout_s: float = 20) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the test server exited"
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise AssertionError(f"nothing listens on {port}")
-
-
 @pytest.fixture(scope="module", params=["sse", "json"])
 def http_server(request: pytest.FixtureRequest) -> Iterator[str]:
     """capture_server over streamable HTTP, answering POSTs with SSE streams or with JSON bodies."""
-    port = _free_port()
+    port = free_port()
     extra = ["--json-response"] if request.param == "json" else []
     process = subprocess.Popen(
         [sys.executable, str(SERVERS / "capture_server.py"), "--http", str(port), *extra],
@@ -172,7 +154,7 @@ def http_server(request: pytest.FixtureRequest) -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_port(port, process)
+        wait_port(port, process)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
@@ -283,7 +265,7 @@ def test_http_proxy_forwards_bytes_adds_server_headers(upstream: str, path: str,
 
 
 def test_http_proxy_unreachable_server_is_a_failure(tmp_path: Path) -> None:
-    with HttpCaptureProxy(f"http://127.0.0.1:{_free_port()}/mcp") as proxy:
+    with HttpCaptureProxy(f"http://127.0.0.1:{free_port()}/mcp") as proxy:
         url = proxy.route(tmp_path / "j.jsonl")
         response = httpx2.post(url, content=b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
         assert httpx2.post(f"http://127.0.0.1:{proxy.port}/unknown", content=b"{}").status_code == 404

@@ -18,7 +18,8 @@ server and what came back. So:
 4. steps are renumbered, totals computed, and the whole trace redacted.
 
 Anything in (2) or (3) is noted in `status_reason`, so a reader knows the
-runner's export and the wire disagreed.
+runner's export and the wire disagreed (unless the runner reported no steps at
+all: an attempt cut off by a timeout or Ctrl-C has only the journal's calls).
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def assemble_trace(
     ordered = [step.model_copy(update={"index": number}) for number, (_, step) in enumerate(keyed)]
 
     notes = [output.status_reason] if output.status_reason else []
-    if unreported:
+    if unreported and output.steps:  # with no steps at all, the runner was cut off: nothing to disagree with
         names = ", ".join(journal_calls[index].tool for index in unreported)
         notes.append(
             f"{len(unreported)} tool call(s) seen by the capture proxy, not reported by the runner: {names}"

@@ -65,7 +65,8 @@ DEFAULT_CONCURRENCY = 4
 DEFAULT_MAX_REQUESTS = 50
 """Model requests one attempt may make before it is cut short as `incomplete`."""
 TIMEOUT_SLACK_S = 5.0
-"""Time a runner gets past `timeouts.task_s` to report its own timeout before the engine cancels it."""
+"""Time a runner gets past `timeouts.task_s` (at most half of it) to report its own timeout before the
+engine cancels it."""
 JOURNAL_SETTLE_S = 10.0
 """Longest wait for a stdio proxy to finish its journal after the agent let go of it."""
 
@@ -233,7 +234,7 @@ class _Engine:
         halt: str | None = None
         try:
             runner = self.runner_for(attempt.provider)
-            with anyio.fail_after(config.timeouts.task_s + TIMEOUT_SLACK_S):
+            with anyio.fail_after(config.timeouts.task_s + min(TIMEOUT_SLACK_S, config.timeouts.task_s / 2)):
                 output = await runner.run(request)
         except TimeoutError:
             output = RunnerOutput(

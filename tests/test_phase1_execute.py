@@ -1,0 +1,282 @@
+"""Phase 1 execution against real proxied servers: concurrency, evidence, timeouts, crashes, Ctrl-C, secrets.
+
+The agent is `tests/fakes/mcp_runner.ClientRunner`: no model, a script of tool
+calls made with mcp.Client through the capture proxy the engine provides, so
+every part but the model is the real one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.mcp_runner import ClientRunner
+from fakes.net import free_port, wait_port
+
+from mcpipechekr.artifacts.journal import read_journal
+from mcpipechekr.artifacts.trace import ToolCall, read_trace
+from mcpipechekr.capture import journal_tool_calls
+from mcpipechekr.config import Config, ServerConfig, TimeoutsConfig
+from mcpipechekr.errors import ServerHalt
+from mcpipechekr.providers import ProviderSpec
+from mcpipechekr.runners.base import RunRequest
+from mcpipechekr.runners.execute import run_phase1
+from mcpipechekr.tasks import Task
+
+REPO = Path(__file__).resolve().parents[1]
+SERVER = REPO / "tests" / "servers" / "capture_server.py"
+SERVER_SECRET = "server-secret-5d1e77"
+API_KEY = "sk-planted-test-key-93ab41c0"
+A, B = ProviderSpec(provider="openai", model="model-a"), ProviderSpec(provider="openai", model="model-b")
+
+
+def _config(task_s: float = 60.0, **server: Any) -> Config:
+    spec = server or {"command": "python", "args": [str(SERVER)], "env": {"CAPTURE_SECRET": SERVER_SECRET}}
+    return Config(server=ServerConfig(name="cap", **spec), timeouts=TimeoutsConfig(task_s=task_s))
+
+
+def _task(task_id: str) -> Task:
+    return Task(task_id=task_id, prompt=f"Please do {task_id}.", task_type="deterministic")
+
+
+def _calls(steps: list[Any]) -> list[tuple[str, dict[str, Any], bool, list[dict[str, Any]]]]:
+    return [(s.tool, s.arguments, s.is_error, s.result_content) for s in steps if isinstance(s, ToolCall)]
+
+
+def _max_overlap(journals: list[Path]) -> int:
+    spans = []
+    for journal in journals:
+        records = read_journal(journal)
+        spans.append((records[0].t, records[-1].t))
+    return max(sum(1 for s, e in spans if s <= start < e) for start, _ in spans)
+
+
+def test_traces_carry_the_journal_evidence_with_concurrency_and_redaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+
+    def script(request: RunRequest) -> list[tuple[str, dict[str, Any]]]:
+        return [
+            ("echo", {"text": f"{request.task.task_id} {API_KEY}"}),
+            ("secret", {}),
+            ("fail", {"message": "x"}),
+        ]
+
+    reporting = ClientRunner(script, delay_s=0.2)
+    silent = ClientRunner(script, delay_s=0.2, report_calls=False)
+    tasks = [_task(f"task-{n}") for n in range(2)]
+    paths = run_phase1(
+        _config(),
+        tmp_path,
+        tasks,
+        [A, B],
+        concurrency=2,
+        runner_for=lambda spec: reporting if spec == A else silent,
+        progress=False,
+    )
+
+    assert [p.name for p in paths] == [
+        f"task-{n}__openai_model-{m}__r001.json" for n in range(2) for m in ("a", "b")
+    ]
+    journals = sorted((tmp_path / "journals").glob("*.jsonl"))
+    assert [j.stem for j in journals] == sorted(p.stem for p in paths)
+    assert _max_overlap(journals) == 2, "attempts run concurrently, at most --concurrency at once"
+
+    for path in paths:
+        trace = read_trace(path)
+        journal = tmp_path / "journals" / f"{path.stem}.jsonl"
+        assert trace.status == "completed" and trace.prompt == f"Please do {trace.task_id}."
+        assert _calls(trace.steps) == _calls(journal_tool_calls(journal)), "call for call, from the journal"
+        tools = [s for s in trace.steps if isinstance(s, ToolCall)]
+        assert [t.tool for t in tools] == ["echo", "secret", "fail"]
+        assert tools[0].arguments == {"text": f"{trace.task_id} ${{OPENAI_API_KEY}}"}
+        assert tools[1].result_content[0]["text"] == "***"
+        assert tools[2].is_error and tools[2].error_text == "Error executing tool fail: x"
+        assert trace.totals.tool_calls == 3 and trace.totals.errors == 1
+        assert trace.totals.input_tokens == 100 * 4 and trace.totals.usage_source == "reported"
+        if trace.provider == str(A):
+            assert [t.call_id for t in tools] == ["call-0", "call-1", "call-2"]
+            assert trace.status_reason is None
+            assert [s.kind for s in trace.steps] == ["model", "tool_call"] * 3 + ["model"]
+        else:  # the runner reported no calls: the journal's go before the final answer
+            assert trace.status_reason == (
+                "3 tool call(s) seen by the capture proxy, not reported by the runner: echo, secret, fail"
+            )
+            assert [s.kind for s in trace.steps] == ["model"] * 3 + ["tool_call"] * 3 + ["model"]
+
+    for file in tmp_path.rglob("*"):
+        if file.is_file():
+            data = file.read_bytes()
+            assert API_KEY.encode() not in data and SERVER_SECRET.encode() not in data, file
+    assert not any(Path(request.workdir).exists() for request in reporting.seen + silent.seen)
+
+
+def test_timeouts_and_runner_failures_end_only_their_attempt(tmp_path: Path) -> None:
+    class Broken(ClientRunner):
+        async def run(self, request: RunRequest) -> Any:
+            raise RuntimeError("runner bug")
+
+    runners = {
+        "hang": ClientRunner(lambda request: [("echo", {"text": "before the hang"})], hang=True),
+        "bug": Broken(lambda request: []),
+        "ok": ClientRunner(lambda request: [("echo", {"text": "fine"})]),
+    }
+
+    class ByTask:
+        name = "native"
+
+        async def run(self, request: RunRequest) -> Any:
+            return await runners[request.task.task_id].run(request)
+
+    paths = run_phase1(
+        _config(task_s=5.0),
+        tmp_path,
+        [_task(name) for name in runners],
+        [A],
+        concurrency=3,
+        runner_for=lambda spec: ByTask(),
+        progress=False,
+    )
+    traces = {read_trace(p).task_id: read_trace(p) for p in paths}
+    assert traces["hang"].status == "timeout"
+    assert traces["hang"].status_reason == "the attempt ran past timeouts.task_s (5 s)"
+    echoed = [{"type": "text", "text": "before the hang"}]
+    assert _calls(traces["hang"].steps) == [("echo", {"text": "before the hang"}, False, echoed)]
+    assert traces["bug"].status == "error" and traces["bug"].steps == []
+    assert traces["bug"].status_reason == "the runner failed: RuntimeError: runner bug"
+    assert traces["ok"].status == "completed" and traces["ok"].final_answer == "fine"
+
+
+def test_a_server_crash_halts_the_run_naming_the_task(tmp_path: Path) -> None:
+    scripts = {
+        "quick": [("echo", {"text": "done"})],
+        "crasher": [("slow", {"seconds": 3}), ("crash", {"code": 3})],
+        "long": [("slow", {"seconds": 60})],
+        "later": [("slow", {"seconds": 60})],  # starts when "quick" is done
+        "never": [("echo", {"text": "never started"})],
+    }
+    runner = ClientRunner(lambda request: scripts[request.task.task_id])
+    with pytest.raises(ServerHalt) as caught:
+        run_phase1(
+            _config(),
+            tmp_path,
+            [_task(name) for name in scripts],
+            [A],
+            concurrency=3,
+            runner_for=lambda spec: runner,
+            progress=False,
+        )
+    message = caught.value.message
+    assert message.startswith(
+        "the server under test failed during task 'crasher' (openai/model-a, repetition 1): "
+        "the server exited with code 3 while the agent was connected"
+    )
+    assert "crasher__openai_model-a__r001.jsonl" in message
+    traces = {read_trace(p).task_id: read_trace(p) for p in (tmp_path / "traces").glob("*.json")}
+    assert set(traces) == {"quick", "crasher", "long", "later"}, "the attempt never started has no trace"
+    assert traces["quick"].status == "completed"
+    assert traces["crasher"].status == "incomplete"
+    assert traces["crasher"].status_reason.startswith("the server failed: the server exited with code 3")  # type: ignore[union-attr]
+    crash_call = [s for s in traces["crasher"].steps if isinstance(s, ToolCall)][-1]
+    assert crash_call.tool == "crash" and crash_call.is_error
+    assert crash_call.error_text == "no result: the server exited with code 3 while the agent was connected"
+    assert traces["later"].status == traces["long"].status == "incomplete"
+    assert traces["later"].status_reason == traces["long"].status_reason
+    assert traces["long"].status_reason.startswith(
+        "the run halted: the server under test failed during task 'crasher'"
+    )  # type: ignore[union-attr]
+
+
+CTRL_C_SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+from pathlib import Path
+from mcpipechekr.config import Config, ServerConfig
+from mcpipechekr.providers import ProviderSpec
+from mcpipechekr.runners.execute import run_phase1
+from mcpipechekr.tasks import Task
+from fakes.mcp_runner import ClientRunner
+
+runner = ClientRunner(lambda request: [("echo", {{"text": "working"}})], hang=True)
+config = Config(server=ServerConfig(name="cap", command="python", args=[{server!r}]))
+tasks = [Task(task_id=name, prompt="p", task_type="deterministic") for name in ("one", "two")]
+run_phase1(config, Path({out!r}), tasks, [ProviderSpec(provider="demo")], runner_for=lambda s: runner,
+           progress=False)
+"""
+
+
+def test_ctrl_c_marks_the_attempts_in_flight_incomplete(tmp_path: Path) -> None:
+    script = tmp_path / "phase1.py"
+    script.write_text(
+        textwrap.dedent(
+            CTRL_C_SCRIPT.format(tests=str(REPO / "tests"), server=str(SERVER), out=str(tmp_path))
+        )
+    )
+    process = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE)
+    journals = [tmp_path / "journals" / f"{name}__demo__r001.jsonl" for name in ("one", "two")]
+    deadline = time.monotonic() + 30
+    while not all(j.exists() and b'"tools/call"' in j.read_bytes() for j in journals):
+        assert process.poll() is None and time.monotonic() < deadline, "both attempts should be calling tools"
+        time.sleep(0.05)
+    time.sleep(0.2)  # let the answers arrive
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode != 0 and b"KeyboardInterrupt" in stderr
+    for name in ("one", "two"):
+        trace = read_trace(tmp_path / "traces" / f"{name}__demo__r001.json")
+        assert trace.status == "incomplete" and trace.status_reason == "interrupted by the user (Ctrl-C)"
+        assert _calls(trace.steps) == [
+            ("echo", {"text": "working"}, False, [{"type": "text", "text": "working"}])
+        ]
+
+
+@pytest.fixture(scope="module")
+def http_url() -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(SERVER), "--http", str(port)],
+        env={**os.environ, "CAPTURE_SECRET": SERVER_SECRET},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_port(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_an_http_server_is_reached_through_the_run_proxy(http_url: str, tmp_path: Path) -> None:
+    runner = ClientRunner(lambda request: [("echo", {"text": request.task.task_id}), ("secret", {})])
+    config = _config(url=http_url, headers={"X-Token": SERVER_SECRET})
+    paths = run_phase1(
+        config,
+        tmp_path,
+        [_task("h-1"), _task("h-2")],
+        [A],
+        concurrency=2,
+        runner_for=lambda s: runner,
+        progress=False,
+    )
+    assert all(request.server.transport == "http" for request in runner.seen)
+    assert all(request.server.url.startswith("http://127.0.0.1:") for request in runner.seen)  # type: ignore[union-attr]
+    assert all(not request.server.headers for request in runner.seen), "server headers stay with the proxy"
+    for path in paths:
+        trace = read_trace(path)
+        assert [(c[0], c[1], c[2]) for c in _calls(trace.steps)] == [
+            ("echo", {"text": trace.task_id}, False),
+            ("secret", {}, False),
+        ]
+        journal = read_journal(tmp_path / "journals" / f"{path.stem}.jsonl")
+        assert journal[0].event == "proxy_started" and journal[-1].event == "proxy_stopped"
+        assert SERVER_SECRET not in path.read_text()
