@@ -67,6 +67,7 @@ QUIET_ENV = {
     "OPENCODE_DISABLE_SHARE": "1",
     "OPENCODE_DISABLE_PROJECT_CONFIG": "1",
     "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+    "OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER": "1",
 }
 
 
@@ -95,6 +96,7 @@ def build_opencode_config(
         "$schema": "https://opencode.ai/config.json",
         "autoupdate": False,
         "share": "disabled",
+        "snapshot": False,  # no git snapshots of the (empty) project folder
         "mcp": {key: _mcp_entry(request.server, secrets, tool_timeout_ms)},
         "permission": {"*": "allow"} if keep_builtin_tools else {"*": "deny", f"{key}_*": "allow"},
         "agent": {"build": {"steps": request.max_requests}},
@@ -160,7 +162,8 @@ class OpencodeRunner:
         project.mkdir(parents=True, exist_ok=True)
         secrets = SecretEnv("MCPIPECHEKR_SECRET_")
         config = build_opencode_config(request, secrets, keep_builtin_tools=self.keep_builtin_tools)
-        config_path = atomic_write_json(workdir / "opencode.json", config)
+        # Not named opencode.json: opencode would also read it as a project config of the folder below.
+        config_path = atomic_write_json(workdir / "mcpipechekr-opencode.json", config)
         env = {
             **os.environ,
             **self.env,
@@ -306,12 +309,12 @@ def _require(condition: bool, where: str, problem: str) -> None:
 def validate_opencode_export(export: Any) -> None:
     """Raise SessionFormatError naming the first place where `export` is not an `opencode export` session."""
     _require(isinstance(export, dict), "top level", "expected a JSON object with `info` and `messages`")
-    _require(isinstance(export.get("info"), dict), "`info`", "missing or not an object")
-    _require(isinstance(export["info"].get("id"), str), "`info.id`", "missing session id")
+    _require(isinstance(export.get("info"), dict), "info", "missing or not an object")
+    _require(isinstance(export["info"].get("id"), str), "info.id", "missing session id")
     messages = export.get("messages")
-    _require(isinstance(messages, list), "`messages`", "missing or not a list")
+    _require(isinstance(messages, list), "messages", "missing or not a list")
     for number, message in enumerate(messages):
-        where = f"`messages[{number}]`"
+        where = f"messages[{number}]"
         _require(isinstance(message, dict), where, "not an object")
         info, parts = message.get("info"), message.get("parts")
         _require(isinstance(info, dict) and isinstance(info.get("role"), str), f"{where}.info", "no `role`")

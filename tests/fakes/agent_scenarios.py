@@ -25,8 +25,9 @@ from mcpipechekr.config import Config, load_config
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.base import RunRequest
 from mcpipechekr.tasks import Task
-from tests.fakes import anthropic_server as anthropic
-from tests.fakes import openai_server as openai
+
+from . import anthropic_server as anthropic
+from . import openai_server as openai
 
 TASK_ID = "find-first-email-ron-chinn"
 PROMPT = (
@@ -64,7 +65,9 @@ def openai_responder(tool_prefix: str, log: ScriptLog) -> openai.Responder:
         (prompt_tokens, completion_tokens) = USAGE[min(done, 2)]
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
         if done == 0:
-            return openai.tool_call_reply(f"{tool_prefix}count_emails", FIRST_ARGS, reasoning=THINKING, **usage)
+            return openai.tool_call_reply(
+                f"{tool_prefix}count_emails", FIRST_ARGS, reasoning=THINKING, **usage
+            )
         if done == 1:
             return openai.tool_call_reply(f"{tool_prefix}query_email_database", SECOND_ARGS, **usage)
         return openai.Reply(content=FINAL, reasoning="Report the error.", **usage)
@@ -84,7 +87,9 @@ def anthropic_responder(tool_prefix: str, log: ScriptLog) -> anthropic.Responder
         (input_tokens, output_tokens) = USAGE[min(done, 2)]
         usage = {"input_tokens": input_tokens, "output_tokens": output_tokens, "cache_read_input_tokens": 7}
         if done == 0:
-            return anthropic.tool_use_reply(f"{tool_prefix}count_emails", FIRST_ARGS, thinking=THINKING, **usage)
+            return anthropic.tool_use_reply(
+                f"{tool_prefix}count_emails", FIRST_ARGS, thinking=THINKING, **usage
+            )
         if done == 1:
             return anthropic.tool_use_reply(
                 f"{tool_prefix}query_email_database", SECOND_ARGS, text="Now the matches.", **usage
@@ -94,7 +99,9 @@ def anthropic_responder(tool_prefix: str, log: ScriptLog) -> anthropic.Responder
     return respond
 
 
-def write_config(folder: Path, emailindex_dir: Path, db: Path, endpoints: dict[str, Any] | None = None) -> Config:
+def write_config(
+    folder: Path, emailindex_dir: Path, db: Path, endpoints: dict[str, Any] | None = None
+) -> Config:
     """A config.yaml for the example server (with the planted secret in its env), loaded."""
     data = {
         "server": {
@@ -112,7 +119,9 @@ def write_config(folder: Path, emailindex_dir: Path, db: Path, endpoints: dict[s
     return load_config(path)
 
 
-def make_request(config: Config, folder: Path, provider: ProviderSpec, *, max_requests: int = 10) -> RunRequest:
+def make_request(
+    config: Config, folder: Path, provider: ProviderSpec, *, max_requests: int = 10
+) -> RunRequest:
     """One attempt at the task, through the capture proxy, journaling into `folder`."""
     journal = folder / "journal.jsonl"
     workdir = folder / "work"
