@@ -1,0 +1,234 @@
+"""The Claude Code runner: the real `claude` CLI against a scripted Anthropic Messages server and the
+real example server behind the capture proxy; its stream converter on recorded logs.
+
+Only the model's side is scripted (tests/fakes/agent_scenarios.py); every tool result comes from the
+live emailindex server, and the converted trace is checked against the proxy's journal call for call.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+from fakes.agent_cli import isolated_home, require_cli
+from fakes.agent_scenarios import (
+    FINAL,
+    FIRST_ARGS,
+    PROMPT,
+    SECOND_ARGS,
+    SECRET,
+    THINKING,
+    USAGE,
+    ScriptLog,
+    anthropic_responder,
+    files_containing,
+    make_request,
+    write_config,
+)
+from fakes.anthropic_server import FakeAnthropic, text_reply, tool_use_reply
+
+from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, read_trace, write_trace
+from mcpipechekr.capture import journal_tool_calls
+from mcpipechekr.errors import UserError
+from mcpipechekr.providers import ProviderSpec
+from mcpipechekr.runners.assemble import assemble_trace
+from mcpipechekr.runners.base import AgentServer
+from mcpipechekr.runners.claude_code import (
+    ClaudeCodeRunner,
+    build_mcp_config,
+    claude_model_env,
+    convert_claude_stream,
+)
+from mcpipechekr.runners.cliagent import SecretEnv, SessionFormatError
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claude_code"
+
+
+def fixture_lines(name: str) -> list[str]:
+    return (FIXTURES / name).read_text().splitlines()
+
+
+def check_scripted_steps(steps: list, *, exact_output: bool = True) -> None:
+    """The scripted task's five steps: turn, count_emails, turn, failing query, final turn."""
+    assert [step.kind for step in steps] == ["model", "tool_call", "model", "tool_call", "model"]
+    turns = [step for step in steps if isinstance(step, ModelTurn)]
+    calls = [step for step in steps if isinstance(step, ToolCall)]
+    assert [turn.usage.input_tokens for turn in turns] == [usage[0] for usage in USAGE]
+    assert [turn.usage.cache_read_tokens for turn in turns] == [7, 7, 7]
+    if exact_output:
+        assert [turn.usage.output_tokens for turn in turns] == [usage[1] for usage in USAGE]
+    assert (turns[0].thinking, turns[1].text, turns[2].text, turns[2].thinking) == (
+        [THINKING],
+        "Now the matches.",
+        FINAL,
+        ["Report the error."],
+    )
+    assert [(call.tool, call.arguments, call.is_error) for call in calls] == [
+        ("count_emails", FIRST_ARGS, False),
+        ("query_email_database", SECOND_ARGS, True),
+    ]
+    assert calls[0].structured_content == {"count": 0}
+    assert "no such column: fts.rank" in calls[1].error_text
+    assert calls[0].call_id.startswith("toolu_")
+
+
+@pytest.mark.slow
+def test_claude_code_runs_the_task_through_the_proxy(
+    tmp_path: Path, emailindex_dir: Path, emailindex_db: Path
+):
+    binary = require_cli("claude", "MCPIPECHEKR_CLAUDE")
+    log = ScriptLog()
+    with FakeAnthropic(anthropic_responder("mcp__emailindex__", log)) as fake:
+        config = write_config(tmp_path, emailindex_dir, emailindex_db)
+        request = make_request(config, tmp_path, ProviderSpec(provider="anthropic", model="claude-fake-1"))
+        env = {
+            **isolated_home(tmp_path / "home"),
+            "ANTHROPIC_BASE_URL": fake.base_url,
+            "ANTHROPIC_API_KEY": "x",
+        }
+        output = anyio.run(ClaudeCodeRunner(binary=binary, env=env).run, request)
+
+    assert output.status == "completed", output.status_reason
+    assert (output.final_answer, output.model) == (FINAL, "claude-fake-1")
+    check_scripted_steps(output.steps)
+
+    # The model saw the exact prompt and only the server's tools, sent up front.
+    first = log.task_requests[0]
+    assert first["messages"][0] == {"role": "user", "content": PROMPT}
+    assert sorted(tool["name"] for tool in first["tools"]) == [
+        "mcp__emailindex__count_emails",
+        "mcp__emailindex__get_email",
+        "mcp__emailindex__query_email_database",
+    ]
+    assert len(log.task_requests) == 3
+
+    journal = journal_tool_calls(request.journal)
+    runner_calls = [step for step in output.steps if isinstance(step, ToolCall)]
+    assert [(c.tool, c.arguments, c.is_error) for c in journal] == [
+        (c.tool, c.arguments, c.is_error) for c in runner_calls
+    ]
+    assert journal[0].structured_content == runner_calls[0].structured_content == {"count": 0}
+    trace = assemble_trace(request, output, journal, runner="claude-code")
+    assert trace.status_reason is None
+    assert (trace.totals.tool_calls, trace.totals.errors, trace.totals.output_tokens) == (2, 1, 66)
+    assert read_trace(write_trace(tmp_path / "run", trace)).runner == "claude-code"
+
+    leaks = [path for path in files_containing(tmp_path, SECRET) if path.name != "config.yaml"]
+    assert leaks == []
+
+
+@pytest.mark.slow
+def test_the_request_limit_ends_the_attempt_as_incomplete(
+    tmp_path: Path, emailindex_dir: Path, emailindex_db: Path
+):
+    binary = require_cli("claude", "MCPIPECHEKR_CLAUDE")
+    with FakeAnthropic() as fake:
+        fake.enqueue(
+            *[tool_use_reply("mcp__emailindex__count_emails", {"keywords": "Ron"}) for _ in range(3)]
+        )
+        fake.enqueue(text_reply("never reached"))
+        config = write_config(tmp_path, emailindex_dir, emailindex_db)
+        request = make_request(
+            config, tmp_path, ProviderSpec(provider="anthropic", model="m"), max_requests=2
+        )
+        env = {
+            **isolated_home(tmp_path / "home"),
+            "ANTHROPIC_BASE_URL": fake.base_url,
+            "ANTHROPIC_API_KEY": "x",
+        }
+        output = anyio.run(ClaudeCodeRunner(binary=binary, env=env).run, request)
+        assert len(fake.requests) == 2
+    assert (output.status, output.status_reason) == ("incomplete", "reached the limit of 2 model requests")
+    assert output.final_answer is None
+    assert [step.kind for step in output.steps].count("tool_call") == 2
+
+
+def test_the_recorded_stream_converts_to_the_scripted_steps():
+    output = convert_claude_stream(fixture_lines("find-first.jsonl"), server_name="emailindex")
+    assert (output.status, output.final_answer, output.model) == ("completed", FINAL, "claude-fake-1")
+    check_scripted_steps(output.steps)
+    assert output.started_at is not None and output.ended_at >= output.started_at
+
+
+def test_without_partial_messages_the_billed_output_total_is_kept():
+    output = convert_claude_stream(fixture_lines("find-first-no-partial.jsonl"), server_name="emailindex")
+    check_scripted_steps(output.steps, exact_output=False)
+    outputs = [step.usage.output_tokens for step in output.steps if isinstance(step, ModelTurn)]
+    assert sum(outputs) == 66 and min(outputs) >= 1  # the result event's total, shared among the turns
+
+
+def test_max_turns_and_errors_set_the_status():
+    limited = convert_claude_stream(
+        fixture_lines("max-turns.jsonl"), server_name="emailindex", max_requests=1
+    )
+    assert (limited.status, limited.status_reason, limited.final_answer) == (
+        "incomplete",
+        "reached the limit of 1 model requests",
+        None,
+    )
+    lines = fixture_lines("find-first.jsonl")
+    result = json.loads(lines[-1])
+    assert result["type"] == "result"
+    failed = {**result, "subtype": "error_during_execution", "is_error": True, "errors": ["API Error: 529"]}
+    output = convert_claude_stream([*lines[:-1], json.dumps(failed)], server_name="emailindex")
+    assert output.status == "error" and "API Error: 529" in output.status_reason
+    cut = convert_claude_stream(lines[:-1], server_name="emailindex")
+    assert cut.status == "incomplete" and "without a result event" in cut.status_reason
+
+
+def test_mcp_tool_names_are_mapped_back_only_for_the_server():
+    lines = fixture_lines("find-first.jsonl")
+    other = convert_claude_stream(lines, server_name="elsewhere")
+    assert [s.tool for s in other.steps if isinstance(s, ToolCall)][0] == "mcp__emailindex__count_emails"
+    anyone = convert_claude_stream(lines, server_name=None)
+    assert [s.tool for s in anyone.steps if isinstance(s, ToolCall)][0] == "count_emails"
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (['{"type": "system", "subtype": "init"}', "not json at all"], "line 2 is not JSON"),
+        (['{"type": "assistant", "message": {}}', '["a", "list"]'], "line 2 is not an event object"),
+        (['{"type": "system", "subtype": "init"}'], "has no `assistant`, `stream_event` or `result` event"),
+        ([], "has no `assistant`"),
+    ],
+)
+def test_a_malformed_stream_is_refused_naming_the_line(lines, message):
+    with pytest.raises(SessionFormatError, match=message):
+        convert_claude_stream(lines, server_name="emailindex")
+
+
+def test_the_mcp_config_references_secrets_and_keeps_the_working_folder():
+    secrets = SecretEnv("S_")
+    stdio = AgentServer(
+        name="mail.box", command="/bin/srv", args=("--x",), env={"TOKEN": SECRET}, cwd="/srv/here"
+    )
+    built = build_mcp_config(stdio, secrets)
+    entry = built["mcpServers"]["mail_box"]
+    assert entry["env"] == {"TOKEN": "${S_0}"} and secrets.values == {"S_0": SECRET}
+    assert entry["args"][-3:] == ["/srv/here", "/bin/srv", "--x"]  # run from its folder
+    http = AgentServer(
+        name="mail", url="http://127.0.0.1:9/mcp", headers={"Authorization": f"Bearer {SECRET}"}
+    )
+    remote = build_mcp_config(http, secrets)["mcpServers"]["mail"]
+    assert remote == {"type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "${S_1}"}}
+    assert SECRET not in json.dumps([built, remote])
+
+
+def test_the_model_must_speak_anthropic(
+    tmp_path: Path, emailindex_dir: Path, emailindex_db: Path, monkeypatch
+):
+    monkeypatch.setenv("MINI_KEY", "k-123456")
+    endpoints = {"mini": {"base_url": "https://api.example.test/anthropic/v1", "api_key_env": "MINI_KEY"}}
+    config = write_config(tmp_path, emailindex_dir, emailindex_db, endpoints)
+    request = make_request(config, tmp_path, ProviderSpec(provider="anthropic", model="claude-sonnet-4-6"))
+    assert claude_model_env(request) == ("claude-sonnet-4-6", {})
+    request = make_request(config, tmp_path, ProviderSpec(provider="mini", model="m2"))
+    assert claude_model_env(request) == (
+        "m2",
+        {"ANTHROPIC_BASE_URL": "https://api.example.test/anthropic", "ANTHROPIC_API_KEY": "k-123456"},
+    )
+    with pytest.raises(UserError, match="runs Anthropic models"):
+        claude_model_env(make_request(config, tmp_path, ProviderSpec(provider="openai", model="gpt-4o")))
