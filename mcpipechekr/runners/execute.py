@@ -256,7 +256,8 @@ class _Engine:
                 )
                 self._cleanup(server, workdir)
             raise
-        except UserError:
+        except UserError as exc:
+            self.state.stop_reason = self.state.stop_reason or f"the run stopped: {_first_line(exc.message)}"
             self._cleanup(server, workdir)
             raise
         except Exception as exc:  # a runner bug must not sink the other attempts
@@ -311,6 +312,15 @@ class _Engine:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _user_error_in(group: BaseExceptionGroup) -> BaseException:
+    """What a task group's failure means to the user: a UserError (bad config, no API key) as itself."""
+    for exc in group.exceptions:
+        found = _user_error_in(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        if isinstance(found, UserError):
+            return found
+    return group
+
+
 def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0]
 
@@ -351,20 +361,23 @@ async def run_attempts(
         engine = _Engine(config, run_dir, runner_for, hub, Redactor(pairs), state, max_requests, notify)
         limiter = anyio.Semaphore(concurrency)
         phase_s = config.timeouts.phase_s
-        async with anyio.create_task_group() as outer:
-            async with anyio.create_task_group() as tg:
+        try:
+            async with anyio.create_task_group() as outer:
+                async with anyio.create_task_group() as tg:
 
-                async def phase_watchdog() -> None:
-                    await anyio.sleep(phase_s)
-                    state.stop_reason = (
-                        state.stop_reason or f"the phase ran past timeouts.phase_s ({phase_s:g} s)"
-                    )
-                    tg.cancel_scope.cancel()
+                    async def phase_watchdog() -> None:
+                        await anyio.sleep(phase_s)
+                        state.stop_reason = (
+                            state.stop_reason or f"the phase ran past timeouts.phase_s ({phase_s:g} s)"
+                        )
+                        tg.cancel_scope.cancel()
 
-                outer.start_soon(phase_watchdog)
-                for attempt in attempts:
-                    tg.start_soon(engine.attempt, attempt, limiter, tg)
-            outer.cancel_scope.cancel()  # every attempt is over: the watchdog has nothing left to guard
+                    outer.start_soon(phase_watchdog)
+                    for attempt in attempts:
+                        tg.start_soon(engine.attempt, attempt, limiter, tg)
+                outer.cancel_scope.cancel()  # every attempt is over: the watchdog has nothing left to guard
+        except BaseExceptionGroup as group:
+            raise _user_error_in(group) from None
     if state.halt is not None:
         raise state.halt
     return state
