@@ -7,12 +7,13 @@ live emailindex server, and the converted trace is checked against the proxy's j
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import anyio
 import pytest
-from fakes.agent_cli import isolated_home, require_cli
+from fakes.agent_cli import isolated_home, process_alive, require_cli, stalling_binary
 from fakes.agent_scenarios import (
     FINAL,
     FIRST_ARGS,
@@ -232,3 +233,16 @@ def test_the_model_must_speak_anthropic(
     )
     with pytest.raises(UserError, match="runs Anthropic models"):
         claude_model_env(make_request(config, tmp_path, ProviderSpec(provider="openai", model="gpt-4o")))
+
+
+def test_a_timed_out_run_keeps_what_the_agent_did(tmp_path: Path, emailindex_dir: Path, emailindex_db: Path):
+    lines = fixture_lines("find-first.jsonl")
+    first_result = next(n for n, line in enumerate(lines) if json.loads(line)["type"] == "user")
+    binary, child_file = stalling_binary(tmp_path, FIXTURES / "find-first.jsonl", first_result + 1)
+    config = write_config(tmp_path, emailindex_dir, emailindex_db)
+    request = make_request(config, tmp_path, ProviderSpec(provider="anthropic", model="claude-fake-1"))
+    output = anyio.run(ClaudeCodeRunner(binary=binary).run, dataclasses.replace(request, timeout_s=3.0))
+    assert (output.status, output.status_reason) == ("timeout", "no final answer within the task's 3 s")
+    assert [step.kind for step in output.steps] == ["model", "tool_call"]
+    assert output.steps[1].structured_content == {"count": 0}
+    assert not process_alive(int(child_file.read_text()))

@@ -8,6 +8,7 @@ live emailindex server, and the converted trace is checked against the proxy's j
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import re
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from fakes.agent_cli import isolated_home, require_cli
+from fakes.agent_cli import isolated_home, process_alive, require_cli, stalling_binary
 from fakes.agent_scenarios import (
     FINAL,
     FIRST_ARGS,
@@ -261,9 +262,9 @@ def test_a_timeout_stops_the_whole_process_group_and_keeps_the_output(tmp_path: 
     assert result.stdout_lines[1:] == ["working"]
     child = int(result.stdout_lines[0])
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _alive(child):
+    while time.monotonic() < deadline and process_alive(child):
         time.sleep(0.05)
-    assert not _alive(child), "the CLI's child survived the timeout"
+    assert not process_alive(child), "the CLI's child survived the timeout"
 
 
 def test_a_cli_gets_its_prompt_on_stdin_and_its_exit_code(tmp_path: Path):
@@ -280,19 +281,22 @@ def test_a_cli_gets_its_prompt_on_stdin_and_its_exit_code(tmp_path: Path):
     assert (result.returncode, result.timed_out, result.stdout_lines) == (3, False, [repr(PROMPT)])
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead for our purpose
-        return Path(f"/proc/{pid}/status").read_text().find("State:\tZ") < 0
-    except OSError:
-        return True
-
-
 def test_export_fixture_is_not_modified_by_conversion():
     export = export_fixture()
     before = copy.deepcopy(export)
     convert_opencode_export(export, server_name="emailindex")
     assert export == before
+
+
+def test_a_timed_out_run_keeps_what_the_agent_did(tmp_path: Path, emailindex_dir: Path, emailindex_db: Path):
+    binary, child_file = stalling_binary(tmp_path, FIXTURES / "find-first.events.jsonl", 4)
+    config = write_config(tmp_path, emailindex_dir, emailindex_db)
+    request = make_request(config, tmp_path, ProviderSpec(provider="openai", model="gpt-4o"))
+    request = dataclasses.replace(request, timeout_s=3.0)
+    started = time.monotonic()
+    output = anyio.run(OpencodeRunner(binary=binary).run, request)
+    assert time.monotonic() - started < 3.0 + 8  # stopped, and no export attempted after the deadline
+    assert (output.status, output.status_reason) == ("timeout", "no final answer within the task's 3 s")
+    assert [step.kind for step in output.steps] == ["model", "tool_call"]
+    assert output.steps[1].tool == "count_emails" and output.steps[0].thinking == [THINKING]
+    assert not process_alive(int(child_file.read_text()))

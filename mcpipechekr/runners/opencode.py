@@ -23,8 +23,9 @@ How one attempt runs:
    title-generation request to the model.
 3. The session id is read from the JSON event stream, and `opencode export
    <session>` gives the whole session, which `convert_opencode_export` turns
-   into the runner's output. If the export fails, the event stream itself
-   (which carries the same parts) is converted instead.
+   into the runner's output. If the export fails, or the attempt timed out
+   (no time is left for a second process), the event stream itself, which
+   carries the same parts, is converted instead.
 
 The conversion: each step (`step-start` … `step-finish`) of an assistant
 message is one model turn — its text parts, its reasoning parts as thinking,
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -57,6 +59,7 @@ from mcpipechekr.runners.cliagent import SecretEnv, SessionFormatError, find_cli
 OPENCODE_ENV_VAR = "MCPIPECHEKR_OPENCODE"
 INSTALL_HINT = "npm install -g opencode-ai"
 EXPORT_TIMEOUT_S = 60.0
+MIN_EXPORT_S = 2.0
 _UNSAFE_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 
 # Keep the agent blind and the run offline-safe; none of these touch the user's credentials.
@@ -157,6 +160,7 @@ class OpencodeRunner:
     async def run(self, request: RunRequest) -> RunnerOutput:
         binary = self.binary or find_cli("opencode", OPENCODE_ENV_VAR, INSTALL_HINT)
         started = utc_now()
+        deadline = time.monotonic() + request.timeout_s
         workdir = request.workdir
         project = workdir / "opencode-project"  # empty: nothing for the agent to read
         project.mkdir(parents=True, exist_ok=True)
@@ -203,7 +207,14 @@ class OpencodeRunner:
                 started_at=started,
                 ended_at=utc_now(),
             )
-        export = await _export(binary, session_id, env=env, cwd=project)
+        # The export is a second opencode process; within the task's time only (a timed-out attempt is
+        # converted from its event stream at once, so the trace is written before the run's deadline).
+        remaining = deadline - time.monotonic()
+        export = None
+        if not result.timed_out and remaining > MIN_EXPORT_S:
+            export = await _export(
+                binary, session_id, env=env, cwd=project, timeout_s=min(EXPORT_TIMEOUT_S, remaining)
+            )
         if export is None:
             export = export_from_events(events, session_id)
         else:
@@ -216,7 +227,7 @@ class OpencodeRunner:
         if result.timed_out:
             output.status = "timeout"
             output.status_reason = f"no final answer within the task's {request.timeout_s:g} s"
-        elif errors and output.status == "completed":
+        elif errors and output.status != "error":
             output.status, output.status_reason = "error", _event_error(errors[-1])
         elif result.returncode not in (0, None) and output.status == "completed":
             output.status = "error"
@@ -226,9 +237,11 @@ class OpencodeRunner:
         return output
 
 
-async def _export(binary: str, session_id: str, *, env: dict[str, str], cwd: Path) -> dict[str, Any] | None:
+async def _export(
+    binary: str, session_id: str, *, env: dict[str, str], cwd: Path, timeout_s: float
+) -> dict[str, Any] | None:
     result = await run_cli(
-        [binary, "export", session_id], env=env, cwd=cwd, stdin_text=None, timeout_s=EXPORT_TIMEOUT_S
+        [binary, "export", session_id], env=env, cwd=cwd, stdin_text=None, timeout_s=timeout_s
     )
     text = "\n".join(result.stdout_lines)
     start = text.find("{")

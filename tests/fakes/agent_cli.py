@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,28 @@ def isolated_home(root: Path) -> dict[str, str]:
     for path in env.values():
         path.mkdir(parents=True, exist_ok=True)
     return {name: str(path) for name, path in env.items()}
+
+
+def stalling_binary(tmp_path: Path, recorded: Path, count: int) -> tuple[str, Path]:
+    """A stand-in CLI that prints `count` recorded lines, then hangs (see stalling_cli.py).
+
+    Returns its path and the file where it writes its child's pid."""
+    lines = tmp_path / "recorded.jsonl"
+    shutil.copy(recorded, lines)
+    script = Path(__file__).resolve().parent / "stalling_cli.py"
+    binary = tmp_path / "agent-cli"
+    binary.write_text(f"#!/bin/sh\nexec '{sys.executable}' '{script}' '{lines}' {count}\n")
+    binary.chmod(0o755)
+    return str(binary), Path(f"{lines}.child")
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process exists and is not a zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead for our purpose
+        return Path(f"/proc/{pid}/status").read_text().find("State:\tZ") < 0
+    except OSError:
+        return True
