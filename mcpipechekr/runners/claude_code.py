@@ -398,7 +398,7 @@ def convert_claude_stream(
                 _tool_call(use, results.get(str(use.get("id"))), turn.timestamp, server_key, len(steps))
             )
 
-    status, reason, final_answer = _outcome(result_event, max_requests, len(ordered))
+    status, reason, final_answer = _outcome(result_event, max_requests)
     times = [turn.timestamp for turn in ordered if turn.timestamp]
     return RunnerOutput(
         status=status,
@@ -462,7 +462,7 @@ def _reconcile_output(turns: list[_Turn], result_event: dict[str, Any] | None) -
 
 
 def _outcome(
-    result: dict[str, Any] | None, max_requests: int | None, turns: int
+    result: dict[str, Any] | None, max_requests: int | None
 ) -> tuple[TraceStatus, str | None, str | None]:
     if result is None:
         return (
