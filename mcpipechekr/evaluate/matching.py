@@ -21,9 +21,10 @@ The agent rarely copies a value byte for byte: it writes `May 14, 2013` for
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass, field
 from datetime import date
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 _MONTHS = {
@@ -51,18 +52,30 @@ _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 _ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ][\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)?\b")
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\.?,?\s+(\d{{4}})\b", re.I)
 _MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+_EDGES = re.compile(r"(?<!\S)[.+-]+|[.+-]+(?!\S)")
+_YEAR = re.compile(r"\d{4}")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
-_NON_WORD = re.compile(r"[^\w@.+-]+|(?<!\w)[.+-]|[.+-](?!\w)")
-_SPACES = re.compile(r"\s+")
+_PUNCTUATION = str.maketrans(
+    {
+        char: " "
+        for char in string.punctuation + "\u2018\u2019\u201c\u201d\u2013\u2014\u2026\u00ab\u00bb\u2022"
+        if char not in "@.+-_"
+    }  # fmt: skip
+)
 LONG_VALUE = 60
 QUOTE_WORDS = 6
 MIN_LENGTH = 3
 
 
 def normalise(text: str) -> str:
-    """Lowercase, thousands separators dropped, punctuation to spaces, whitespace collapsed."""
-    text = _THOUSANDS.sub("", text.lower())
-    return _SPACES.sub(" ", _NON_WORD.sub(" ", text)).strip()
+    """Lowercase, thousands separators dropped, punctuation to spaces, whitespace collapsed.
+
+    `.`, `+`, `-` and `@` stay inside words (`fts.rank`, `a@b.com`, `2013-05-14`) and go at their edges.
+    """
+    text = text.lower()
+    if "," in text:
+        text = _THOUSANDS.sub("", text)
+    return " ".join(_EDGES.sub(" ", text.translate(_PUNCTUATION)).split())
 
 
 def _day(year: str, month: int, day: str) -> str | None:
@@ -75,6 +88,8 @@ def _day(year: str, month: int, day: str) -> str | None:
 def dates_in(text: str) -> set[str]:
     """Every day written in the text, as YYYY-MM-DD."""
     found: set[str] = set()
+    if not _YEAR.search(text):
+        return found  # every form needs a four-digit year
     for match in _ISO_DAY.finditer(text):
         day = _day(match[1], int(match[2]), match[3])
         if day:
@@ -95,6 +110,7 @@ def prepare(text: str) -> tuple[str, set[str]]:
     return normalise(text), dates_in(text)
 
 
+@lru_cache(maxsize=65536)
 def as_day(value: str) -> str | None:
     """The day of an ISO date or date-time string, else None."""
     match = _ISO_DAY.fullmatch(value.strip())
@@ -103,7 +119,13 @@ def as_day(value: str) -> str | None:
 
 @dataclass
 class Haystack:
-    """Text the agent wrote, prepared once for many look-ups."""
+    """Text the agent wrote, prepared once for many look-ups.
+
+    Built from several pieces (`prepared`), it remembers where each piece
+    starts, so one haystack answers "does it appear after step N?" for every
+    N (`contains(value, since=offset)`): a trace is normalised once, not once
+    per tool call.
+    """
 
     texts: list[str] = field(default_factory=list)
 
@@ -111,8 +133,17 @@ class Haystack:
     def prepared(cls, pieces: list[tuple[str, set[str]]]) -> Haystack:
         """From texts already normalised, with their days (see `prepare`): no text is parsed twice."""
         haystack = cls()
-        haystack.__dict__["normalised"] = " " + " ".join(text for text, _ in pieces) + " "
-        haystack.__dict__["days"] = set().union(*(days for _, days in pieces)) if pieces else set()
+        parts, offsets, days = [" "], [], {}
+        position = 1
+        for text, piece_days in pieces:
+            offsets.append(position)
+            for day in piece_days:
+                days[day] = position
+            parts.append(text + " ")
+            position += len(text) + 1
+        haystack.__dict__["normalised"] = "".join(parts)
+        haystack.__dict__["last_day"] = days
+        haystack.offsets = offsets
         return haystack
 
     @cached_property
@@ -120,14 +151,20 @@ class Haystack:
         return " " + " ".join(normalise(text) for text in self.texts) + " "
 
     @cached_property
-    def days(self) -> set[str]:
-        found: set[str] = set()
+    def words(self) -> frozenset[str]:
+        return frozenset(self.normalised.split())
+
+    @cached_property
+    def last_day(self) -> dict[str, int]:
+        """Each day written in the text, with where it last appears (0 when built from plain texts)."""
+        found: dict[str, int] = {}
         for text in self.texts:
-            found |= dates_in(text)
+            for day in dates_in(text):
+                found[day] = 0
         return found
 
-    def contains(self, value: Any, *, strict: bool = False) -> bool:
-        """Whether a scalar value appears in the text, by the rule in this module's docstring.
+    def contains(self, value: Any, *, strict: bool = False, since: int = 0) -> bool:
+        """Whether a scalar value appears in the text at or after position `since`, by the module's rule.
 
         `strict` looks for short values too (as whole words): right for an expected answer such as
         a count of 7, wrong for guessing whether a field was read.
@@ -137,18 +174,30 @@ class Haystack:
         text = str(value)
         if len(text.strip()) < MIN_LENGTH and not strict:
             return True
+        haystack = self.normalised
+        floor = max(0, since - 1)  # a match's leading space sits just before its piece
         if isinstance(value, str):
             day = as_day(value)
             if day is not None:
-                return day in self.days or f" {normalise(value)} " in self.normalised
-        needle = normalise(text)
+                return (
+                    self.last_day.get(day, -1) >= since or haystack.rfind(f" {_normalised(value)} ") >= floor
+                )
+        needle = _normalised(text)
         if not needle:
             return True
-        if f" {needle} " in self.normalised:
+        if haystack.rfind(f" {needle} ") >= floor:
             return True
         if len(text) > LONG_VALUE:
             words = needle.split(" ")
+            known = self.words
+            if sum(word in known for word in words) < min(QUOTE_WORDS, len(words)):
+                return False  # fewer of its words in the text than any quote of it needs
             for start in range(0, max(1, len(words) - QUOTE_WORDS + 1)):
-                if f" {' '.join(words[start : start + QUOTE_WORDS])} " in self.normalised:
+                if haystack.rfind(f" {' '.join(words[start : start + QUOTE_WORDS])} ") >= floor:
                     return True
         return False
+
+
+@lru_cache(maxsize=65536)
+def _normalised(text: str) -> str:
+    return normalise(text)

@@ -15,6 +15,8 @@ success and the report says correctness was not checked.
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,6 +142,51 @@ def evaluate_trace(
     return TraceOutcome(ctx, success, findings, flag), notes
 
 
+PARALLEL_FROM = 256
+"""Runs with at least this many traces are analysed by forked worker processes (one per core, up to 8)."""
+
+_WORK: tuple[list[TraceContext], Sequence[Analyzer], float] | None = None
+
+
+def _evaluate_chunk(
+    bounds: tuple[int, int],
+) -> list[tuple[list[Finding], bool, ReviewFlag | None, list[str]]]:
+    assert _WORK is not None
+    contexts, analyzers, threshold = _WORK
+    out = []
+    for ctx in contexts[bounds[0] : bounds[1]]:
+        outcome, notes = evaluate_trace(ctx, analyzers, threshold)
+        out.append((outcome.findings, outcome.success, outcome.flag, notes))
+    return out
+
+
+def _evaluate_all(
+    contexts: list[TraceContext], analyzers: Sequence[Analyzer], threshold: float
+) -> list[tuple[TraceOutcome, list[str]]]:
+    """evaluate_trace on every context, in order; forked workers share the work on big runs.
+
+    Workers inherit the traces by fork (nothing is pickled on the way in) and send back only the
+    findings, so the result is the same as a serial evaluation, in the same order.
+    """
+    workers = min(8, os.cpu_count() or 1)
+    if len(contexts) < PARALLEL_FROM or workers < 2 or "fork" not in mp.get_all_start_methods():
+        return [evaluate_trace(ctx, analyzers, threshold) for ctx in contexts]
+    global _WORK
+    _WORK = (contexts, analyzers, threshold)
+    size = -(-len(contexts) // (workers * 4))
+    chunks = [(start, min(start + size, len(contexts))) for start in range(0, len(contexts), size)]
+    try:
+        with mp.get_context("fork").Pool(workers) as pool:
+            parts = pool.map(_evaluate_chunk, chunks)
+    finally:
+        _WORK = None
+    results = [item for part in parts for item in part]
+    return [
+        (TraceOutcome(ctx, success, findings, flag), notes)
+        for ctx, (findings, success, flag, notes) in zip(contexts, results, strict=True)
+    ]
+
+
 def task_stats(outcomes: list[TraceOutcome], k: int = DEFAULT_K) -> list[TaskStats]:
     """Per task and provider: success rate with its Wilson interval, pass@k, pass^k, calls and tokens."""
     groups: dict[tuple[str, str], list[TraceOutcome]] = {}
@@ -199,8 +246,7 @@ def evaluate_contexts(
     outcomes: list[TraceOutcome] = []
     all_notes = list(notes)
     occurrences: list[Occurrence] = []
-    for ctx in contexts:
-        outcome, trace_notes = evaluate_trace(ctx, chosen, threshold)
+    for ctx, (outcome, trace_notes) in zip(contexts, _evaluate_all(contexts, chosen, threshold), strict=True):
         outcomes.append(outcome)
         all_notes.extend(trace_notes)
         occurrences.extend(Occurrence(finding, ctx, price(finding, ctx)) for finding in outcome.findings)

@@ -32,8 +32,13 @@ def leaves(data: Any, path: str = "") -> list[tuple[str, str, Any]]:
     return out
 
 
-def _field_tokens(key: str, value: Any) -> int:
-    return estimate_tokens(orjson.dumps({key: value}, default=str))
+def _field_bytes(key: str, value: Any) -> int:
+    """Bytes of `"key":value,` in compact JSON; summed, then turned into tokens once."""
+    return (
+        len(key)
+        + 4
+        + (len(value.encode()) + 2 if isinstance(value, str) else len(orjson.dumps(value, default=str)))
+    )
 
 
 @dataclass
@@ -69,22 +74,32 @@ class UnreadFields:
                 pieces.append(prepare(" ".join([step.text, *step.thinking])))
             else:
                 pieces.append(prepare(orjson.dumps(step.arguments, default=str).decode()))
-        final = prepare(ctx.trace.final_answer or "")
+        pieces.append(prepare(ctx.trace.final_answer or ""))
+        haystack = Haystack.prepared(pieces)
         per_tool: dict[str, dict[str, Any]] = {}
         for call in ctx.calls:
             data = result_json(call)
             if call.is_error or data is None:
                 continue
-            haystack = Haystack.prepared(pieces[call.index + 1 :] + [final])
-            entry = per_tool.setdefault(call.tool, {"read": set(), "tokens": {}, "steps": [], "total": 0})
+            since = haystack.offsets[call.index + 1]
+            entry = per_tool.setdefault(
+                call.tool, {"read": set(), "tokens": {}, "steps": [], "total": 0, "seen": set()}
+            )
             entry["steps"].append(call.index)
             data_tokens = estimate_tokens(data) or 1
             scale = call.result_tokens_estimated / data_tokens
             entry["total"] += call.result_tokens_estimated
             for path, key, value in leaves(data):
-                entry["tokens"][path] = entry["tokens"].get(path, 0) + _field_tokens(key, value) * scale
-                if path not in entry["read"] and haystack.contains(value):
+                entry["tokens"][path] = entry["tokens"].get(path, 0) + _field_bytes(key, value) * scale / 4
+                if path in entry["read"]:
+                    continue
+                seen = (path, value, since) if isinstance(value, str | int | float) else None
+                if seen is not None and seen in entry["seen"]:
+                    continue  # the same value after the same step: already known to be unread
+                if haystack.contains(value, since=since):
                     entry["read"].add(path)
+                elif seen is not None:
+                    entry["seen"].add(seen)
         findings = []
         for tool, entry in sorted(per_tool.items()):
             unread = {path: tokens for path, tokens in entry["tokens"].items() if path not in entry["read"]}
