@@ -118,6 +118,9 @@ def test_opencode_runs_the_task_through_the_proxy(tmp_path: Path, emailindex_dir
     # The planted secret reached the server (through the environment) but no file written here.
     leaks = [path for path in files_containing(tmp_path, SECRET) if path.name != "config.yaml"]
     assert leaks == []
+    # opencode worked in the attempt's empty folder, not in the folder the tests run from.
+    export = json.loads((request.workdir / "opencode-export.json").read_text())
+    assert export["info"]["directory"] == str(request.workdir / "opencode-project")
     assert {"mcpipechekr-opencode.json", "opencode-export.json", "opencode-events.jsonl"} <= {
         path.name for path in request.workdir.iterdir()
     }

@@ -8,7 +8,7 @@ Missing: the test is skipped with the install command, except under CI (`CI`
 set), where a missing CLI fails the test, so CI cannot silently run less.
 
 `isolated_home` is the environment that keeps a CLI away from the user's
-files: HOME and every XDG folder in a temp folder.
+files (HOME and every XDG folder in a temp folder) and off the network.
 """
 
 from __future__ import annotations
@@ -39,8 +39,14 @@ def require_cli(program: str, env_var: str) -> str:
     pytest.skip(message)
 
 
+CLOSED_REGISTRY = "http://127.0.0.1:9/"
+"""npm's registry for the CLIs under test: opencode installs `@opencode-ai/plugin` into its config
+folder in the background at every start; pointed here it fails at once (harmlessly) instead of
+reaching the network."""
+
+
 def isolated_home(root: Path) -> dict[str, str]:
-    """HOME and XDG_* under `root`, so no user config is read or written."""
+    """HOME and XDG_* under `root`, so no user config is read or written; npm's registry closed."""
     env = {
         "HOME": root / "home",
         "XDG_CONFIG_HOME": root / "xdg" / "config",
@@ -50,7 +56,7 @@ def isolated_home(root: Path) -> dict[str, str]:
     }
     for path in env.values():
         path.mkdir(parents=True, exist_ok=True)
-    return {name: str(path) for name, path in env.items()}
+    return {**{name: str(path) for name, path in env.items()}, "npm_config_registry": CLOSED_REGISTRY}
 
 
 def stalling_binary(tmp_path: Path, recorded: Path, count: int) -> tuple[str, Path]:
