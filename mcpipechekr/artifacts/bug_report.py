@@ -120,7 +120,7 @@ class TaskStats(ArtifactModel):
         default=None, description="Phase 1 provider of these runs (a run may compare several)."
     )
     min_calls: int | None = Field(
-        default=None, ge=0, description="Known minimum of tool calls (min_calls, reference calls or baseline)."
+        default=None, ge=0, description="Known minimum of tool calls (min_calls, reference calls, baseline)."
     )
     mean_calls: float | None = Field(default=None, ge=0.0, description="Mean tool calls per run.")
     call_ratio: float | None = Field(
