@@ -220,3 +220,17 @@ def test_phase2_model_writes_the_narrative_and_adds_validated_bugs(project: tupl
     assert "You review how an AI agent used the tools" in prompt and "find-first__demo__r001" in prompt
     narrative = (run / "phase2_narrative.md").read_text()
     assert narrative.index("add a date sort first") < narrative.index("## Bugs")
+
+
+def test_forked_workers_give_the_serial_report(
+    project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mcpipechekr.evaluate.runner as runner
+
+    config_path, run = project
+    config = load_config(config_path)
+    serial = evaluate_run(config, run).model_dump(exclude={"evaluated_at"})
+    monkeypatch.setattr(runner, "PARALLEL_FROM", 2)
+    monkeypatch.setattr(runner, "PARALLEL_MIN_CORES", 2)
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
+    assert evaluate_run(config, run).model_dump(exclude={"evaluated_at"}) == serial

@@ -144,6 +144,8 @@ def evaluate_trace(
 
 PARALLEL_FROM = 256
 """Runs with at least this many traces are analysed by forked worker processes (one per core, up to 8)."""
+PARALLEL_MIN_CORES = 4
+"""Fewer cores than this: serial. On two busy cores the workers only fight each other."""
 
 _WORK: tuple[list[TraceContext], Sequence[Analyzer], float] | None = None
 
@@ -169,7 +171,11 @@ def _evaluate_all(
     findings, so the result is the same as a serial evaluation, in the same order.
     """
     workers = min(8, os.cpu_count() or 1)
-    if len(contexts) < PARALLEL_FROM or workers < 2 or "fork" not in mp.get_all_start_methods():
+    if (
+        len(contexts) < PARALLEL_FROM
+        or workers < PARALLEL_MIN_CORES
+        or "fork" not in mp.get_all_start_methods()
+    ):
         return [evaluate_trace(ctx, analyzers, threshold) for ctx in contexts]
     global _WORK
     _WORK = (contexts, analyzers, threshold)
