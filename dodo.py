@@ -3,6 +3,26 @@
 The task definitions live in mcpipechekr/graph.py; this file only exposes them to doit.
 """
 
-from mcpipechekr.graph import DOIT_CONFIG, task_check, task_health, task_lint, task_loop, task_workspace
+from mcpipechekr.graph import (
+    DOIT_CONFIG,
+    task_baseline,
+    task_check,
+    task_evaluate,
+    task_health,
+    task_lint,
+    task_loop,
+    task_trace,
+    task_workspace,
+)
 
-__all__ = ["DOIT_CONFIG", "task_check", "task_health", "task_lint", "task_loop", "task_workspace"]
+__all__ = [
+    "DOIT_CONFIG",
+    "task_baseline",
+    "task_check",
+    "task_evaluate",
+    "task_health",
+    "task_lint",
+    "task_loop",
+    "task_trace",
+    "task_workspace",
+]

@@ -12,19 +12,24 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
 from mcpipechekr._util.console import console
-from mcpipechekr.artifacts import AcceptedRisk, write_model
+from mcpipechekr.artifacts import AcceptedRisk, list_runs, list_traces, write_model
+from mcpipechekr.baseline import build_baseline, require_baseline
 from mcpipechekr.check.runner import run_check, write_check_report
 from mcpipechekr.config import PHASES, Config, ConfigOverrides, load_config
 from mcpipechekr.errors import UserError
+from mcpipechekr.evaluate import evaluate_run
 from mcpipechekr.lint import confirm_lint_risks, lint, lint_gate, write_tef_report
 from mcpipechekr.lint.risks import blocking_findings
 from mcpipechekr.pipeline import HarnessRun, harness_run
+from mcpipechekr.providers import ProviderSpec
+from mcpipechekr.runners.execute import run_phase1
 from mcpipechekr.server.lifecycle import ServerUnderTest, describe_target
 from mcpipechekr.server.workspace import prepare_repo
 
@@ -41,6 +46,17 @@ DOIT_CONFIG: dict[str, Any] = {
 CONFIG_PARAMS: list[dict[str, Any]] = [
     {"name": "config", "long": "config", "default": "config.yaml", "help": "The config file."},
 ]
+RUN_PARAMS: list[dict[str, Any]] = [
+    {"name": "repeat", "long": "repeat", "type": int, "default": 1, "help": "Attempts per task (Phase 1)."},
+    {"name": "concurrency", "long": "concurrency", "type": int, "default": 4, "help": "Attempts at once."},
+]
+REGENERATE_PARAM: dict[str, Any] = {
+    "name": "regenerate_baseline",
+    "long": "regenerate-baseline",
+    "type": bool,
+    "default": False,
+    "help": "Baseline the selected tasks again, replacing their entries.",
+}
 PROVIDER_PARAMS: list[dict[str, Any]] = [
     {
         "name": f"{phase}_provider",
@@ -162,15 +178,69 @@ def _lint_step(run: HarnessRun) -> bool:
     return False
 
 
-def run_loop(config: str, task_ids: list[str], tags: list[str], **providers: str) -> None:
-    """Open a run on the configured server, check it and lint its tool descriptions."""
+def _trace_step(run: HarnessRun, providers: list[ProviderSpec], repeat: int, concurrency: int) -> None:
+    """Phase 1: every selected task, blind, with each provider → traces/ (and journals/)."""
+    paths = run_phase1(run.config, run.run_dir, run.tasks, providers, repeat=repeat, concurrency=concurrency)
+    run.manifest.providers.phase1 = ", ".join(str(spec) for spec in providers)
+    console.print(f"trace: {len(paths)} trace(s) → {run.run_dir.traces}")
+
+
+def _evaluate_step(run: HarnessRun) -> None:
+    """Phase 2: traces against the baseline → bug_report.json and phase2_narrative.md."""
+    report = evaluate_run(run.config, run.run_dir)
+    top = report.bugs[0] if report.bugs else None
+    console.print(
+        f"evaluate: {len(report.bugs)} bug(s)"
+        + (f", highest token_cost_of_gap {top.token_cost_of_gap:,} ({top.id})" if top else "")
+        + f" → {run.run_dir.bug_report}"
+    )
+    for bug in report.bugs:
+        console.print(f"  {bug.id}  {bug.type}  gap {bug.token_cost_of_gap:,} tokens  x{bug.occurrences}")
+
+
+def run_loop(
+    config: str, task_ids: list[str], tags: list[str], repeat: int = 1, concurrency: int = 4, **providers: str
+) -> None:
+    """One iteration of the loop: check, lint (gate), trace blind, evaluate against the baseline."""
     cfg = _config(config, **providers)
+    require_baseline(cfg)  # before any cost: the loop needs the accepted answers to judge against
     with harness_run(cfg, task_ids, tags) as run:
         console.print(_summary_table(run))
         _check_step(run)
         if not _lint_step(run):
             raise UserError("the loop stopped at the lint gate (see above)")
+        _trace_step(run, [cfg.providers.for_phase("phase1")], repeat, concurrency)
+        _evaluate_step(run)
         console.print(f"run folder: {run.run_dir.root}")
+
+
+def run_baseline(
+    config: str, task_ids: list[str], tags: list[str], regenerate_baseline: bool, **providers: str
+) -> None:
+    """Phase 0 → runs/baseline.json: only tasks without an entry, unless --regenerate-baseline."""
+    outcome = build_baseline(
+        _config(config, **providers), task_ids=task_ids, tags=tags, regenerate=regenerate_baseline
+    )
+    console.print(
+        f"baseline: {len(outcome.baselined)} task(s) baselined, {len(outcome.kept)} kept → {outcome.path}"
+    )
+    if outcome.problems:
+        raise UserError("; ".join(outcome.problems))
+
+
+def run_trace_only(
+    config: str, task_ids: list[str], tags: list[str], repeat: int = 1, concurrency: int = 4, **providers: str
+) -> None:
+    """Open a run and trace the selected tasks with the phase-1 provider."""
+    cfg = _config(config, **providers)
+    with harness_run(cfg, task_ids, tags) as run:
+        _trace_step(run, [cfg.providers.for_phase("phase1")], repeat, concurrency)
+
+
+def evaluate_one(config: str, run_root: str, **providers: str) -> None:
+    """Evaluate one run's traces (Phase 2)."""
+    report = evaluate_run(_config(config, **providers), run_root)
+    console.print(f"{Path(run_root).name}: {len(report.bugs)} bug(s) → {Path(run_root) / 'bug_report.json'}")
 
 
 def run_check_only(config: str) -> None:
@@ -221,11 +291,53 @@ def task_lint() -> dict[str, Any]:
     }
 
 
+def task_baseline() -> dict[str, Any]:
+    """Phase 0: the accepted answer of each task → runs/baseline.json (new tasks only, unless asked)."""
+    return {
+        "actions": [(_report_errors(run_baseline),)],
+        "params": CONFIG_PARAMS + SELECTION_PARAMS + PROVIDER_PARAMS + [REGENERATE_PARAM],
+        "uptodate": [False],
+        "verbosity": 2,
+    }
+
+
+def task_trace() -> dict[str, Any]:
+    """Phase 1: run the tasks blind with the phase-1 provider → runs/{run-id}/traces/."""
+    return {
+        "actions": [(_report_errors(run_trace_only),)],
+        "params": CONFIG_PARAMS + SELECTION_PARAMS + RUN_PARAMS + PROVIDER_PARAMS,
+        "uptodate": [False],
+        "verbosity": 2,
+    }
+
+
+def task_evaluate() -> Iterator[dict[str, Any]]:
+    """Phase 2: each run's traces against the baseline → bug_report.json (rebuilt when they change)."""
+    yield {"basename": "evaluate", "name": None, "doc": task_evaluate.__doc__}
+    try:
+        runs = list_runs(load_config("config.yaml").paths.runs)
+    except UserError:
+        runs = []  # no usable config.yaml here: nothing to evaluate, and `doit list` still works
+    for run in runs:
+        deps = [*map(str, list_traces(run)), *([str(run.baseline)] if run.baseline.exists() else [])]
+        if not deps:
+            continue
+        yield {
+            "name": run.run_id,
+            "actions": [
+                (_report_errors(evaluate_one), [], {"config": "config.yaml", "run_root": str(run.root)})
+            ],
+            "file_dep": deps,
+            "targets": [str(run.bug_report), str(run.phase2_narrative)],
+            "verbosity": 2,
+        }
+
+
 def task_loop() -> dict[str, Any]:
     """Run the pipeline on the configured server (the bundled example by default)."""
     return {
         "actions": [(_report_errors(run_loop),)],
-        "params": CONFIG_PARAMS + SELECTION_PARAMS + PROVIDER_PARAMS,
+        "params": CONFIG_PARAMS + SELECTION_PARAMS + RUN_PARAMS + PROVIDER_PARAMS,
         "uptodate": [False],
         "verbosity": 2,
     }

@@ -14,7 +14,16 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from mcpipechekr.artifacts import CheckReport, Manifest, TefReport, ToolsSnapshot, list_runs, read_model
+from mcpipechekr.artifacts import (
+    BugReport,
+    CheckReport,
+    Manifest,
+    TefReport,
+    ToolsSnapshot,
+    list_runs,
+    list_traces,
+    read_model,
+)
 from mcpipechekr.cli import main
 from mcpipechekr.config import load_config
 from mcpipechekr.errors import ServerHalt
@@ -51,7 +60,12 @@ def doit(project: Path, env: dict[str, str], *args: str) -> subprocess.Completed
 
 @pytest.mark.slow
 def test_doit_loop_on_the_bundled_example(project: Path, emailindex_env: dict[str, str]) -> None:
-    first = doit(project, emailindex_env, "loop")
+    # without a baseline the loop refuses to start and says what to do
+    refused = doit(project, emailindex_env, "loop")
+    assert refused.returncode != 0 and "doit baseline" in refused.stdout + refused.stderr
+    assert list_runs(project / "runs") == []
+
+    first = doit(project, emailindex_env, "baseline", "loop")
     assert first.returncode == 0, first.stdout + first.stderr
     runs = list_runs(project / "runs")
     assert len(runs) == 1
@@ -76,6 +90,16 @@ def test_doit_loop_on_the_bundled_example(project: Path, emailindex_env: dict[st
     tef = read_model(runs[0].tef_report, TefReport)
     assert tef.selector == "lexical-bm25" and tef.tools_hash == tools.tools_hash
     assert tef.summary.errors == 0 and tef.summary.misleading_tools == 0
+    # ...then ran every task blind with the demo model and evaluated the traces
+    assert len(list_traces(runs[0])) == len(manifest.task_ids)
+    bugs = read_model(runs[0].bug_report, BugReport)
+    ids = [bug.id for bug in bugs.bugs]
+    assert "GAP-no-date-sort-query-email-database" in ids
+    assert "BUG-no-such-column-fts-rank-query-email-database" in ids
+    assert [b.token_cost_of_gap for b in bugs.bugs] == sorted(
+        (b.token_cost_of_gap for b in bugs.bugs), reverse=True
+    )
+    assert runs[0].phase2_narrative.read_text().strip()
 
     # a second loop gets a new run folder and reuses the workspace repository as it is
     second = doit(project, emailindex_env, "loop", "--task", "find-first-email-ron-chinn")
@@ -189,7 +213,7 @@ def test_the_loop_stops_at_the_lint_gate_until_the_risk_is_accepted(project: Pat
         "  health:\n    timeout_s: 20\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "CI"}
-    stopped = doit(project, env, "loop", "--config", str(config))
+    stopped = doit(project, env, "baseline", "--config", str(config), "loop", "--config", str(config))
     assert stopped.returncode != 0
     assert "stopped before Phase 1" in stopped.stdout and "sync_notes" in stopped.stdout
     (run,) = list_runs(tmp_path / "runs")
