@@ -275,11 +275,16 @@ class ThresholdsConfig(_Strict):
 
 
 class TimeoutsConfig(_Strict):
-    """Wall-clock limits in seconds; all must be positive."""
+    """Wall-clock limits in seconds, and the model-request budget of one attempt."""
 
     tool_call_s: float = Field(default=60.0, gt=0, description="One tool call to the server under test.")
     task_s: float = Field(default=600.0, gt=0, description="One agent run of one task.")
     phase_s: float = Field(default=3600.0, gt=0, description="One whole phase (all tasks and repetitions).")
+    max_requests: int = Field(
+        default=50,
+        ge=1,
+        description="Model requests one Phase 1 attempt may make; reaching it ends it as incomplete.",
+    )
 
 
 class PathsConfig(_Strict):
@@ -410,9 +415,10 @@ class Config(_Strict):
     @property
     def redactor(self) -> Redactor:
         """Scrubs this config's secrets: env-substituted values -> `${NAME}`, header/env values -> `***`."""
-        return Redactor(self._replacements())
+        return Redactor(self.secret_pairs())
 
-    def _replacements(self) -> list[tuple[str, str]]:
+    def secret_pairs(self) -> list[tuple[str, str]]:
+        """(secret value, what replaces it) for every secret this config knows; the redactor's input."""
         masked = [(value, MASK) for value in self._masked_values()]
         # Substituted values come last and so win over the mask: `${NAME}` says more than `***`.
         return masked + list(self._secrets)
@@ -439,7 +445,7 @@ class Config(_Strict):
             for key, value in mapping.items():
                 scrubbed = substituted.redact(value)
                 mapping[key] = scrubbed if scrubbed != value else MASK
-        return Redactor(self._replacements(), exact_min_length=1).redact(dump)
+        return Redactor(self.secret_pairs(), exact_min_length=1).redact(dump)
 
     @property
     def config_hash(self) -> str:

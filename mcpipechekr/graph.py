@@ -29,7 +29,7 @@ from mcpipechekr.lint import confirm_lint_risks, lint, lint_gate, write_tef_repo
 from mcpipechekr.lint.risks import blocking_findings
 from mcpipechekr.pipeline import HarnessRun, harness_run
 from mcpipechekr.providers import ProviderSpec
-from mcpipechekr.runners.execute import run_phase1
+from mcpipechekr.runners.execute import phase1_for_run
 from mcpipechekr.server.lifecycle import ServerUnderTest, describe_target
 from mcpipechekr.server.workspace import prepare_repo
 
@@ -180,8 +180,7 @@ def _lint_step(run: HarnessRun) -> bool:
 
 def _trace_step(run: HarnessRun, providers: list[ProviderSpec], repeat: int, concurrency: int) -> None:
     """Phase 1: every selected task, blind, with each provider → traces/ (and journals/)."""
-    paths = run_phase1(run.config, run.run_dir, run.tasks, providers, repeat=repeat, concurrency=concurrency)
-    run.manifest.providers.phase1 = ", ".join(str(spec) for spec in providers)
+    paths = phase1_for_run(run, providers, repeat=repeat, concurrency=concurrency)
     console.print(f"trace: {len(paths)} trace(s) → {run.run_dir.traces}")
 
 

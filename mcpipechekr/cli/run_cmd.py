@@ -15,7 +15,7 @@ from mcpipechekr.errors import UserError
 from mcpipechekr.pipeline import harness_run
 from mcpipechekr.providers import ProviderSpec, parse_provider
 from mcpipechekr.runners.base import DEMO_MODEL_LABEL
-from mcpipechekr.runners.execute import DEFAULT_CONCURRENCY, DEFAULT_MAX_REQUESTS, phase1_for_run
+from mcpipechekr.runners.execute import DEFAULT_CONCURRENCY, phase1_for_run
 from mcpipechekr.runners.registry import AGENT_RUNNERS, DEFAULT_RUNNER
 
 
@@ -94,9 +94,9 @@ def _summary(paths: list[Path]) -> Table:
 @click.option(
     "--max-requests",
     type=click.IntRange(min=1),
-    default=DEFAULT_MAX_REQUESTS,
-    show_default=True,
-    help="Model requests one attempt may make; reaching it ends that attempt as incomplete.",
+    default=None,
+    help="Model requests one attempt may make; reaching it ends that attempt as incomplete "
+    "[default: timeouts.max_requests, 50].",
 )
 @click.pass_context
 def run_command(
@@ -105,7 +105,7 @@ def run_command(
     runner: str,
     repeat: int,
     concurrency: int,
-    max_requests: int,
+    max_requests: int | None,
     task_ids: tuple[str, ...],
     tags: tuple[str, ...],
     **_: object,
@@ -136,7 +136,7 @@ def run_command(
             repeat=repeat,
             concurrency=concurrency,
             runner=runner,
-            max_requests=max_requests,
+            max_requests=max_requests or config.timeouts.max_requests,
         )
     console.print(_summary(paths), soft_wrap=True)
     console.print(f"{len(paths)} trace(s) in {run.run_dir.traces}")

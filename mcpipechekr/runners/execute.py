@@ -136,7 +136,7 @@ PROVIDER_KEY_ENV: dict[str, str] = {
 
 def redaction_pairs(config: Config, providers: Sequence[ProviderSpec] = ()) -> list[tuple[str, str]]:
     """Secret values and their replacements: the config's, plus the API keys the providers use."""
-    pairs = list(config._replacements())  # the config's secrets, as its own redactor sees them
+    pairs = list(config.secret_pairs())  # the config's secrets, as its own redactor sees them
     names = {PROVIDER_KEY_ENV[spec.provider] for spec in providers if spec.provider in PROVIDER_KEY_ENV}
     names.update(
         endpoint.api_key_env
@@ -393,7 +393,7 @@ def run_phase1(
     concurrency: int = DEFAULT_CONCURRENCY,
     runner_for: RunnerFor | None = None,
     runner: str = DEFAULT_RUNNER,
-    max_requests: int = DEFAULT_MAX_REQUESTS,
+    max_requests: int | None = None,
     progress: bool = True,
 ) -> list[Path]:
     """Run every task with every provider `repeat` times; returns the trace files written, in plan order.
@@ -417,7 +417,7 @@ def run_phase1(
                 attempts,
                 runner_for,
                 concurrency=concurrency,
-                max_requests=max_requests,
+                max_requests=max_requests or config.timeouts.max_requests,
                 on_change=display.update if display else None,
             )
         )
@@ -434,7 +434,7 @@ def phase1_for_run(
     repeat: int = 1,
     concurrency: int = DEFAULT_CONCURRENCY,
     runner: str = DEFAULT_RUNNER,
-    max_requests: int = DEFAULT_MAX_REQUESTS,
+    max_requests: int | None = None,
     runner_for: RunnerFor | None = None,
     progress: bool = True,
 ) -> list[Path]:
