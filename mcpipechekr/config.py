@@ -28,8 +28,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     ValidationError,
@@ -38,6 +36,7 @@ from pydantic import (
     model_validator,
 )
 
+from mcpipechekr._util.fields import StrictModel
 from mcpipechekr._util.hashing import sha256_json
 from mcpipechekr._util.yamlsrc import (
     ConfigFileError,
@@ -58,12 +57,6 @@ if TYPE_CHECKING:
 DEFAULT_CONFIG_FILE = "config.yaml"
 PHASES = ("phase0", "phase05", "phase1", "phase2", "phase3")
 MASK = "***"
-
-
-class _Strict(BaseModel):
-    """Unknown keys are errors: a typo in config.yaml must not be silently ignored."""
-
-    model_config = ConfigDict(extra="forbid")
 
 
 def _stringify_numbers(value: Any) -> Any:
@@ -93,7 +86,7 @@ def _absolute(path: str | None, base_dir: Path) -> str | None:
     return str(candidate if candidate.is_absolute() else (base_dir / candidate).resolve())
 
 
-class LaunchSpec(_Strict):
+class LaunchSpec(StrictModel):
     """A process to start: the stdio server itself, or the command that brings an HTTP server up."""
 
     command: str = Field(
@@ -128,14 +121,14 @@ class LaunchSpec(_Strict):
         return self.model_copy(update={"cwd": _absolute(self.cwd, base_dir)})
 
 
-class HealthConfig(_Strict):
+class HealthConfig(StrictModel):
     """What "healthy" means: tools/list answers with at least `min_tools` tools within `timeout_s`."""
 
     timeout_s: float = Field(default=30.0, gt=0, description="Seconds allowed for start-up plus tools/list.")
     min_tools: int = Field(default=1, ge=0, description="Fewest tools a healthy server lists.")
 
 
-class ServerConfig(_Strict):
+class ServerConfig(StrictModel):
     """The MCP server under test: either a stdio launch or a streamable-HTTP URL."""
 
     name: str = Field(default="server", description="Short name used in reports and logs.")
@@ -204,7 +197,7 @@ def _demo() -> ProviderSpec:
     return ProviderSpec(provider=DEMO)
 
 
-class ProvidersConfig(_Strict):
+class ProvidersConfig(StrictModel):
     """Which model runs each phase, as provider strings, plus named OpenAI-compatible endpoints."""
 
     # Declared first: pydantic validates fields in order, so the phase validators can see the endpoint names.
@@ -245,7 +238,7 @@ class ProvidersConfig(_Strict):
         return self.endpoints.get(spec.provider) or BUILTIN_ENDPOINTS.get(spec.provider)
 
 
-class ThresholdsConfig(_Strict):
+class ThresholdsConfig(StrictModel):
     """Cut-offs for findings; all are fractions in [0, 1]."""
 
     tef_precision_warning: float = Field(
@@ -274,7 +267,7 @@ class ThresholdsConfig(_Strict):
     )
 
 
-class TimeoutsConfig(_Strict):
+class TimeoutsConfig(StrictModel):
     """Wall-clock limits in seconds, and the model-request budget of one attempt."""
 
     tool_call_s: float = Field(default=60.0, gt=0, description="One tool call to the server under test.")
@@ -287,7 +280,7 @@ class TimeoutsConfig(_Strict):
     )
 
 
-class PathsConfig(_Strict):
+class PathsConfig(StrictModel):
     """Where inputs and outputs live; relative paths are taken from config.yaml's folder."""
 
     tasks: Path = Field(default=Path("tasks.yaml"), description="The task file.")
@@ -300,7 +293,7 @@ class PathsConfig(_Strict):
         )
 
 
-class CheckConfig(_Strict):
+class CheckConfig(StrictModel):
     """`mcpipechekr check`: what the server should offer, the cases to run, and response budgets."""
 
     cases: Path | None = Field(
@@ -334,7 +327,7 @@ class CheckConfig(_Strict):
         )
 
 
-class LoopConfig(_Strict):
+class LoopConfig(StrictModel):
     """The reviewed fix loop."""
 
     max_iterations: int = Field(default=3, ge=1, description="Most evaluate-fix-verify rounds in one `loop`.")
@@ -387,7 +380,7 @@ class Redactor:
         return value
 
 
-class Config(_Strict):
+class Config(StrictModel):
     """The effective configuration: config.yaml with `${ENV}` values and command-line overrides applied."""
 
     server: ServerConfig = Field(description="The MCP server under test.")

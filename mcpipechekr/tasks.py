@@ -13,13 +13,13 @@ are reported together with every other mistake.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import Field, PrivateAttr, ValidationError, field_validator
 
+from mcpipechekr._util.fields import StrictModel, not_blank, slug_checker
 from mcpipechekr._util.hashing import sha256_json
 from mcpipechekr._util.yamlsrc import (
     ConfigFileError,
@@ -33,34 +33,17 @@ from mcpipechekr._util.yamlsrc import (
 from mcpipechekr.errors import UserError
 
 DEFAULT_TASKS_FILE = "tasks.yaml"
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-_SLUG_RULE = "must be a slug: lowercase letters, digits and '-', starting with a letter or digit"
+_SLUG, _SLUG_RULE, _slug = slug_checker(underscore=False, example="find-first-email")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-def _slug(value: str) -> str:
-    if not _SLUG.match(value):
-        raise ValueError(f"{_SLUG_RULE}, e.g. find-first-email")
-    return value
-
-
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be empty")
-    return value
-
-
-class ReferenceCall(_Strict):
+class ReferenceCall(StrictModel):
     """One tool call of the known-good solution."""
 
     tool: str = Field(min_length=1, description="Name of the server's tool.")
     arguments: dict[str, Any] = Field(default_factory=dict, description="The call's arguments, as JSON.")
 
 
-class Task(_Strict):
+class Task(StrictModel):
     """One task an agent is given, with what is known about its answer."""
 
     task_id: str = Field(description="Unique slug naming the task in reports and file names.")
@@ -81,7 +64,7 @@ class Task(_Strict):
     tags: list[str] = Field(default_factory=list, description="Slugs for selecting tasks with --tag.")
 
     _id = field_validator("task_id")(_slug)
-    _prompt = field_validator("prompt")(_not_blank)
+    _prompt = field_validator("prompt")(not_blank)
 
     @field_validator("tags")
     @classmethod
@@ -92,16 +75,16 @@ class Task(_Strict):
         return tags
 
 
-class SelectionCase(_Strict):
+class SelectionCase(StrictModel):
     """A query and the tool that should answer it, for the tool-selection lint."""
 
     query: str = Field(description="What a user asks.")
     expected_tool: str = Field(min_length=1, description="The tool that should be picked for the query.")
 
-    _query = field_validator("query")(_not_blank)
+    _query = field_validator("query")(not_blank)
 
 
-class TaskFile(_Strict):
+class TaskFile(StrictModel):
     """The whole tasks.yaml."""
 
     tasks: list[Task] = Field(min_length=1, description="The tasks, in the order they run.")

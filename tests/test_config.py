@@ -78,7 +78,7 @@ def test_defaults_fill_everything_but_the_server(tmp_path):
         "overlap": 0.85,
         "misleading_confidence": 0.8,
     }
-    assert dump["timeouts"] == {"tool_call_s": 60.0, "task_s": 600.0, "phase_s": 3600.0}
+    assert dump["timeouts"] == {"tool_call_s": 60.0, "task_s": 600.0, "phase_s": 3600.0, "max_requests": 50}
     assert dump["loop"] == {"max_iterations": 3}
     assert dump["providers"] == {"endpoints": {}, **{phase: "demo" for phase in config_module.PHASES}}
     assert config.paths.tasks == tmp_path / "tasks.yaml"
@@ -697,7 +697,8 @@ def test_every_field_is_documented():
     ):
         for field_name, info in model.model_fields.items():
             default = f"{info.default:g}"
-            assert f"| `{field_name}` | number | {default} |" in doc, f"{name}.{field_name} default {default}"
+            kind = "integer >= 1" if info.annotation is int else "number"
+            assert f"| `{field_name}` | {kind} | {default} |" in doc, f"{name}.{field_name} default {default}"
     for flag in (
         "--command",
         "--url",

@@ -16,14 +16,11 @@ with every validation error. docs/check_cases.md documents every field.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     ValidationError,
@@ -31,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from mcpipechekr._util.fields import StrictModel, not_blank, slug_checker
 from mcpipechekr._util.yamlsrc import (
     ConfigFileError,
     Loc,
@@ -42,30 +40,13 @@ from mcpipechekr._util.yamlsrc import (
 )
 from mcpipechekr.check.pointer import check_pointer, parse_reference, step_references
 
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-_SLUG_RULE = "must be a slug: lowercase letters, digits, '-' and '_', starting with a letter or digit"
+_SLUG, _SLUG_RULE, _slug = slug_checker(underscore=True, example="find-by-sender")
 
 Scalar = str | int | float | bool | None
 Pointer = Annotated[str, AfterValidator(check_pointer)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-def _slug(value: str) -> str:
-    if not _SLUG.match(value):
-        raise ValueError(f"{_SLUG_RULE}, e.g. find-by-sender")
-    return value
-
-
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be empty")
-    return value
-
-
-class SortedBy(_Strict):
+class SortedBy(StrictModel):
     """The list at `path` must be ordered by the value at `key` inside each item."""
 
     path: Pointer = Field(description="JSON Pointer to the list, e.g. /structuredContent/emails.")
@@ -73,7 +54,7 @@ class SortedBy(_Strict):
     order: Literal["asc", "desc"] = Field(default="asc", description="asc: smallest first; desc: largest.")
 
 
-class TopKContains(_Strict):
+class TopKContains(StrictModel):
     """Search relevance: the first `k` items of the list must include every one of `values`."""
 
     path: Pointer = Field(description="JSON Pointer to the ranked list.")
@@ -87,7 +68,7 @@ class TopKContains(_Strict):
     )
 
 
-class Expect(_Strict):
+class Expect(StrictModel):
     """What a call's answer must satisfy. Every expectation that fails is reported, not only the first."""
 
     outcome: Literal["ok", "error"] = Field(
@@ -136,7 +117,7 @@ class Expect(_Strict):
         return self
 
 
-class Quality(_Strict):
+class Quality(StrictModel):
     """Structural checks of a response's shape (quality layer, ids QC-02 to QC-04)."""
 
     has_headers: bool | None = Field(
@@ -150,7 +131,7 @@ class Quality(_Strict):
     )
 
 
-class Step(_Strict):
+class Step(StrictModel):
     """One call of a case: a workflow step, a cleanup call, or the whole of a single-call case."""
 
     id: str = Field(description="Slug naming the step; later steps reference it as ${steps.ID...}.")
@@ -165,7 +146,7 @@ class Step(_Strict):
     _id = field_validator("id")(_slug)
 
 
-class Case(_Strict):
+class Case(StrictModel):
     """One functional case: a single call, or steps with cleanup."""
 
     id: str = Field(description="Unique slug; the check's id is FC:<id>.")
@@ -223,16 +204,16 @@ class Case(_Strict):
         return self.id if self.single else f"{self.id}/{step.id}"
 
 
-class OptIn(_Strict):
+class OptIn(StrictModel):
     """A tool the cases may call although it is destructive or not read-only."""
 
     tool: str = Field(min_length=1, description="The tool's name.")
     reason: str = Field(description="Why calling it in a check is safe (e.g. cleanup deletes what it makes).")
 
-    _reason = field_validator("reason")(_not_blank)
+    _reason = field_validator("reason")(not_blank)
 
 
-class CasesFile(_Strict):
+class CasesFile(StrictModel):
     """The whole cases file."""
 
     opt_in: list[OptIn] = Field(
