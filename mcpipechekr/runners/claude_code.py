@@ -56,7 +56,14 @@ from mcpipechekr.artifacts.atomic import atomic_write_json
 from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, Usage, tool_call_from_result
 from mcpipechekr.errors import UserError
 from mcpipechekr.runners.base import AgentServer, RunnerName, RunnerOutput, RunRequest, TraceStatus
-from mcpipechekr.runners.cliagent import SecretEnv, SessionFormatError, chdir_command, find_cli, run_cli
+from mcpipechekr.runners.cliagent import (
+    CliAgentRunner,
+    SecretEnv,
+    SessionFormatError,
+    chdir_command,
+    find_cli,
+    run_cli,
+)
 
 CLAUDE_ENV_VAR = "MCPIPECHEKR_CLAUDE"
 INSTALL_HINT = "npm install -g @anthropic-ai/claude-code"
@@ -108,22 +115,10 @@ def claude_model_env(request: RunRequest) -> tuple[str, dict[str, str]]:
     return spec.model, {}
 
 
-class ClaudeCodeRunner:
+class ClaudeCodeRunner(CliAgentRunner):
     """Runs one task attempt with the Claude Code CLI (see the module docstring)."""
 
     name: ClassVar[RunnerName] = "claude-code"
-
-    def __init__(
-        self,
-        *,
-        binary: str | None = None,
-        keep_builtin_tools: bool = False,
-        env: dict[str, str] | None = None,
-    ):
-        """`env` is added to the CLI's environment (tests point HOME and XDG_* at a temp folder)."""
-        self.binary = binary
-        self.keep_builtin_tools = keep_builtin_tools
-        self.env = dict(env or {})
 
     def argv(self, binary: str, request: RunRequest, mcp_config: Path, model: str) -> list[str]:
         key = claude_server_key(request.server.name)

@@ -195,3 +195,19 @@ async def run_cli(
         if process.returncode is None:
             await _stop(process)
     return CliResult(process.returncode, stdout, "\n".join(stderr), timed_out)
+
+
+class CliAgentRunner:
+    """What the agent-CLI runners share: the binary to use, whether built-in tools stay, extra env."""
+
+    def __init__(
+        self,
+        *,
+        binary: str | None = None,
+        keep_builtin_tools: bool = False,
+        env: dict[str, str] | None = None,
+    ):
+        """`env` is added to the CLI's environment (tests point HOME and XDG_* at a temp folder)."""
+        self.binary = binary
+        self.keep_builtin_tools = keep_builtin_tools
+        self.env = dict(env or {})

@@ -54,7 +54,7 @@ from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.atomic import atomic_write_json
 from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, Usage, tool_call_from_result
 from mcpipechekr.runners.base import AgentServer, RunnerName, RunnerOutput, RunRequest, TraceStatus
-from mcpipechekr.runners.cliagent import SecretEnv, SessionFormatError, find_cli, run_cli
+from mcpipechekr.runners.cliagent import CliAgentRunner, SecretEnv, SessionFormatError, find_cli, run_cli
 
 OPENCODE_ENV_VAR = "MCPIPECHEKR_OPENCODE"
 INSTALL_HINT = "npm install -g opencode-ai"
@@ -140,22 +140,10 @@ def _mcp_entry(server: AgentServer, secrets: SecretEnv, timeout_ms: int) -> dict
     }
 
 
-class OpencodeRunner:
+class OpencodeRunner(CliAgentRunner):
     """Runs one task attempt with the opencode CLI (see the module docstring)."""
 
     name: ClassVar[RunnerName] = "opencode"
-
-    def __init__(
-        self,
-        *,
-        binary: str | None = None,
-        keep_builtin_tools: bool = False,
-        env: dict[str, str] | None = None,
-    ):
-        """`env` is added to the CLI's environment (tests point HOME and XDG_* at a temp folder)."""
-        self.binary = binary
-        self.keep_builtin_tools = keep_builtin_tools
-        self.env = dict(env or {})
 
     async def run(self, request: RunRequest) -> RunnerOutput:
         binary = self.binary or find_cli("opencode", OPENCODE_ENV_VAR, INSTALL_HINT)
