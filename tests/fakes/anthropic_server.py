@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from fakes.scripted_http import ScriptedHTTPServer
 
 
 @dataclass
@@ -85,8 +85,11 @@ def error_reply(status: int, message: str) -> Reply:
 Responder = Callable[[dict[str, Any]], Reply]
 
 
-class FakeAnthropic:
+class FakeAnthropic(ScriptedHTTPServer[Reply]):
     """The server; use it as a context manager. `base_url` has no /v1 (clients append it)."""
+
+    url_suffix = ""
+    error_reply = staticmethod(error_reply)
 
     def __init__(
         self,
@@ -96,63 +99,10 @@ class FakeAnthropic:
         max_requests: int = 1000,
         max_body: int = 8_000_000,
     ):
-        self.responder = responder
+        super().__init__(responder, max_requests, max_body)
         self.model = model
-        self.max_requests = max_requests
-        self.max_body = max_body
-        self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
-        self._queue: deque[Reply] = deque()
-        self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    def enqueue(self, *replies: Reply) -> None:
-        with self._lock:
-            self._queue.extend(replies)
-
-    def _next_reply(self, body: dict[str, Any]) -> Reply:
-        with self._lock:
-            if len(self.requests) >= self.max_requests:
-                return error_reply(500, f"fake server: more than {self.max_requests} requests")
-            self.requests.append(body)
-            if self._queue:
-                return self._queue.popleft()
-        if self.responder is not None:
-            try:
-                return self.responder(body)
-            except Exception as exc:  # a broken responder must show up in the test, not hang it
-                return error_reply(500, f"fake server: responder failed: {type(exc).__name__}: {exc}")
-        return error_reply(500, "fake server: no scripted reply left and no responder")
-
-    @property
-    def base_url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("FakeAnthropic is not running; use it in a `with` block")
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> FakeAnthropic:
-        fake = self
-
-        class Handler(_Handler):
-            owner = fake
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05})
-        self._thread.daemon = True
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
 
     # --- answers ------------------------------------------------------------------------------
 
@@ -341,3 +291,6 @@ def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
                 block for block in content if isinstance(block, dict) and block.get("type") == "tool_result"
             ]
     return results
+
+
+FakeAnthropic.handler = _Handler

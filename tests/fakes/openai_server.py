@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from fakes.scripted_http import ScriptedHTTPServer
 
 
 @dataclass
@@ -86,8 +86,11 @@ def error_reply(status: int, message: str) -> Reply:
 Responder = Callable[[dict[str, Any]], Reply]
 
 
-class FakeOpenAI:
+class FakeOpenAI(ScriptedHTTPServer[Reply]):
     """The server; use it as a context manager. `base_url` ends in /v1 like OpenAI's."""
+
+    url_suffix = "/v1"
+    error_reply = staticmethod(error_reply)
 
     def __init__(
         self,
@@ -97,66 +100,9 @@ class FakeOpenAI:
         max_requests: int = 1000,
         max_body: int = 4_000_000,
     ):
-        self.responder = responder
+        super().__init__(responder, max_requests, max_body)
         self.model = model
-        self.max_requests = max_requests
-        self.max_body = max_body
-        self.requests: list[dict[str, Any]] = []
-        self._queue: deque[Reply] = deque()
-        self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    # --- script -------------------------------------------------------------------------------
-
-    def enqueue(self, *replies: Reply) -> None:
-        with self._lock:
-            self._queue.extend(replies)
-
-    def _next_reply(self, body: dict[str, Any]) -> Reply:
-        with self._lock:
-            if len(self.requests) >= self.max_requests:
-                return error_reply(500, f"fake server: more than {self.max_requests} requests")
-            self.requests.append(body)
-            if self._queue:
-                return self._queue.popleft()
-        if self.responder is not None:
-            try:
-                return self.responder(body)
-            except Exception as exc:  # a broken responder must show up in the test, not hang it
-                return error_reply(500, f"fake server: responder failed: {type(exc).__name__}: {exc}")
-        return error_reply(500, "fake server: no scripted reply left and no responder")
-
-    # --- lifecycle ----------------------------------------------------------------------------
-
-    @property
-    def base_url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("FakeOpenAI is not running; use it in a `with` block")
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def __enter__(self) -> FakeOpenAI:
-        fake = self
-
-        class Handler(_Handler):
-            owner = fake
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05})
-        self._thread.daemon = True
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
 
     # --- answers ------------------------------------------------------------------------------
 
@@ -283,3 +229,6 @@ def last_user_text(body: dict[str, Any]) -> str:
                 return content
             return "".join(part.get("text", "") for part in content or [] if isinstance(part, dict))
     return ""
+
+
+FakeOpenAI.handler = _Handler
