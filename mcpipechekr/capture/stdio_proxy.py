@@ -8,9 +8,11 @@ lines: each line is forwarded byte for byte and recorded in the journal. Two
 threads pump the two directions with blocking reads, which costs a few
 microseconds per message and needs no event loop.
 
-Ordering: a line from the agent is journaled *before* it is forwarded, and a
-line from the server *after*, so a request's record always precedes its
-response's, and the large results are never delayed by the journal.
+Ordering: every line is journaled *before* it is forwarded, in both
+directions, so the journal's order is the order the other side could act on:
+a request's record precedes its response's, and a response's record precedes
+whatever the agent sends after reading it. The timestamp is taken when the
+line arrives, so the journal write does not count in a call's latency.
 
 Lifecycle:
 - the agent closes stdin (it is done): the server's stdin is closed, it gets
@@ -149,7 +151,7 @@ class StdioProxy:
         out = self.agent_out
         agent_gone = False
         for line in iter(self.process.stdout.readline, b""):
-            t = time_monotonic()
+            self.writer.message("to_agent", line, time_monotonic())
             if not agent_gone:
                 try:
                     out.write(line)
@@ -157,7 +159,6 @@ class StdioProxy:
                 except (BrokenPipeError, ValueError, OSError):
                     agent_gone = True
                     self.stop()
-            self.writer.message("to_agent", line, t)
 
     def _terminate(self, process: subprocess.Popen[bytes]) -> None:
         """Give the server `grace_s` to exit after its stdin closed, then SIGTERM, then SIGKILL."""
