@@ -48,6 +48,7 @@ from mcpipechekr._util.yamlsrc import (
     interpolate,
     load_yaml,
     problems_from_validation,
+    unique_problems,
 )
 from mcpipechekr.providers import BUILTIN_ENDPOINTS, DEMO, EndpointConfig, ProviderSpec, parse_provider
 
@@ -509,7 +510,7 @@ def load_config(
     except ValidationError as exc:
         problems.extend(_config_problems(doc, exc, sources, skip=[loc for loc, _ in substituted.problems]))
     if problems or config is None:
-        raise ConfigFileError(sorted(_unique(problems), key=lambda problem: problem.line or 0))
+        raise ConfigFileError(sorted(unique_problems(problems), key=lambda problem: problem.line or 0))
 
     config = config.model_copy(
         update={
@@ -557,8 +558,3 @@ def _config_problems(
             )
         problems.append(problem)
     return problems
-
-
-def _unique(problems: list[Problem]) -> list[Problem]:
-    seen: set[Problem] = set()
-    return [problem for problem in problems if not (problem in seen or seen.add(problem))]

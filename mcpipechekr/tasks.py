@@ -17,18 +17,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, PrivateAttr, ValidationError, field_validator
+from pydantic import Field, PrivateAttr, field_validator
 
 from mcpipechekr._util.fields import StrictModel, not_blank, slug_checker
 from mcpipechekr._util.hashing import sha256_json
 from mcpipechekr._util.yamlsrc import (
-    ConfigFileError,
     Loc,
     Problem,
     YamlDocument,
     field_path,
     load_yaml,
-    problems_from_validation,
+    validate_document,
 )
 from mcpipechekr.errors import UserError
 
@@ -136,19 +135,9 @@ def _item(data: Any, key: str, index: int) -> Any:
 def load_tasks(path: str | Path = DEFAULT_TASKS_FILE) -> TaskFile:
     """Read and validate tasks.yaml; raise ConfigFileError listing every problem with its line."""
     doc = load_yaml(path, what="task file")
-    problems = _duplicate_ids(doc)
-    taskfile: TaskFile | None = None
-    try:
-        taskfile = TaskFile.model_validate(doc.data)
-    except ValidationError as exc:
-        problems.extend(
-            problems_from_validation(
-                doc, exc, TaskFile, describe=lambda loc: describe_task_loc(doc.data, loc)
-            )
-        )
-    if problems or taskfile is None:
-        problems.sort(key=lambda problem: problem.line or 0)
-        raise ConfigFileError(problems)
+    taskfile = validate_document(
+        doc, TaskFile, problems=_duplicate_ids(doc), describe=lambda loc: describe_task_loc(doc.data, loc)
+    )
     taskfile._source = doc
     return taskfile
 

@@ -24,7 +24,7 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import yaml
 from dotenv import dotenv_values
@@ -441,3 +441,34 @@ def _unwrap_optional(annotation: Any) -> Any:
         if len(args) == 1:
             return args[0]
     return annotation
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def unique_problems(problems: list[Problem]) -> list[Problem]:
+    """Each problem once, in the order found (two checks may see the same mistake)."""
+    return list(dict.fromkeys(problems))
+
+
+def validate_document(
+    doc: YamlDocument,
+    model: type[ModelT],
+    *,
+    problems: list[Problem] | None = None,
+    describe: Describe = describe_field,
+) -> ModelT:
+    """Validate a loaded file; raise ConfigFileError with every problem, once each, in line order.
+
+    `problems` are those found before validation (duplicate ids, references);
+    the model's own errors are added to them so the user sees all at once.
+    """
+    found = list(problems or [])
+    value: ModelT | None = None
+    try:
+        value = model.model_validate(doc.data)
+    except ValidationError as exc:
+        found.extend(problems_from_validation(doc, exc, model, describe=describe))
+    if found or value is None:
+        raise ConfigFileError(sorted(unique_problems(found), key=lambda problem: problem.line or 0))
+    return value

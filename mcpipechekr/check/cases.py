@@ -23,20 +23,18 @@ from pydantic import (
     AfterValidator,
     Field,
     PrivateAttr,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
 from mcpipechekr._util.fields import StrictModel, not_blank, slug_checker
 from mcpipechekr._util.yamlsrc import (
-    ConfigFileError,
     Loc,
     Problem,
     YamlDocument,
     field_path,
     load_yaml,
-    problems_from_validation,
+    validate_document,
 )
 from mcpipechekr.check.pointer import check_pointer, parse_reference, step_references
 
@@ -280,25 +278,11 @@ def describe_case_loc(data: Any, loc: Loc) -> str:
 def load_cases(path: str | Path) -> CasesFile:
     """Read and validate a cases file; raise ConfigFileError listing every problem with its line."""
     doc = load_yaml(path, what="cases file")
-    problems = _raw_problems(doc)
-    cases: CasesFile | None = None
-    try:
-        cases = CasesFile.model_validate(doc.data)
-    except ValidationError as exc:
-        problems.extend(
-            problems_from_validation(
-                doc, exc, CasesFile, describe=lambda loc: describe_case_loc(doc.data, loc)
-            )
-        )
-    if problems or cases is None:
-        problems.sort(key=lambda problem: problem.line or 0)
-        raise ConfigFileError(_unique(problems))
+    cases = validate_document(
+        doc, CasesFile, problems=_raw_problems(doc), describe=lambda loc: describe_case_loc(doc.data, loc)
+    )
     cases._source = doc
     return cases
-
-
-def _unique(problems: list[Problem]) -> list[Problem]:
-    return list(dict.fromkeys(problems))
 
 
 def _raw_problems(doc: YamlDocument) -> list[Problem]:
