@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import math
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
+from fakes.net import free_port, wait_port  # noqa: E402
 from fakes.openai_server import FakeOpenAI, Reply, text_reply, tool_call_reply  # noqa: E402
 
 from mcpipechekr.artifacts.trace import read_trace  # noqa: E402
@@ -107,9 +107,7 @@ def main() -> None:
     ):
         workdir = Path(tmp) / "emailindex"
         shutil.copytree(EXAMPLE, workdir, ignore=shutil.ignore_patterns("__pycache__"))
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+        port = free_port()
         server = subprocess.Popen(
             [sys.executable, "server.py", "--http", str(port)],
             cwd=workdir,
@@ -117,15 +115,7 @@ def main() -> None:
             stderr=subprocess.DEVNULL,
         )
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.05)
+            wait_port(port, server, timeout_s=30)
             config = Config(
                 server=ServerConfig(name="emailindex", url=f"http://127.0.0.1:{port}/mcp"),
                 providers={"endpoints": {"fake": EndpointConfig(base_url=fake.base_url)}},

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,6 +32,9 @@ from mcpipechekr.capture import HttpCaptureProxy, journal_tool_calls, proxy_serv
 from mcpipechekr.config import ServerConfig
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+from fakes.net import free_port, wait_port  # noqa: E402
+
 EXAMPLE = REPO / "examples" / "emailindex"
 TOOL, ARGS = "count_emails", {"sender": "Dana Whitfield"}
 TARGET_MS = 2.0
@@ -73,12 +75,6 @@ def report(label: str, direct: list[float], proxied: list[float]) -> bool:
     return ok
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -102,7 +98,7 @@ def main() -> None:
         print(f"{opts.calls} calls of {TOOL} each way; stdio journal recorded {recorded} calls")
         ok = report("stdio", direct, proxied)
 
-        port = _free_port()
+        port = free_port()
         server = subprocess.Popen(
             [sys.executable, "server.py", "--http", str(port)],
             cwd=workdir,
@@ -111,15 +107,7 @@ def main() -> None:
         )
         try:
             url = f"http://127.0.0.1:{port}/mcp"
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.05)
+            wait_port(port, server, timeout_s=30)
             direct_http = measure(url, opts.calls)
             with HttpCaptureProxy(url) as proxy:
                 route = proxy.route(Path(tmp) / "http.jsonl")
