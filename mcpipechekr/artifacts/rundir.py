@@ -105,8 +105,13 @@ class RunDir:
 
     @property
     def review(self) -> Path:
-        """Phase 3: the review of proposed fixes."""
+        """The human's decision on the bug report: approve (with annotations) or exit."""
         return self.root / "review.json"
+
+    @property
+    def fix_record(self) -> Path:
+        """Phase 3: each bug the fix loop worked on, its commit, and the server's health after it."""
+        return self.root / "fix.json"
 
     @property
     def session_summary(self) -> Path:
@@ -134,6 +139,7 @@ class RunDir:
             "bug_report",
             "phase2_narrative",
             "review",
+            "fix_record",
             "session_summary",
             "server_stderr_log",
         )
