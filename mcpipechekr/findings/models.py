@@ -50,6 +50,12 @@ class Finding(ArtifactModel):
     defect_class: DefectClass = Field(description="What kind of defect it is (see docs/findings.md).")
     hint: str = Field(min_length=1, description="One line: the server-side fix this class usually needs.")
     severity: Severity = Field(description="How much it hurts; capped at medium without a probe.")
+    probe: bool = Field(
+        default=True,
+        description="Whether a fix can be checked automatically (a generated case for a captured "
+        "finding, the loop's next run for a bug-report one); without a probe a finding stays open "
+        "until closed by hand.",
+    )
     err_code: str | None = Field(default=None, description="The most frequent error code.")
     err_codes: list[str] = Field(default_factory=list, description="Every distinct error code seen.")
     rate: float = Field(ge=0.0, le=1.0, description="Observed failure rate of the group.")
