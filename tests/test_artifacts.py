@@ -19,6 +19,7 @@ from mcpipechekr._util.hashing import sha256_bytes
 from mcpipechekr._util.tokens import estimate_tokens
 from mcpipechekr.artifacts import (
     AcceptedRisk,
+    Annotation,
     Baseline,
     BaselineEntry,
     Bug,
@@ -34,6 +35,7 @@ from mcpipechekr.artifacts import (
     Overlap,
     PhaseProviders,
     ResponseSize,
+    Review,
     RunDir,
     SecurityFinding,
     ServerRef,
@@ -331,6 +333,19 @@ def make_check_report() -> CheckReport:
     )
 
 
+def make_review() -> Review:
+    report = make_bug_report()
+    return Review(
+        run_id=report.run_id,
+        decision="approve",
+        annotations=[Annotation(text="prefer a sort_order parameter", by="dana", at=T0)],
+        decided_by="dana",
+        decided_at=T0 + timedelta(minutes=5),
+        bug_report_hash=sha256_bytes(b"bug report"),
+        bug_ids=[bug.id for bug in report.bugs],
+    )
+
+
 SAMPLES = {
     "manifest": make_manifest,
     "baseline": make_baseline,
@@ -339,6 +354,7 @@ SAMPLES = {
     "trace": make_trace,
     "tools_snapshot": make_tools_snapshot,
     "check_report": make_check_report,
+    "review": make_review,
 }
 
 

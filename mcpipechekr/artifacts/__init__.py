@@ -45,6 +45,7 @@ from mcpipechekr.artifacts.check_report import (
     ResponseSize,
 )
 from mcpipechekr.artifacts.manifest import Manifest, PhaseProviders, ServerRef
+from mcpipechekr.artifacts.review import Annotation, Review, ReviewDecision
 from mcpipechekr.artifacts.rundir import (
     RunDir,
     baseline_path,
@@ -106,6 +107,7 @@ __all__ = [
     "SCHEMA_MODELS",
     "SHA256_PATTERN",
     "AcceptedRisk",
+    "Annotation",
     "ArtifactModel",
     "Baseline",
     "BaselineEntry",
@@ -118,6 +120,8 @@ __all__ = [
     "ModelTurn",
     "Overlap",
     "PhaseProviders",
+    "Review",
+    "ReviewDecision",
     "RunDir",
     "SecurityFinding",
     "ServerRef",

@@ -18,6 +18,7 @@ from mcpipechekr.artifacts.baseline import Baseline
 from mcpipechekr.artifacts.bug_report import BugReport
 from mcpipechekr.artifacts.check_report import CheckReport
 from mcpipechekr.artifacts.manifest import Manifest
+from mcpipechekr.artifacts.review import Review
 from mcpipechekr.artifacts.tef_report import TefReport
 from mcpipechekr.artifacts.tools_snapshot import ToolsSnapshot
 from mcpipechekr.artifacts.trace import Trace
@@ -32,6 +33,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "trace": Trace,
     "tools_snapshot": ToolsSnapshot,
     "check_report": CheckReport,
+    "review": Review,
 }
 """File-format name -> model; each becomes `<name>.schema.json`."""
 
