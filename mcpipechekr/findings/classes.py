@@ -1,0 +1,175 @@
+"""Defect classes: what kind of server-side fix a group of failures needs.
+
+Call records never keep raw error text. What a failure was is read at
+capture time into `err_kind` (exception, validation, timeout, not_found,
+permission, no_response; see `tracker.py`) and kept with the reported
+`err_code`. A failing call's class comes from its `err_kind` when it has
+one, else from its code: a JSON-RPC code (`-32602`), an HTTP status (`404`),
+an errno name, or a symbolic code whose words say it (`RATE_LIMIT_TIMEOUT`).
+`no_response` (the server exited or the session ended before an answer)
+counts as a timeout: the caller waited and got nothing.
+
+When a group's calls point at several classes, the one that comes first in
+``PRECEDENCE`` wins: a crash hides whatever validation the tool would have
+done, and a timeout says more about the server than a not-found it may also
+return. `false_success` is never derived from codes: it is the class of
+groups built from successful calls annotated as false successes. A group
+whose kinds and codes match nothing is `other`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from mcpipechekr.findings.models import DefectClass, Severity
+
+PRECEDENCE: tuple[DefectClass, ...] = (
+    "false_success",
+    "unhandled_exception",
+    "timeout",
+    "permission",
+    "not_found",
+    "validation_error",
+    "other",
+)
+"""Order in which classes win when a group's codes point at several."""
+
+HINTS: dict[DefectClass, str] = {
+    "unhandled_exception": "Catch the exception in the tool and return an error result that says what "
+    "went wrong and how to call the tool instead.",
+    "validation_error": "Validate the arguments up front and name the field, the rule and a valid "
+    "example in the error; make the input schema state the same rule.",
+    "timeout": "Bound the work (limits, paging, an index) or report progress, and answer with a "
+    "retryable error before the client gives up.",
+    "not_found": "Say what was looked up and how to find valid identifiers (which tool lists them) "
+    "instead of a bare not-found.",
+    "permission": "Report the missing permission and how to obtain it; do not advertise tools the "
+    "caller can never use.",
+    "false_success": "Return an error (isError) when the operation did not do what was asked, "
+    "instead of a success with an empty or wrong result.",
+    "efficiency": "Let one call do the job: add the filter, sort or batch parameter agents lack.",
+    "correctness": "Fix the result the tool returns; it disagrees with the reference answer.",
+    "feature_gap": "Add the capability agents reached for and could not find.",
+    "other": "Return errors that say what failed and what the caller should do next.",
+}
+"""One line per class: the server-side fix that class usually needs."""
+
+BASE_SEVERITY: dict[DefectClass, Severity] = {
+    "unhandled_exception": "high",
+    "timeout": "high",
+    "false_success": "high",
+    "permission": "medium",
+    "not_found": "medium",
+    "validation_error": "medium",
+    "efficiency": "medium",
+    "correctness": "high",
+    "feature_gap": "medium",
+    "other": "low",
+}
+"""Severity before the rate and the blast radius raise it (see ``severity_for``)."""
+
+SEVERITY_ORDER: tuple[Severity, ...] = ("low", "medium", "high", "critical")
+
+_EXACT_CODES: dict[str, DefectClass] = {
+    # JSON-RPC
+    "-32603": "unhandled_exception",
+    "-32602": "validation_error",
+    "-32600": "validation_error",
+    "-32700": "validation_error",
+    "-32601": "not_found",
+    "-32002": "not_found",  # MCP: resource not found
+    "-32001": "timeout",  # request timed out (SDK convention)
+    # HTTP
+    "400": "validation_error",
+    "422": "validation_error",
+    "401": "permission",
+    "403": "permission",
+    "404": "not_found",
+    "410": "not_found",
+    "408": "timeout",
+    "504": "timeout",
+    "500": "unhandled_exception",
+    # errno names
+    "enoent": "not_found",
+    "eacces": "permission",
+    "eperm": "permission",
+    "etimedout": "timeout",
+}
+
+_WORD_RULES: tuple[tuple[re.Pattern[str], DefectClass], ...] = (
+    (re.compile(r"exception|internal|crash|traceback|panic|unexpected|unhandled"), "unhandled_exception"),
+    (re.compile(r"time[ _-]?out|timed[ _-]?out|deadline"), "timeout"),
+    (re.compile(r"permission|forbidden|unauthori[sz]ed|denied|access"), "permission"),
+    (re.compile(r"not[ _-]?found|no[ _-]?such|unknown|missing[ _-]?resource"), "not_found"),
+    (re.compile(r"valid|schema|argument|param|bad[ _-]?request|type[ _-]?error"), "validation_error"),
+)
+
+
+def class_of_code(code: str | None) -> DefectClass | None:
+    """The class one error code points at, or None when it says nothing about the defect."""
+    if code is None:
+        return None
+    key = code.strip().lower()
+    if not key:
+        return None
+    if key in _EXACT_CODES:
+        return _EXACT_CODES[key]
+    for pattern, defect in _WORD_RULES:
+        if pattern.search(key):
+            return defect
+    return None
+
+
+KIND_CLASSES: dict[str, DefectClass] = {
+    "exception": "unhandled_exception",
+    "validation": "validation_error",
+    "timeout": "timeout",
+    "no_response": "timeout",
+    "not_found": "not_found",
+    "permission": "permission",
+}
+"""Capture-time `err_kind` → class."""
+
+
+def class_of_failure(err_kind: str | None, err_code: str | None) -> DefectClass | None:
+    """The class of one failing call: its kind when it has one, else its code."""
+    if err_kind is not None and err_kind in KIND_CLASSES:
+        return KIND_CLASSES[err_kind]
+    return class_of_code(err_code)
+
+
+def classify(
+    failures: Iterable[tuple[str | None, str | None]], *, false_success: bool = False
+) -> DefectClass:
+    """The class of a group from the (err_kind, err_code) pairs of its failing calls, by ``PRECEDENCE``."""
+    if false_success:
+        return "false_success"
+    found = {defect for kind, code in failures if (defect := class_of_failure(kind, code)) is not None}
+    for defect in PRECEDENCE:
+        if defect in found:
+            return defect
+    return "other"
+
+
+def severity_for(defect: DefectClass, *, rate_low: float, blast_radius: int, probe: bool = True) -> Severity:
+    """The class's base severity, one step up when the failure is common or widespread.
+
+    Common: the Wilson lower bound of the failure rate is at least 0.5.
+    Widespread: the same error appears in three or more tools. Without a probe
+    (nothing can check a fix automatically) the result is capped at medium.
+    """
+    level = SEVERITY_ORDER.index(BASE_SEVERITY[defect])
+    if rate_low >= 0.5 or blast_radius >= 3:
+        level += 1
+    level = min(level, len(SEVERITY_ORDER) - 1)
+    if not probe:
+        level = min(level, SEVERITY_ORDER.index("medium"))
+    return SEVERITY_ORDER[level]
+
+
+def cap_without_probe(severity: Severity, probe: bool) -> Severity:
+    """Severity as reported: at most medium when no probe can verify a fix."""
+    if probe or SEVERITY_ORDER.index(severity) <= SEVERITY_ORDER.index("medium"):
+        return severity
+    return "medium"

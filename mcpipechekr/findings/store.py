@@ -1,0 +1,137 @@
+"""lifecycle.db: the authoritative store of findings and annotations.
+
+index.db is derived from the journals and can be deleted at any time; what
+people and the loop decided cannot be derived again, so it lives here:
+registered findings (this module's `findings` table), annotations
+(`annotations`), and the lifecycle module's states and verification evidence
+in tables of its own. Each module creates its tables with
+`CREATE TABLE IF NOT EXISTS` on every open, so any command can be the first.
+
+A finding row keeps the finding as JSON without its lifecycle state: the
+state is owned by the lifecycle module and merged in by ``load_findings``.
+Rows are never deleted: a finding whose evidence was lost keeps its last
+metrics and its state. Transactions are short and the file is in WAL mode,
+so a `findings` reader never waits for a `promote` writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Callable, Iterator
+from datetime import datetime
+
+import orjson
+
+from mcpipechekr.artifacts._base import utc_now
+from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.models import Finding, FindingState
+
+BUSY_TIMEOUT_S = 30.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS findings (
+    id TEXT PRIMARY KEY,
+    origin TEXT NOT NULL,
+    bug_id TEXT,
+    body TEXT NOT NULL,
+    sightings TEXT NOT NULL DEFAULT '{}',
+    registered_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS annotations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    note TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'unknown',
+    finding_id TEXT
+);
+CREATE INDEX IF NOT EXISTS annotations_event ON annotations(event_id);
+"""
+
+_STATE_FIELDS = {"state", "streak"}
+
+
+@contextlib.contextmanager
+def lifecycle_connection(home: Home) -> Iterator[sqlite3.Connection]:
+    """A connection to lifecycle.db with this module's tables present; closed on exit.
+
+    Use ``with conn:`` around each write so it is one short transaction.
+    """
+    home.root.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(home.lifecycle_db, timeout=BUSY_TIMEOUT_S)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(_SCHEMA)
+        yield conn
+    finally:
+        conn.close()
+
+
+def finding_body(finding: Finding) -> str:
+    """The stored JSON of a finding: everything but the lifecycle state, keys sorted."""
+    data = finding.model_dump(mode="json", exclude=_STATE_FIELDS)
+    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def upsert_finding(conn: sqlite3.Connection, finding: Finding, *, now: datetime | None = None) -> bool:
+    """Register a finding or refresh its metrics; True when it was new. Call inside a transaction."""
+    stamp = (now or utc_now()).isoformat()
+    body = finding_body(finding)
+    row = conn.execute("SELECT body FROM findings WHERE id = ?", (finding.id,)).fetchone()
+    if row is None:
+        conn.execute(
+            "INSERT INTO findings (id, origin, bug_id, body, registered_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (finding.id, finding.origin, finding.bug_id, body, stamp, stamp),
+        )
+        return True
+    if row[0] != body:
+        conn.execute("UPDATE findings SET body = ?, updated_at = ? WHERE id = ?", (body, stamp, finding.id))
+    return False
+
+
+def stored_findings(conn: sqlite3.Connection) -> list[Finding]:
+    """Every registered finding as stored, state left at its default (open)."""
+    rows = conn.execute("SELECT body FROM findings ORDER BY id").fetchall()
+    return [Finding.model_validate(orjson.loads(body)) for (body,) in rows]
+
+
+StateReader = Callable[[Home, str], tuple[FindingState, int]]
+
+
+def _state_reader() -> StateReader | None:
+    """The lifecycle module's `current_state`, or None where it is not installed."""
+    try:
+        from mcpipechekr.findings.lifecycle import current_state
+    except ModuleNotFoundError as exc:
+        if exc.name == "mcpipechekr.findings.lifecycle":
+            return None
+        raise
+    return current_state
+
+
+def load_findings(home: Home) -> list[Finding]:
+    """Every registered finding with its lifecycle state and streak; [] when nothing is stored."""
+    if not home.lifecycle_db.exists():
+        return []
+    with lifecycle_connection(home) as conn:
+        findings = stored_findings(conn)
+    reader = _state_reader()
+    if reader is None:
+        return findings
+    merged = []
+    for finding in findings:
+        state, streak = reader(home, finding.id)
+        merged.append(finding.model_copy(update={"state": state, "streak": streak}))
+    return merged
+
+
+def load_finding(home: Home, finding_id: str) -> Finding | None:
+    """One registered finding with its state, or None."""
+    for finding in load_findings(home):
+        if finding.id == finding_id:
+            return finding
+    return None
