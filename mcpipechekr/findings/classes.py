@@ -1,20 +1,22 @@
 """Defect classes: what kind of server-side fix a group of failures needs.
 
-Call records never keep raw error text. What a failure was is read at
-capture time into `err_kind` (exception, validation, timeout, not_found,
-permission, no_response; see `tracker.py`) and kept with the reported
-`err_code`. A failing call's class comes from its `err_kind` when it has
-one, else from its code: a JSON-RPC code (`-32602`), an HTTP status (`404`),
-an errno name, or a symbolic code whose words say it (`RATE_LIMIT_TIMEOUT`).
-`no_response` (the server exited or the session ended before an answer)
-counts as a timeout: the caller waited and got nothing.
+Call records never keep raw error text, so a class is decided from the error
+codes a group's failing calls carried (`err_codes`). A code is what the
+server reported (a JSON-RPC code such as `-32602`, an HTTP status such as
+`404`, an errno name, or a symbolic code whose words say it, such as
+`RATE_LIMIT_TIMEOUT`) or, when it reported none, the symbolic code
+``code_for_message`` read from the error text at capture time, before the
+text was dropped: `exception`, `validation`, `timeout`, `not_found`,
+`permission`. Calls that got no answer carry `server_crash` (an unhandled
+exception: the process died) or `no_response` (a timeout: the caller waited
+and got nothing).
 
-When a group's calls point at several classes, the one that comes first in
+When a group's codes point at several classes, the one that comes first in
 ``PRECEDENCE`` wins: a crash hides whatever validation the tool would have
 done, and a timeout says more about the server than a not-found it may also
 return. `false_success` is never derived from codes: it is the class of
 groups built from successful calls annotated as false successes. A group
-whose kinds and codes match nothing is `other`.
+whose codes match nothing is `other`.
 """
 
 from __future__ import annotations
@@ -95,6 +97,9 @@ _EXACT_CODES: dict[str, DefectClass] = {
     "eacces": "permission",
     "eperm": "permission",
     "etimedout": "timeout",
+    # calls that got no answer (see tracker.UNANSWERED)
+    "server_crash": "unhandled_exception",
+    "no_response": "timeout",
 }
 
 _WORD_RULES: tuple[tuple[re.Pattern[str], DefectClass], ...] = (
@@ -121,35 +126,54 @@ def class_of_code(code: str | None) -> DefectClass | None:
     return None
 
 
-KIND_CLASSES: dict[str, DefectClass] = {
-    "exception": "unhandled_exception",
-    "validation": "validation_error",
-    "timeout": "timeout",
-    "no_response": "timeout",
-    "not_found": "not_found",
-    "permission": "permission",
-}
-"""Capture-time `err_kind` → class."""
-
-
-def class_of_failure(err_kind: str | None, err_code: str | None) -> DefectClass | None:
-    """The class of one failing call: its kind when it has one, else its code."""
-    if err_kind is not None and err_kind in KIND_CLASSES:
-        return KIND_CLASSES[err_kind]
-    return class_of_code(err_code)
-
-
-def classify(
-    failures: Iterable[tuple[str | None, str | None]], *, false_success: bool = False
-) -> DefectClass:
-    """The class of a group from the (err_kind, err_code) pairs of its failing calls, by ``PRECEDENCE``."""
+def classify(err_codes: Iterable[str | None], *, false_success: bool = False) -> DefectClass:
+    """The class of a group from every distinct code its failing calls carried, by ``PRECEDENCE``."""
     if false_success:
         return "false_success"
-    found = {defect for kind, code in failures if (defect := class_of_failure(kind, code)) is not None}
+    found = {defect for code in err_codes if (defect := class_of_code(code)) is not None}
     for defect in PRECEDENCE:
         if defect in found:
             return defect
     return "other"
+
+
+_MESSAGE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("exception", re.compile(r"^error executing tool \S+$", re.IGNORECASE)),
+    ("validation", re.compile(r"validation|invalid|malformed|is required|missing required|must be", re.I)),
+    ("timeout", re.compile(r"timed? ?out|timeout|deadline exceeded", re.IGNORECASE)),
+    (
+        "not_found",
+        re.compile(r"not found|no such|does not exist|unknown (?:tool|resource|id)|notfound", re.I),
+    ),
+    (
+        "permission",
+        re.compile(r"permission|forbidden|unauthori[sz]ed|access denied|not (?:allowed|permitted)", re.I),
+    ),
+    (
+        "exception",
+        re.compile(
+            r"traceback \(most recent call last\)|internal (?:server )?error|exception|unexpected error", re.I
+        ),
+    ),
+)
+"""Checked in order; the first match names the code (a validation failure that mentions an exception
+is a validation failure). The MCP Python SDK reports a crash in a tool as the bare
+`Error executing tool NAME`, hence the first rule."""
+
+
+def code_for_message(message: str) -> str | None:
+    """A symbolic error code for an error text that came without one, or None.
+
+    For capture: an MCP tool error (`isError: true`) usually has only text,
+    which is never stored. Deriving the code while the text is at hand keeps
+    the one fact about it that classification needs.
+    """
+    text = message.strip()
+    spaced = text.replace("_", " ")  # NOT_FOUND, permission_denied
+    for code, pattern in _MESSAGE_RULES:
+        if pattern.search(text) or pattern.search(spaced):
+            return code
+    return None
 
 
 def severity_for(defect: DefectClass, *, rate_low: float, blast_radius: int, probe: bool = True) -> Severity:

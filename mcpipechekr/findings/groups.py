@@ -59,8 +59,6 @@ class Group:
     first_seen: datetime
     last_seen: datetime
     err_codes: Counter[str] = field(default_factory=Counter)
-    failure_kinds: Counter[tuple[str | None, str | None]] = field(default_factory=Counter)
-    """(err_kind, err_code) of the failing calls, counted: what the class is decided from."""
     retryable_true: int = 0
     retryable_false: int = 0
     shapes: Counter[str] = field(default_factory=Counter)
@@ -109,10 +107,6 @@ def flatten_shape(shape: object, prefix: str = "") -> dict[str, str]:
         else:
             flat[name] = value if isinstance(value, str) else orjson.dumps(value).decode()
     return flat
-
-
-def _has_column(index: sqlite3.Connection, table: str, column: str) -> bool:
-    return any(row[1] == column for row in index.execute(f"PRAGMA table_info({table})"))
 
 
 def _exclusion_tables(
@@ -175,15 +169,11 @@ def collect_groups(
             " GROUP BY 1, 2, 3, 4"
         ):
             groups[GroupKey(kind, server, tool, template_id)].shapes[shape] = count  # type: ignore[arg-type]
-    kind_column = "c.err_kind" if _has_column(index, "calls", "err_kind") else "NULL"
-    for server, tool, template_id, kind, code, count in index.execute(
-        f"SELECT c.server, c.tool, c.template_id, {kind_column}, c.err_code, COUNT(*) FROM calls c"
-        f" WHERE {_FAILING} GROUP BY 1, 2, 3, 4, 5"
+    for server, tool, template_id, code, count in index.execute(
+        f"SELECT c.server, c.tool, c.template_id, c.err_code, COUNT(*) FROM calls c WHERE {_FAILING}"
+        " AND c.err_code IS NOT NULL GROUP BY 1, 2, 3, 4"
     ):
-        group = groups[GroupKey("error", server, tool, template_id)]
-        group.failure_kinds[(kind, code)] += count
-        if code is not None:
-            group.err_codes[code] += count
+        groups[GroupKey("error", server, tool, template_id)].err_codes[code] = count
     for server, tool, template_id, turns in index.execute(
         "SELECT c.server, c.tool, c.template_id, w.turns FROM failure_windows w"
         f" JOIN calls c ON c.event_id = w.event_id WHERE {_FAILING}"

@@ -103,7 +103,7 @@ def finding_of(scored: ScoredGroup) -> Finding:
     """The finding a scored group stands for."""
     group = scored.group
     key = group.key
-    defect = classify(group.failure_kinds, false_success=key.kind == "false_success")
+    defect = classify(group.err_codes, false_success=key.kind == "false_success")
     return Finding(
         id=key.finding_id,
         origin="captured",
