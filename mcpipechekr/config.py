@@ -21,11 +21,12 @@ any text or JSON a later step is about to write.
 from __future__ import annotations
 
 import shlex
+import string
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import (
     Field,
@@ -334,6 +335,72 @@ class LoopConfig(StrictModel):
     max_iterations: int = Field(default=3, ge=1, description="Most evaluate-fix-verify rounds in one `loop`.")
 
 
+FixAgentName = Literal["opencode", "claude-code", "codex", "aider", "demo", "shell"]
+FIX_PLACEHOLDERS = ("prompt", "prompt_file", "model", "provider_model", "repo", "bug_id", "python")
+"""What a fix agent command may name in braces; see docs/fix.md for each."""
+
+
+def template_fields(template: str) -> list[str]:
+    """The `{name}` placeholders of a command template (`{{`/`}}` are literal braces)."""
+    return [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+
+
+class FixConfig(StrictModel):
+    """Phase 3: which coding agent fixes an approved bug, and how long it may try."""
+
+    agent: FixAgentName = Field(
+        default="opencode",
+        description="The fix agent: a built-in command template (opencode, claude-code, codex, aider, "
+        "demo) or `shell` for the command in `command`.",
+    )
+    command: str | None = Field(
+        default=None,
+        description="With `agent: shell`: the command line, run by /bin/sh in the server's repository, "
+        "with {prompt}, {prompt_file}, {model}, {provider_model}, {repo}, {bug_id}, {python} filled in.",
+    )
+    max_iterations: int = Field(
+        default=5,
+        ge=1,
+        description="Most runs of the agent on one bug before it is recorded as unresolved.",
+    )
+    timeout_s: float = Field(default=1800.0, gt=0, description="Wall-clock limit of one agent run.")
+    exclude: list[str] = Field(
+        default_factory=list,
+        description="Glob patterns (repository-relative) of files the agent may leave behind that are "
+        "never committed, e.g. its own logs.",
+    )
+
+    @field_validator("command")
+    @classmethod
+    def _known_placeholders(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.strip():
+            raise ValueError("must not be empty")
+        try:
+            names = template_fields(value)
+        except ValueError as exc:  # an unmatched brace
+            raise ValueError(f"{exc}; write a literal brace as {{{{ or }}}}") from None
+        unknown = sorted({name for name in names if name not in FIX_PLACEHOLDERS})
+        if unknown:
+            raise ValueError(
+                f"unknown placeholder(s) {', '.join('{' + name + '}' for name in unknown)} "
+                f"(known: {', '.join('{' + name + '}' for name in FIX_PLACEHOLDERS)})"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _command_for_shell(self) -> FixConfig:
+        if self.agent == "shell" and self.command is None:
+            raise ValueError("`agent: shell` needs `command`, the command line that runs your fix agent")
+        if self.agent != "shell" and self.command is not None:
+            raise ValueError(
+                f"`command` is only used with `agent: shell`; `{self.agent}` has a built-in command "
+                "(remove `command`, or set `agent: shell`)"
+            )
+        return self
+
+
 T = TypeVar("T")
 
 
@@ -390,6 +457,7 @@ class Config(StrictModel):
     timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
     paths: PathsConfig = Field(default_factory=PathsConfig)
     loop: LoopConfig = Field(default_factory=LoopConfig)
+    fix: FixConfig = Field(default_factory=FixConfig)
     check: CheckConfig = Field(default_factory=CheckConfig)
 
     _source: Path | None = PrivateAttr(default=None)

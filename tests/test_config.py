@@ -457,7 +457,7 @@ def test_every_problem_is_reported_with_its_line(tmp_path):
         (
             "server: {command: a}\nprovider: {}\n",
             ":2: field 'provider': unknown field (known: server, providers, "
-            "thresholds, timeouts, paths, loop, check)",
+            "thresholds, timeouts, paths, loop, fix, check)",
         ),
         ("server: {command: a, args: run}\n", ":1: field 'server.args': must be a list"),
     ],
@@ -678,6 +678,7 @@ def test_every_field_is_documented():
         config_module.TimeoutsConfig,
         config_module.PathsConfig,
         config_module.LoopConfig,
+        config_module.FixConfig,
         config_module.CheckConfig,
         tasks_module.TaskFile,
         tasks_module.Task,
