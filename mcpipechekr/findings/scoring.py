@@ -34,7 +34,7 @@ from datetime import datetime
 from mcpipechekr.evaluate.stats import wilson_interval
 
 RECENCY_HALF_LIFE_DAYS = 14.0
-DEFAULT_THRESHOLD = 0.05
+DEFAULT_THRESHOLD = 0.04
 """Calibrated on tests/fixtures/findings_corpus/ (see ``calibrate_threshold``)."""
 
 SCORE_DIGITS = 6
@@ -81,24 +81,24 @@ def calibrate_threshold(scored: Iterable[tuple[float, bool]]) -> float:
 
     Candidates are the midpoints between consecutive distinct scores (and 0).
     Ties go to the higher threshold: of equally good cuts, the one that
-    promotes less. Rounded to three decimals, the precision the default is
-    written with.
+    promotes less. The result is written with as few significant digits as
+    keep its F1 (at most six), the precision the default is written with.
     """
     pairs = sorted(scored)
-    positives = sum(1 for _, label in pairs if label)
-    if not pairs or positives == 0:
+    if not any(label for _, label in pairs):
         raise ValueError("calibration needs at least one labelled defect")
     distinct = sorted({value for value, _ in pairs})
     candidates = [0.0] + [(a + b) / 2 for a, b in zip(distinct, distinct[1:], strict=False)]
-    best: tuple[float, float] | None = None
+    best_f1, best = -1.0, 0.0
     for threshold in candidates:
-        hits = sum(1 for value, label in pairs if label and value >= threshold)
-        promoted = sum(1 for value, _ in pairs if value >= threshold)
-        f1 = 2 * hits / (promoted + positives) if promoted + positives else 0.0
-        if best is None or f1 >= best[0]:
-            best = (f1, threshold)
-    assert best is not None
-    return round(best[1], 3)
+        f1 = f1_at(pairs, threshold)
+        if f1 >= best_f1:
+            best_f1, best = f1, threshold
+    for digits in range(1, 7):
+        short = float(f"{best:.{digits}g}")
+        if f1_at(pairs, short) == best_f1:
+            return short
+    return round(best, SCORE_DIGITS)
 
 
 def f1_at(scored: Iterable[tuple[float, bool]], threshold: float) -> float:
