@@ -9,12 +9,15 @@ from __future__ import annotations
 import click
 
 from mcpipechekr import __version__
+from mcpipechekr.cli.annotate_cmd import annotate_command
 from mcpipechekr.cli.baseline_cmd import baseline_command
 from mcpipechekr.cli.check_cmd import check_command
 from mcpipechekr.cli.evaluate_cmd import evaluate_command
+from mcpipechekr.cli.findings_cmd import findings_command
 from mcpipechekr.cli.import_cmd import import_command
 from mcpipechekr.cli.init_cmd import init_command
 from mcpipechekr.cli.lint_cmd import lint_command
+from mcpipechekr.cli.promote_cmd import promote_command
 from mcpipechekr.cli.run_cmd import run_command
 from mcpipechekr.cli.schema_cmd import schema_command
 from mcpipechekr.cli.server_cmd import server_group
@@ -41,3 +44,6 @@ main.add_command(evaluate_command)
 main.add_command(validate_command)
 main.add_command(schema_command)
 main.add_command(server_group)
+main.add_command(promote_command)
+main.add_command(findings_command)
+main.add_command(annotate_command)
