@@ -1,0 +1,115 @@
+"""`mcpipechekr review RUN`: the human checkpoint between Phase 2 and the fix loop."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+from rich.text import Text
+
+from mcpipechekr._util.console import console
+from mcpipechekr.artifacts import RunDir, open_run
+from mcpipechekr.cli.common import config_options, effective_config
+from mcpipechekr.errors import UserError
+from mcpipechekr.review import (
+    describe_decision,
+    interactive_review,
+    record_decision,
+    review_checkpoint,
+    show_review,
+    write_session_summary,
+)
+
+
+@click.command("review")
+@click.argument("run", metavar="RUN", default="latest")
+@config_options
+@click.option("--approve", "approve", is_flag=True, help="Approve the bug report: the fix loop may run.")
+@click.option("--exit", "exit_", is_flag=True, help="Stop here: nothing is fixed; writes session_summary.md.")
+@click.option(
+    "--annotate",
+    "annotations",
+    metavar="TEXT",
+    multiple=True,
+    help="A note for the fix agent, recorded with the decision; repeatable.",
+)
+@click.option(
+    "--interactive/--no-interactive",
+    default=None,
+    help="Ask at a `review>` prompt [default: when stdin is a terminal and no decision flag is given].",
+)
+@click.pass_context
+def review_command(
+    ctx: click.Context,
+    run: str,
+    approve: bool,
+    exit_: bool,
+    annotations: tuple[str, ...],
+    interactive: bool | None,
+    **_: object,
+) -> None:
+    """Review a run's bug report and decide: approve the fix loop, or exit.
+
+    RUN is a run id (run-YYYYMMDD-NNN), `latest` (the default), or a run
+    folder. Shows the bugs in fix order (highest token_cost_of_gap first) and
+    the Phase 2 narrative, then records the decision in review.json with the
+    hash of the bug report it was made on; `mcpipechekr fix` runs only while
+    that report is unchanged.
+
+    At the `review>` prompt: `approve`, `annotate <text>` (a note for the fix
+    agent; asks again), or `exit`. End of input counts as exit. Nothing is
+    ever approved by default: with no decision flag and no terminal, the
+    summary and the commands to continue are printed and the exit code is 2.
+
+    Exits 0 once a decision is recorded, 2 when none is or for bad input.
+    """
+    if approve and exit_:
+        raise UserError("--approve and --exit are mutually exclusive: choose one decision.")
+    run_dir = _resolve_run(ctx, run)
+    decision = "approve" if approve else "exit" if exit_ else None
+    if decision is not None:
+        if interactive:
+            raise UserError("--interactive asks for the decision at the prompt; drop --approve/--exit.")
+        show_review(run_dir, console)
+        review = record_decision(run_dir, decision, annotations)
+        console.print(Text(describe_decision(review) + f" → {run_dir.review}"))
+    elif interactive or (interactive is None and sys.stdin.isatty()):
+        review = interactive_review(run_dir, console, _prompt_with(annotations))
+    else:
+        if annotations:
+            raise UserError(
+                "--annotate is recorded with a decision: add --approve or --exit (nothing was recorded)."
+            )
+        found = review_checkpoint(run_dir, console, interactive=False)
+        if found is None:
+            ctx.exit(2)
+        return  # a decision recorded earlier: shown, not made again
+    if review.decision == "approve":
+        console.print(Text(f"next: `mcpipechekr fix {run_dir.run_id}` works through the approved bugs."))
+    else:
+        summary = write_session_summary([run_dir], run_dir.session_summary)
+        console.print(Text(f"session summary → {summary}"))
+
+
+def _resolve_run(ctx: click.Context, run: str) -> RunDir:
+    """A run folder given as a path needs no config; an id or `latest` is looked up in the config's runs."""
+    folder = Path(run)
+    if folder.is_dir():
+        return RunDir(folder.resolve())
+    return open_run(effective_config(ctx).paths.runs, run)
+
+
+def _prompt_with(annotations: tuple[str, ...]) -> Callable[[str], str]:
+    """The prompt reader, answering `annotate TEXT` for each --annotate first, as if typed."""
+    queued = [f"annotate {text}" for text in annotations]
+
+    def read(prompt: str) -> str:
+        if queued:
+            line = queued.pop(0)
+            console.print(Text(prompt + line))
+            return line
+        return console.input(prompt)
+
+    return read

@@ -1,0 +1,392 @@
+"""The review checkpoint: a person approves a run's bug report before anything is fixed.
+
+Phase 3 changes the server's code and commits it, so it runs only on an explicit
+approval, recorded in runs/{run-id}/review.json. Three rules hold it together:
+
+- Nothing approves by default. Only the word `approve`, typed at the prompt, or
+  the `--approve` flag, records an approval; end of input, an unknown command or
+  a missing terminal never does.
+- An approval covers exactly the bug report that was shown: review.json keeps the
+  hash of the bug_report.json bytes on screen, and ``require_approval`` refuses
+  when the file has changed since (a re-evaluation, a hand edit).
+- Annotations are the reviewer's guidance for the fix agent. They are kept with
+  the decision, and carried over when the same report is decided again (an
+  `exit` today, an `approve` tomorrow keeps what was said).
+
+The fix order shown is the one Phase 3 follows: highest token_cost_of_gap first,
+ties by bug id, which is also the order of bug_report.json.
+"""
+
+from __future__ import annotations
+
+import getpass
+import sys
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from pydantic import ValidationError
+from rich import box
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.table import Table
+from rich.text import Text
+
+from mcpipechekr._util.hashing import sha256_bytes
+from mcpipechekr.artifacts import (
+    Annotation,
+    Bug,
+    BugReport,
+    Review,
+    ReviewDecision,
+    RunDir,
+    read_model,
+    utc_now,
+    write_model,
+)
+from mcpipechekr.errors import UserError
+from mcpipechekr.evaluate.aggregate import sort_bugs
+from mcpipechekr.session_summary import write_session_summary
+
+__all__ = [
+    "PROMPT",
+    "continue_hint",
+    "current_review",
+    "fix_order",
+    "interactive_review",
+    "load_bug_report",
+    "read_review",
+    "record_decision",
+    "require_approval",
+    "review_checkpoint",
+    "reviewer_name",
+    "show_review",
+    "write_session_summary",
+]
+
+PROMPT = "review> "
+HELP = (
+    "Commands: `approve` (the fix loop may work on these bugs, in this order), "
+    "`annotate <text>` (a note for the fix agent; the prompt comes back), "
+    "`exit` (stop here, nothing is fixed)."
+)
+
+InputFn = Callable[[str], str]
+
+
+def reviewer_name() -> str:
+    """The local user name, recorded as who decided; never anything secret, `unknown` when there is none."""
+    try:
+        name = getpass.getuser()
+    except (OSError, KeyError, ImportError):  # no login name and no passwd entry (some containers)
+        name = ""
+    return name.strip() or "unknown"
+
+
+def fix_order(report: BugReport) -> list[Bug]:
+    """The bugs in the order Phase 3 fixes them: highest token_cost_of_gap first, ties by id."""
+    return sort_bugs(list(report.bugs))
+
+
+def load_bug_report(run_dir: RunDir) -> tuple[BugReport, str]:
+    """The run's bug report and the hash of the very bytes it was parsed from.
+
+    Parsing and hashing the same bytes is what makes an approval mean "this
+    report": reading the file twice could hash a newer version than the one shown.
+    """
+    path = run_dir.bug_report
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise UserError(
+            f"{path}: no bug report yet, so there is nothing to review. "
+            f"Evaluate the run first: `mcpipechekr evaluate {run_dir.run_id}`."
+        ) from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the bug report: {exc.strerror or exc}") from None
+    try:
+        report = BugReport.model_validate_json(raw)
+    except ValidationError:
+        report = read_model(path, BugReport)  # raises with file, line and field
+    return report, sha256_bytes(raw)
+
+
+def read_review(run_dir: RunDir) -> Review | None:
+    """review.json as recorded, or None when the run has not been reviewed; a damaged file is a UserError."""
+    if not run_dir.review.exists():
+        return None
+    return read_model(run_dir.review, Review)
+
+
+def current_review(run_dir: RunDir) -> Review | None:
+    """The recorded decision if it was made on the bug report as it is now, else None."""
+    review = read_review(run_dir)
+    if review is None or not run_dir.bug_report.exists():
+        return None
+    _, digest = load_bug_report(run_dir)
+    return review if review.bug_report_hash == digest and review.run_id == run_dir.run_id else None
+
+
+def require_approval(run_dir: RunDir) -> Review:
+    """The approval Phase 3 runs under; a UserError saying how to continue when there is none.
+
+    Refuses when review.json is missing, records `exit`, belongs to another run,
+    or approved a bug report other than the current bug_report.json.
+    """
+    run = run_dir.run_id
+    _, digest = load_bug_report(run_dir)
+    review = read_review(run_dir)
+    if review is None:
+        raise UserError(
+            f"{run}: the bug report has not been reviewed, and nothing is fixed without a person's "
+            f"approval. Review it with `mcpipechekr review {run}` (or, in a script, "
+            f"`mcpipechekr review {run} --approve [--annotate TEXT]`)."
+        )
+    if review.run_id != run:
+        raise UserError(
+            f"{run_dir.review}: records a review of {review.run_id}, not of {run}. "
+            f"Delete it and review this run: `mcpipechekr review {run}`."
+        )
+    if review.decision != "approve":
+        raise UserError(
+            f"{run}: {review.decided_by} chose `{review.decision}` at the review "
+            f"({_when(review.decided_at)}), so nothing is fixed. To fix after all, approve it: "
+            f"`mcpipechekr review {run} --approve`."
+        )
+    if review.bug_report_hash != digest:
+        raise UserError(
+            f"{run}: the approval ({review.decided_by}, {_when(review.decided_at)}) was for a different "
+            f"bug report ({_short(review.bug_report_hash)}); bug_report.json has changed since "
+            f"(now {_short(digest)}). Review it again: `mcpipechekr review {run}`."
+        )
+    return review
+
+
+def record_decision(
+    run_dir: RunDir,
+    decision: ReviewDecision,
+    annotations: Iterable[str | Annotation] = (),
+    *,
+    bug_report_hash: str | None = None,
+    by: str | None = None,
+) -> Review:
+    """Write review.json (atomically) and return it.
+
+    ``bug_report_hash`` is the hash of the report the person saw (from
+    ``load_bug_report``); without it the current file is hashed. Annotations
+    given as text are signed by ``by`` (the local user by default) and dated
+    now. Annotations already recorded for the same report come first, so a
+    second decision on it does not lose what the reviewer said before; an
+    identical text is kept once.
+    """
+    report, digest = load_bug_report(run_dir)
+    if bug_report_hash is not None and bug_report_hash != digest:
+        raise UserError(
+            f"{run_dir.bug_report}: changed while it was being reviewed ({_short(bug_report_hash)} shown, "
+            f"{_short(digest)} now); nothing was recorded. Review it again: `mcpipechekr review "
+            f"{run_dir.run_id}`."
+        )
+    who = by or reviewer_name()
+    now = utc_now()
+    previous = current_review(run_dir)
+    kept = list(previous.annotations) if previous else []
+    for note in annotations:
+        annotation = note if isinstance(note, Annotation) else _annotation(note, who, now)
+        if annotation.text not in {existing.text for existing in kept}:
+            kept.append(annotation)
+    review = Review(
+        run_id=run_dir.run_id,
+        decision=decision,
+        annotations=kept,
+        decided_by=who,
+        decided_at=now,
+        bug_report_hash=digest,
+        bug_ids=[bug.id for bug in fix_order(report)],
+    )
+    write_model(run_dir.review, review)
+    return review
+
+
+def _annotation(text: str, by: str, at: datetime) -> Annotation:
+    cleaned = text.strip()
+    if not cleaned:
+        raise UserError("an annotation needs text, e.g. `annotate prefer a sort_order parameter`.")
+    return Annotation(text=cleaned, by=by, at=at)
+
+
+def show_review(run_dir: RunDir, console: Console) -> tuple[BugReport, str]:
+    """Print what the reviewer decides on; returns the report shown and the hash of its bytes.
+
+    First the figures (bug count, highest token_cost_of_gap), then the bugs in
+    fix order, then the Phase 2 narrative.
+    """
+    report, digest = load_bug_report(run_dir)
+    bugs = fix_order(report)
+    console.rule(Text(f"Review of {report.run_id}"))
+    if not bugs:
+        console.print(
+            Text(
+                f"{report.run_id}: no bugs found, so there is nothing to fix. The run still stops here: "
+                "`approve` goes on with nothing to fix, `exit` stops."
+            )
+        )
+    else:
+        top = bugs[0]
+        console.print(
+            Text(
+                f"{len(bugs)} bug(s); highest token_cost_of_gap {top.token_cost_of_gap:,} tokens ({top.id}). "
+                "Fix order:"
+            )
+        )
+        console.print(bug_table(bugs, console.width), soft_wrap=False)
+    if report.notes:
+        for note in report.notes:
+            console.print(Text(f"note: {note}"))
+    try:
+        narrative = run_dir.phase2_narrative.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        console.print(Text(f"({run_dir.phase2_narrative.name} is missing: the bug report is all there is.)"))
+    else:
+        console.print(Markdown(narrative), soft_wrap=False)
+    return report, digest
+
+
+WIDE_TABLE = 120
+"""From this console width on, each field of a bug gets its own column; narrower, fields are stacked."""
+
+
+def bug_table(bugs: list[Bug], width: int = WIDE_TABLE) -> Table:
+    """The bugs as a table in the order given (the fix order), one row each.
+
+    Ids are long and must stay readable in one piece, so on a console narrower
+    than ``WIDE_TABLE`` the type, severity, tool and trigger are stacked under
+    the id instead of being squeezed into columns of their own.
+    """
+    wide = width >= WIDE_TABLE
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
+    table.add_column("#", justify="right")
+    longest = max((len(bug.id) for bug in bugs), default=0)
+    table.add_column("id / trigger" if wide else "bug", overflow="fold", min_width=min(longest, width - 20))
+    if wide:
+        for column in ("type", "severity", "tool"):
+            table.add_column(column, overflow="fold")
+    table.add_column("gap tokens" if wide else "gap", justify="right")
+    table.add_column("occurrences" if wide else "seen", justify="right")
+    for number, bug in enumerate(bugs, start=1):
+        cell = Text(bug.id, style="bold")
+        if not wide:
+            cell.append(f"\n{bug.type} · {bug.severity} · {bug.tool or 'no tool'}")
+        cell.append("\n" + bug.trigger, style="dim")
+        middle = [bug.type, bug.severity, Text(bug.tool or "-")] if wide else []
+        table.add_row(str(number), cell, *middle, f"{bug.token_cost_of_gap:,}", str(bug.occurrences))
+    return table
+
+
+def continue_hint(run_dir: RunDir) -> str:
+    """How to go on from a review nobody answered (no terminal), in commands to copy."""
+    run = run_dir.run_id
+    return (
+        f"{run}: stopped at the review; nothing is approved without a person. To continue:\n"
+        f"  mcpipechekr review {run}                 decide at the prompt (in a terminal)\n"
+        f"  mcpipechekr review {run} --approve       approve; add --annotate TEXT for the fix agent\n"
+        f"  mcpipechekr review {run} --exit          stop here, nothing is fixed\n"
+        f"then fix the approved bugs with `mcpipechekr fix {run}`."
+    )
+
+
+def interactive_review(run_dir: RunDir, console: Console, input_fn: InputFn | None = None) -> Review:
+    """Show the report and ask until the person approves or exits; the decision is in review.json.
+
+    ``input_fn`` reads one line after printing its prompt (``console.input`` by
+    default; tests pass a scripted one). `annotate <text>` adds a note and asks
+    again; anything unknown prints the commands and asks again. End of input
+    (Ctrl-D, a closed pipe) counts as `exit`: leaving is never approval.
+    """
+    read = input_fn or console.input
+    _, digest = show_review(run_dir, console)
+    previous = current_review(run_dir)
+    if previous and previous.annotations:
+        console.print(Text("Annotations already recorded for this report:"))
+        for note in previous.annotations:
+            console.print(Text(f"  - {note.text} ({note.by})"))
+    console.print(Text(HELP))
+    notes: list[str] = []
+    while True:
+        try:
+            line = read(PROMPT)
+        except EOFError:
+            console.print(Text("\nend of input: leaving the review without approving."))
+            return _decide(run_dir, console, "exit", notes, digest)
+        command, _, rest = line.strip().partition(" ")
+        command = command.lower()
+        if command == "approve" and not rest.strip():
+            return _decide(run_dir, console, "approve", notes, digest)
+        if command == "exit" and not rest.strip():
+            return _decide(run_dir, console, "exit", notes, digest)
+        if command == "annotate" and rest.strip():
+            notes.append(rest.strip())
+            console.print(
+                Text(f"noted ({len(notes)} annotation(s) this review); the fix agent will read it.")
+            )
+            continue
+        if command == "annotate":
+            console.print(Text("annotate needs text: `annotate <your note for the fix agent>`."))
+            continue
+        if command:
+            console.print(Text(HELP))
+
+
+def _decide(
+    run_dir: RunDir, console: Console, decision: ReviewDecision, notes: list[str], digest: str
+) -> Review:
+    review = record_decision(run_dir, decision, notes, bug_report_hash=digest)
+    console.print(Text(describe_decision(review) + f" → {run_dir.review}"))
+    return review
+
+
+def describe_decision(review: Review) -> str:
+    """One line for people: what was decided, on how many bugs, by whom and when."""
+    notes = f", {len(review.annotations)} annotation(s)" if review.annotations else ""
+    if review.decision == "approve":
+        what = (
+            f"approved {len(review.bug_ids)} bug(s) for the fix loop"
+            if review.bug_ids
+            else "approved: no bugs, nothing to fix"
+        )
+    else:
+        what = "exit: nothing will be fixed"
+    return f"{review.run_id}: {what}{notes} ({review.decided_by}, {_when(review.decided_at)})"
+
+
+def review_checkpoint(
+    run_dir: RunDir,
+    console: Console,
+    *,
+    interactive: bool | None = None,
+    input_fn: InputFn | None = None,
+) -> Review | None:
+    """The checkpoint as the loop meets it: ask a person if there is one, else say how to continue.
+
+    ``interactive`` defaults to whether stdin is a terminal. Without one, the
+    report is shown and a decision already recorded for this very report is
+    returned; otherwise the commands to continue are printed and the result is
+    None: the caller stops, nothing approved.
+    """
+    if interactive is None:
+        interactive = sys.stdin.isatty()
+    if interactive:
+        return interactive_review(run_dir, console, input_fn)
+    show_review(run_dir, console)
+    decided = current_review(run_dir)
+    if decided is not None:
+        console.print(Text(describe_decision(decided)))
+        return decided
+    console.print(Text(continue_hint(run_dir)))
+    return None
+
+
+def _when(moment: datetime) -> str:
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def _short(digest: str) -> str:
+    return digest.removeprefix("sha256:")[:12]

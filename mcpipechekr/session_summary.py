@@ -1,0 +1,295 @@
+"""session_summary.md: what a loop session did, for the person who ends it.
+
+Written when the reviewer exits: which runs ran (tasks, models, server commit),
+what each found, what the fix loop committed or could not fix, and what the
+agents' work cost in tokens. It is built only from the run folders' artifacts
+(manifest.json, bug_report.json, review.json, fix.json), so it can be rewritten
+at any time from the same runs with the same result, apart from its date line.
+
+A run folder that lacks an artifact (a run stopped at the lint gate, a run never
+reviewed) is reported as such rather than skipped, so the summary never makes
+a session look more complete than it was. Comparing consecutive runs shows
+which bugs went away and which appeared, the plain evidence that a fix worked.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from mcpipechekr import __version__
+from mcpipechekr.artifacts import (
+    BugReport,
+    Manifest,
+    Review,
+    RunDir,
+    atomic_write_text,
+    read_model,
+    utc_now,
+)
+from mcpipechekr.errors import UserError
+
+FIX_RECORD_MODULES = ("mcpipechekr.artifacts.fix_record", "mcpipechekr.fix")
+"""Where Phase 3's `read_fix_record(path)` may live; the summary leaves fixes out when it is in neither."""
+
+
+def write_session_summary(
+    runs: Sequence[RunDir], path: str | Path, *, regressions: Iterable[str] = ()
+) -> Path:
+    """Write the Markdown summary of ``runs`` (oldest first) to ``path`` atomically; returns the path.
+
+    ``regressions`` are lines from whoever compared the runs with earlier
+    findings (e.g. a fixed problem seen again); they get a section of their own.
+    """
+    text = render_session_summary(runs, regressions=regressions)
+    return atomic_write_text(path, text)
+
+
+def render_session_summary(runs: Sequence[RunDir], *, regressions: Iterable[str] = ()) -> str:
+    """The summary's Markdown; ``write_session_summary`` is this plus an atomic write."""
+    facts = [_RunFacts.load(run) for run in runs]
+    lines = [
+        "# Session summary",
+        "",
+        f"Written {utc_now():%Y-%m-%d %H:%M} UTC by MCPipeChekr {__version__}, "
+        f"covering {len(facts)} run(s)" + (f": {', '.join(f.run.run_id for f in facts)}." if facts else "."),
+        "",
+    ]
+    lines += _what_ran(facts)
+    lines += _what_was_found(facts)
+    lines += _what_was_fixed(facts)
+    lines += _costs(facts)
+    listed = [line.strip() for line in regressions if line.strip()]
+    if listed:
+        lines += ["## Regressions", ""]
+        lines += [f"- {_md(line)}" for line in listed]
+        lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+class _RunFacts:
+    """What the summary needs from one run folder; each artifact None when missing or unreadable."""
+
+    def __init__(self, run: RunDir) -> None:
+        self.run = run
+        self.problems: list[str] = []
+        self.manifest: Manifest | None = None
+        self.report: BugReport | None = None
+        self.review: Review | None = None
+        self.fix: dict[str, Any] | None = None
+
+    @classmethod
+    def load(cls, run: RunDir) -> _RunFacts:
+        facts = cls(run)
+        facts.manifest = facts._read(run.manifest, Manifest)
+        facts.report = facts._read(run.bug_report, BugReport)
+        facts.review = facts._read(run.review, Review)
+        facts.fix = facts._read_fix()
+        return facts
+
+    def _read(self, path: Path, model: type[Any]) -> Any:
+        if not path.exists():
+            return None
+        try:
+            return read_model(path, model)
+        except UserError as exc:
+            self.problems.append(exc.message.splitlines()[0])
+            return None
+
+    def _read_fix(self) -> dict[str, Any] | None:
+        if not self.run.fix_record.exists():
+            return None
+        reader = fix_record_reader()
+        if reader is None:
+            self.problems.append(f"{self.run.fix_record}: no reader for fix records in this version")
+            return None
+        try:
+            record = reader(self.run.fix_record)
+        except UserError as exc:
+            self.problems.append(exc.message.splitlines()[0])
+            return None
+        return record.model_dump(mode="json") if hasattr(record, "model_dump") else dict(record)
+
+
+def fix_record_reader() -> Callable[[Path], Any] | None:
+    """Phase 3's `read_fix_record`, or None when this installation has no fix loop."""
+    for name in FIX_RECORD_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        reader = getattr(module, "read_fix_record", None)
+        if callable(reader):
+            return reader
+    return None
+
+
+def _what_ran(facts: list[_RunFacts]) -> list[str]:
+    lines = ["## What ran", ""]
+    if not facts:
+        return lines + ["No runs.", ""]
+    lines += [
+        "| run | started | status | server commit | tasks | phase 1 | phase 2 | phase 3 |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for fact in facts:
+        m = fact.manifest
+        if m is None:
+            lines.append(f"| {fact.run.run_id} | - | no manifest.json | - | - | - | - | - |")
+            continue
+        commit = (m.mcp_server_sha or "-")[:12] + (" (dirty)" if m.mcp_server_dirty else "")
+        status = m.status + (f": {m.status_reason}" if m.status_reason else "")
+        lines.append(
+            f"| {fact.run.run_id} | {m.started_at:%Y-%m-%d %H:%M} | {_md(status)} | {commit} "
+            f"| {len(m.task_ids)} | {_md(m.providers.phase1)} | {_md(m.providers.phase2)} "
+            f"| {_md(m.providers.phase3)} |"
+        )
+    tasks = sorted({task for fact in facts if fact.manifest for task in fact.manifest.task_ids})
+    if tasks:
+        lines += ["", "Tasks: " + ", ".join(f"`{task}`" for task in tasks) + "."]
+    problems = [problem for fact in facts for problem in fact.problems]
+    if problems:
+        lines += ["", "Unreadable artifacts (left out below):", ""]
+        lines += [f"- {_md(problem)}" for problem in problems]
+    return lines + [""]
+
+
+def _what_was_found(facts: list[_RunFacts]) -> list[str]:
+    lines = ["## What was found", ""]
+    previous: set[str] | None = None
+    for fact in facts:
+        run_id = fact.run.run_id
+        report = fact.report
+        if report is None:
+            lines += [f"### {run_id}", "", "Not evaluated (no bug_report.json).", ""]
+            previous = None
+            continue
+        ids = [bug.id for bug in report.bugs]
+        lines += [f"### {run_id}", "", f"{len(ids)} bug(s); review: {_review_line(fact.review)}.", ""]
+        for bug in report.bugs:
+            lines.append(
+                f"- `{bug.id}` ({bug.type}, {bug.severity}, {bug.token_cost_of_gap:,} tokens x "
+                f"{bug.occurrences}): {_md(bug.trigger)}"
+            )
+        if previous is not None:
+            gone = sorted(previous - set(ids))
+            new = sorted(set(ids) - previous)
+            lines += [
+                "",
+                "Gone since the previous run: "
+                + (", ".join(f"`{i}`" for i in gone) if gone else "none")
+                + ".",
+                "New since the previous run: " + (", ".join(f"`{i}`" for i in new) if new else "none") + ".",
+            ]
+        previous = set(ids)
+        lines.append("")
+    if not facts:
+        lines += ["Nothing was evaluated.", ""]
+    return lines
+
+
+def _review_line(review: Review | None) -> str:
+    if review is None:
+        return "not reviewed"
+    notes = f", {len(review.annotations)} annotation(s)" if review.annotations else ""
+    return f"{review.decision} by {_md(review.decided_by)} at {review.decided_at:%Y-%m-%d %H:%M} UTC{notes}"
+
+
+def _what_was_fixed(facts: list[_RunFacts]) -> list[str]:
+    lines = ["## What was fixed", ""]
+    records = [fact for fact in facts if fact.fix is not None]
+    if not records:
+        return lines + ["Nothing: no run of this session has a fix record (fix.json).", ""]
+    for fact in records:
+        assert fact.fix is not None
+        lines += [f"### {fact.run.run_id}", ""]
+        entries = _first_list_of(fact.fix, "bug_id")
+        if entries:
+            lines += [
+                "| bug | status | iterations | commit | files | reason |",
+                "| --- | --- | --- | --- | --- | --- |",
+            ]
+            for entry in entries:
+                commit = _pick(entry, "commit", "commit_sha", "sha")
+                files = _pick(entry, "files_changed", "files", "changed_files") or []
+                status, iterations = _md(entry.get("status")), _md(entry.get("iterations"))
+                short = str(commit)[:12] if commit else "-"
+                lines.append(
+                    f"| `{entry.get('bug_id')}` | {status} | {iterations} | {short} "
+                    f"| {_md(', '.join(map(str, files)) if isinstance(files, list) else files)} "
+                    f"| {_md(entry.get('reason'))} |"
+                )
+            committed = sum(1 for entry in entries if entry.get("status") == "committed")
+            lines += ["", f"{committed} of {len(entries)} bug(s) committed."]
+        else:
+            lines.append("The fix record lists no bugs.")
+        health = _pick(fact.fix, "health", "health_after_fix")
+        if isinstance(health, dict):
+            state = "healthy" if health.get("healthy") else "UNHEALTHY"
+            tools = _pick(health, "tools", "tools_count", "tool_count")
+            count = len(tools) if isinstance(tools, list) else tools
+            error = health.get("error")
+            lines.append(
+                f"Server after the fixes: {state}"
+                + (f", {count} tool(s)" if count is not None else "")
+                + (f": {_md(error)}" if error else "")
+                + "."
+            )
+        lines.append("")
+    return lines
+
+
+def _costs(facts: list[_RunFacts]) -> list[str]:
+    lines = [
+        "## Costs",
+        "",
+        "Phase 1 agent work per run, from the bug report's task statistics (tokens as the provider "
+        "reported them, or estimated where it did not).",
+        "",
+        "| run | attempts | tool calls | tokens | source |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    total_tokens = 0.0
+    total_calls = 0.0
+    for fact in facts:
+        if fact.report is None:
+            lines.append(f"| {fact.run.run_id} | - | - | - | not evaluated |")
+            continue
+        attempts = sum(stats.runs for stats in fact.report.tasks)
+        calls = sum((stats.mean_calls or 0.0) * stats.runs for stats in fact.report.tasks)
+        tokens = sum((stats.mean_tokens_observed or 0.0) * stats.runs for stats in fact.report.tasks)
+        sources = sorted({stats.tokens_source for stats in fact.report.tasks if stats.tokens_source})
+        source = sources[0] if len(sources) == 1 else ("mixed" if sources else "-")
+        total_tokens += tokens
+        total_calls += calls
+        lines.append(f"| {fact.run.run_id} | {attempts} | {calls:,.0f} | {tokens:,.0f} | {source} |")
+    lines += ["", f"Total: {total_calls:,.0f} tool call(s), {total_tokens:,.0f} tokens.", ""]
+    return lines
+
+
+def _first_list_of(record: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The record's list of per-bug entries: the first list whose items carry ``key``."""
+    for value in record.values():
+        if (
+            isinstance(value, list)
+            and value
+            and all(isinstance(item, dict) and key in item for item in value)
+        ):
+            return value
+    return []
+
+
+def _pick(mapping: dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if mapping.get(key) is not None:
+            return mapping[key]
+    return None
+
+
+def _md(value: object) -> str:
+    """A value safe inside a Markdown table cell."""
+    if value is None or value == "":
+        return "-"
+    return str(value).replace("|", "\\|").replace("\n", " ")
