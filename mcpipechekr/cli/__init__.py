@@ -18,6 +18,7 @@ from mcpipechekr.cli.import_cmd import import_command
 from mcpipechekr.cli.init_cmd import init_command
 from mcpipechekr.cli.lint_cmd import lint_command
 from mcpipechekr.cli.promote_cmd import promote_command
+from mcpipechekr.cli.review_cmd import review_command
 from mcpipechekr.cli.run_cmd import run_command
 from mcpipechekr.cli.schema_cmd import schema_command
 from mcpipechekr.cli.server_cmd import server_group
@@ -41,6 +42,7 @@ main.add_command(baseline_command)
 main.add_command(run_command)
 main.add_command(import_command)
 main.add_command(evaluate_command)
+main.add_command(review_command)
 main.add_command(validate_command)
 main.add_command(schema_command)
 main.add_command(server_group)
