@@ -1,0 +1,254 @@
+"""`mcpipechekr verify`: run a finding's case against a server and record the result as evidence.
+
+The case runs through the check layer's functional runner (`check/functional.py`),
+so its expectations mean exactly what they mean in `mcpipechekr check`. It is
+repeated (`probes.py`) until it fails or has passed every attempt: one failing
+attempt makes the run red, only a clean sweep is green.
+
+What is recorded, and when nothing is:
+
+- the credit binding (`credit.py`) is computed before the server starts and
+  again before recording; if it changed in between (the server's files were
+  edited during the run) the result cannot be attributed and nothing is
+  recorded;
+- a server that cannot be started or reached is a transport failure: nothing
+  is recorded, the command fails with exit 2 (a server that starts and then
+  crashes or hangs on the case is a red result: that is the server failing);
+- a case that cannot run (its tool is not listed, or may not be called) records
+  nothing either;
+- otherwise the result goes to `lifecycle.record_verification`, which moves
+  the finding (see `lifecycle.py`), under a run id that is new for every run
+  unless the caller passes one (a replay of a recorded id changes nothing).
+
+Only a reason token (`error-returned`, `timeout`, …) is stored; the failure
+details are shown to whoever ran the command, with configured secrets redacted.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcpipechekr._util.yamlsrc import ConfigFileError
+from mcpipechekr.artifacts.check_report import CheckResult
+from mcpipechekr.check.context import CheckContext
+from mcpipechekr.check.functional import run_functional
+from mcpipechekr.config import CheckConfig, Config, ServerConfig
+from mcpipechekr.errors import ServerHalt, UserError
+from mcpipechekr.findings.case_manifest import case_asserts_result, load_manifest, placeholder_problems
+from mcpipechekr.findings.credit import CreditBinding, changed_files, credit_binding
+from mcpipechekr.findings.generate import FALSE_SUCCESS_RULE, find_finding, require_probe
+from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.lifecycle import CLOSING_STREAK, Transition, record_verification
+from mcpipechekr.findings.models import Finding
+from mcpipechekr.findings.probes import attempts_for, detection_chance, probe_kind
+from mcpipechekr.server.lifecycle import ServerUnderTest
+
+DEFAULT_TIMEOUT_S = CheckConfig().call_timeout_s
+
+REASONS = {
+    "error-returned": "the call answered an error where the case expects success",
+    "unexpected-success": "the call succeeded where the case expects an error",
+    "wrong-error-code": "the call failed with another JSON-RPC error code than expected",
+    "invalid-result": "the result failed the MCP SDK's validation",
+    "timeout": "the call did not answer within the timeout",
+    "server-halted": "the server exited or broke the connection during the case",
+    "cleanup-failed": "a cleanup call of the case failed",
+    "expectation-failed": "the answer missed an expectation on its content",
+}
+"""Reason tokens of a red result, the only part of a failure that is stored."""
+
+
+class TransportFailure(UserError):
+    """The server could not be started or reached: no evidence either way, so nothing is recorded."""
+
+
+@dataclass
+class VerifyResult:
+    """One verification run: what ran, what it showed, and what was recorded."""
+
+    finding: Finding
+    case_id: str
+    passed: bool
+    attempts: int
+    planned: int
+    binding: CreditBinding
+    reason: str | None = None
+    failures: list[str] = field(default_factory=list)
+    transition: Transition | None = None
+    not_recorded: str | None = None
+    """Why nothing was recorded, when nothing was (the binding changed during the run)."""
+    detection: float | None = None
+
+    def lines(self) -> list[str]:
+        """The command's report: the verdict, the move, and for a red the reason and the fix hint."""
+        verdict = "green" if self.passed else "red"
+        ran = (
+            f"{self.attempts} of {self.planned} attempt(s) passed"
+            if self.passed
+            else f"attempt {self.attempts} of {self.planned} failed"
+        )
+        head = f"{self.finding.id}: {verdict} ({ran})"
+        transition = self.transition
+        if transition is None:
+            head += f"; not recorded: {self.not_recorded}"
+        elif transition.replayed:
+            head += f"; run {transition.run_id} was already recorded, nothing changed ({transition.to_state})"
+        else:
+            head += f"; {transition.from_state} -> {transition.to_state}"
+            if self.passed:
+                head += f", streak {transition.streak}/{CLOSING_STREAK}"
+                if transition.fresh_streak:
+                    head += " (new credit binding: the streak started again)"
+            if transition.regression:
+                head += " REGRESSION: the finding was closed"
+        if not self.passed:
+            head += f" reason={self.reason}"
+        out = [head]
+        if not self.passed:
+            out.append(f"  hint: {self.finding.hint}")
+            out.extend(f"  {failure}" for failure in self.failures)
+        elif self.detection is not None and self.detection < 0.95:
+            out.append(
+                f"  note: {self.planned} attempts see a failure of rate {self.finding.rate:.3g} with "
+                f"probability {self.detection:.0%} only (capped); more runs add confidence"
+            )
+        return out
+
+
+def verify_finding(
+    home: Home,
+    finding_id: str,
+    case_id: str,
+    manifest_path: Path,
+    server: ServerConfig,
+    *,
+    timeout_s: float | None = None,
+    attempts: int | None = None,
+    run_id: str | None = None,
+    log_path: Path | None = None,
+) -> VerifyResult:
+    """Run the case and record the result; see the module docstring for when nothing is recorded.
+
+    Raises UserError for bad input (unknown finding, manifest problems, a case
+    that cannot run) and TransportFailure when the server cannot be reached.
+    """
+    finding = find_finding(home, finding_id)
+    tool = require_probe(finding)
+    loaded = load_manifest(manifest_path)
+    manifest = loaded.manifest
+    if manifest.finding != finding.id:
+        raise loaded.problem(("finding",), f"the manifest verifies {manifest.finding}, not {finding.id}")
+    case = manifest.case(case_id)
+    if case is None:
+        raise UserError(
+            f"{manifest_path}: no case '{case_id}' (cases: {', '.join(c.id for c in manifest.cases)})"
+        )
+    problems = placeholder_problems(loaded, case)
+    if problems:
+        raise ConfigFileError(problems)
+    if finding.defect_class == "false_success" and not case_asserts_result(case, tool):
+        raise loaded.problem(("cases", loaded.case_index(case), "expect"), FALSE_SUCCESS_RULE)
+
+    timeout = case.timeout_s or timeout_s or DEFAULT_TIMEOUT_S
+    planned = attempts or attempts_for(finding.rate, probe_kind(finding.defect_class))
+    bind = lambda: credit_binding(  # noqa: E731
+        case, manifest_version=manifest.version, timeout_s=timeout, server=server
+    )
+    before = bind()
+    config = Config(server=server)
+    passed, done, result = _run_attempts(
+        config, loaded.manifest.as_cases_file(case), planned, timeout, log_path
+    )
+    outcome = VerifyResult(
+        finding=finding,
+        case_id=case.id,
+        passed=passed,
+        attempts=done,
+        planned=planned,
+        binding=before,
+        detection=detection_chance(finding.rate, planned),
+    )
+    if not passed:
+        outcome.reason = reason_token(result)
+        outcome.failures = [config.redactor.redact(text) for text in result.details.get("failures", [])]
+    after = bind()
+    if after.fingerprint != before.fingerprint:
+        changed = changed_files(before, after)
+        outcome.not_recorded = (
+            f"the server's files changed during the run ({', '.join(changed) or 'its target'}); "
+            "the result cannot be credited to either version"
+        )
+        return outcome
+    outcome.transition = record_verification(
+        home,
+        finding.id,
+        run_id=run_id or str(uuid.uuid4()),
+        passed=passed,
+        binding=before.fingerprint,
+        binding_json=before.model_dump(mode="json"),
+        probe=probe_label(manifest_path, case.id),
+        attempts=done,
+        reason=outcome.reason,
+    )
+    return outcome
+
+
+def probe_label(manifest_path: Path, case_id: str) -> str:
+    """How a verification names its probe: the manifest's absolute path and the case, `PATH#CASE`."""
+    return f"{Path(manifest_path).resolve()}#{case_id}"
+
+
+def _run_attempts(
+    config: Config, cases, planned: int, timeout_s: float, log_path: Path | None
+) -> tuple[bool, int, CheckResult]:
+    """Run the case up to `planned` times on one server; stop at the first failure."""
+    try:
+        live = ServerUnderTest(config.server, log_path)
+        live.start()
+    except ServerHalt as halt:
+        raise TransportFailure(f"no evidence recorded: the server could not be reached.\n{halt}") from None
+    try:
+        ctx = CheckContext(config=config, server=live, call_timeout_s=timeout_s)
+        try:
+            ctx.tools = live.list_tools(timeout_s=timeout_s)
+        except ServerHalt as halt:
+            raise TransportFailure(f"no evidence recorded: tools/list failed.\n{halt}") from None
+        result: CheckResult | None = None
+        for attempt in range(1, planned + 1):
+            run_functional(ctx, cases)
+            result = ctx.results[-1]
+            if result.status == "SKIP":
+                raise UserError(f"no evidence recorded: the case was not run: {result.reason}")
+            if result.status == "FAIL":
+                if not result.details.get("steps"):
+                    raise UserError(f"no evidence recorded: the case could not run: {result.reason}")
+                return False, attempt, result
+        assert result is not None
+        return True, planned, result
+    finally:
+        live.stop()
+
+
+def reason_token(result: CheckResult) -> str:
+    """The stored reason of a red result, from the runner's step log (never its text)."""
+    steps = result.details.get("steps", [])
+    failures = [str(text) for text in result.details.get("failures", [])]
+    for step in steps:
+        if step.get("outcome") == "server halted":
+            return "timeout" if any("did not answer within" in text for text in failures) else "server-halted"
+        if step.get("outcome") == "invalid":
+            return "invalid-result"
+    main = [text for text in failures if not text.startswith("cleanup ")]
+    if not main and failures:
+        return "cleanup-failed"
+    for text in main:
+        body = text.split("': ", 1)[1] if text.startswith("step '") else text
+        if body.startswith("outcome: expected ok"):
+            return "error-returned"
+        if body.startswith("outcome: expected error"):
+            return "unexpected-success"
+        if body.startswith("error_code:"):
+            return "wrong-error-code"
+    return "expectation-failed"
