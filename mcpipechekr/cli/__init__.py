@@ -13,7 +13,9 @@ from mcpipechekr.cli.annotate_cmd import annotate_command
 from mcpipechekr.cli.baseline_cmd import baseline_command
 from mcpipechekr.cli.check_cmd import check_command
 from mcpipechekr.cli.evaluate_cmd import evaluate_command
+from mcpipechekr.cli.export_cmd import export_command
 from mcpipechekr.cli.findings_cmd import findings_command
+from mcpipechekr.cli.generate_cmd import generate_command
 from mcpipechekr.cli.import_cmd import import_command
 from mcpipechekr.cli.init_cmd import init_command
 from mcpipechekr.cli.lint_cmd import lint_command
@@ -21,8 +23,10 @@ from mcpipechekr.cli.promote_cmd import promote_command
 from mcpipechekr.cli.review_cmd import review_command
 from mcpipechekr.cli.run_cmd import run_command
 from mcpipechekr.cli.schema_cmd import schema_command
+from mcpipechekr.cli.serve_cmd import serve_command
 from mcpipechekr.cli.server_cmd import server_group
 from mcpipechekr.cli.validate_cmd import validate_command
+from mcpipechekr.cli.verify_cmd import verify_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -49,3 +53,7 @@ main.add_command(server_group)
 main.add_command(promote_command)
 main.add_command(findings_command)
 main.add_command(annotate_command)
+main.add_command(generate_command)
+main.add_command(verify_command)
+main.add_command(export_command)
+main.add_command(serve_command)
