@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -563,3 +564,43 @@ def test_session_summary_says_what_is_missing(tmp_path: Path) -> None:
     assert "Unreadable artifacts (left out below):" in text and "bug_report.json: not valid JSON" in text
     assert f"| {NEXT_RUN_ID} | - | - | - | not evaluated |" in text
     assert "## Regressions" not in text
+
+
+@pytest.mark.slow
+def test_a_person_at_a_real_terminal(project: Path, run_dir: RunDir) -> None:
+    """In a pseudo-terminal the command asks without being told to; Ctrl-D at a second review exits."""
+    import pexpect
+
+    command = [
+        sys.executable,
+        "-m",
+        "mcpipechekr",
+        "review",
+        RUN_ID,
+        "--config",
+        str(project / "config.yaml"),
+    ]
+    child = pexpect.spawn(command[0], command[1:], cwd=str(project), encoding="utf-8", timeout=30)
+    child.setwinsize(40, 100)
+    child.expect_exact("highest token_cost_of_gap 12,114")
+    child.expect_exact(PROMPT)
+    child.sendline("annotate prefer a sort_order parameter")
+    child.expect_exact("noted (1 annotation(s) this review)")
+    child.expect_exact(PROMPT)
+    child.sendline("approve")
+    child.expect_exact(f"next: `mcpipechekr fix {RUN_ID}`")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert [note.text for note in require_approval(run_dir).annotations] == ["prefer a sort_order parameter"]
+
+    child = pexpect.spawn(command[0], command[1:], cwd=str(project), encoding="utf-8", timeout=30)
+    child.expect_exact("Annotations already recorded for this report:")
+    child.expect_exact(PROMPT)
+    child.sendeof()
+    child.expect_exact("end of input: leaving the review without approving")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert read_model(run_dir.review, Review).decision == "exit"
+    assert run_dir.session_summary.exists()
