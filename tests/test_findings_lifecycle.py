@@ -1,0 +1,218 @@
+"""The lifecycle state machine on a real lifecycle.db: closure, reopening, replays, claims, sizing."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from mcpipechekr.check.cases import Case, Expect
+from mcpipechekr.config import ServerConfig
+from mcpipechekr.errors import UserError
+from mcpipechekr.findings.credit import changed_files, credit_binding
+from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.lifecycle import (
+    VerificationConflict,
+    claim_fix,
+    close_manually,
+    current_state,
+    record_verification,
+    regression_stats,
+    standings,
+)
+from mcpipechekr.findings.models import Finding
+from mcpipechekr.findings.probes import attempts_for, detection_chance, probe_kind
+
+FID = "finding-00112233445566aa"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Home:
+    return Home.resolve(tmp_path / "home")
+
+
+def verify(home: Home, run: str, passed: bool, binding: str = "bind-a"):
+    return record_verification(home, FID, run_id=run, passed=passed, binding=binding, probe="m.yaml#c")
+
+
+def test_a_finding_without_history_is_open_and_nothing_is_created(home: Home) -> None:
+    assert current_state(home, FID) == ("open", 0)
+    assert not home.lifecycle_db.exists()
+
+
+def test_three_consecutive_greens_close_and_each_step_is_recorded(home: Home) -> None:
+    claim_fix(home, FID, "abc123")
+    assert current_state(home, FID) == ("fix-claimed", 0)
+    moves = [verify(home, f"run-{n}", True) for n in range(3)]
+    assert [(m.from_state, m.to_state, m.streak) for m in moves] == [
+        ("fix-claimed", "verifying", 1),
+        ("verifying", "verifying", 2),
+        ("verifying", "closed", 3),
+    ]
+    assert current_state(home, FID) == ("closed", 3)
+    with sqlite3.connect(home.lifecycle_db) as db:
+        kinds = [row[0] for row in db.execute("SELECT kind FROM lifecycle_events ORDER BY seq")]
+        rows = db.execute("SELECT COUNT(*), SUM(credited) FROM verifications").fetchone()
+    assert kinds == ["claim", "verification", "verification", "verification"]
+    assert rows == (3, 3)
+
+
+def test_red_on_open_or_claimed_leaves_it_fix_claimed_without_a_streak(home: Home) -> None:
+    first = verify(home, "r1", False)
+    assert (first.from_state, first.to_state, first.streak, first.reopened) == (
+        "open",
+        "fix-claimed",
+        0,
+        False,
+    )
+    second = verify(home, "r2", False)
+    assert (second.from_state, second.to_state) == ("fix-claimed", "fix-claimed")
+
+
+def test_red_resets_the_streak_and_reopens_a_verifying_finding(home: Home) -> None:
+    verify(home, "g1", True)
+    verify(home, "g2", True)
+    red = verify(home, "r1", False)
+    assert (red.from_state, red.to_state, red.streak, red.reopened, red.regression) == (
+        "verifying",
+        "open",
+        0,
+        True,
+        False,
+    )
+    again = verify(home, "g3", True)
+    assert (again.to_state, again.streak) == ("verifying", 1)
+
+
+def test_red_on_a_closed_finding_is_a_regression_and_counts_in_the_rate(home: Home) -> None:
+    claim_fix(home, FID, "c1")
+    for n in range(3):
+        verify(home, f"g{n}", True)
+    green_on_closed = verify(home, "g-extra", True)
+    assert (green_on_closed.to_state, green_on_closed.streak) == ("closed", 4)
+    red = verify(home, "r1", False)
+    assert (red.from_state, red.to_state, red.regression) == ("closed", "open", True)
+    claim_fix(home, "finding-ffffffffffffffff", "c2")
+    stats = regression_stats(home)
+    assert (stats.fixes, stats.regressions, stats.rate) == (2, 1, 0.5)
+    later = regression_stats(home, since=datetime.now(UTC) + timedelta(hours=1))
+    assert (later.fixes, later.regressions, later.rate) == (0, 0, None)
+
+
+def test_a_green_under_another_binding_starts_a_fresh_streak(home: Home) -> None:
+    verify(home, "g1", True, "bind-a")
+    verify(home, "g2", True, "bind-a")
+    fresh = verify(home, "g3", True, "bind-b")
+    assert (fresh.to_state, fresh.streak, fresh.fresh_streak) == ("verifying", 1, True)
+    verify(home, "g4", True, "bind-b")
+    assert verify(home, "g5", True, "bind-b").to_state == "closed"
+
+
+def test_replaying_a_run_adds_no_credit_and_a_conflicting_result_is_refused(home: Home) -> None:
+    verify(home, "run-1", True)
+    replay = verify(home, "run-1", True)
+    assert replay.replayed and (replay.to_state, replay.streak) == ("verifying", 1)
+    assert current_state(home, FID) == ("verifying", 1)
+    with pytest.raises(VerificationConflict, match="already recorded as green"):
+        verify(home, "run-1", False)
+    with pytest.raises(VerificationConflict, match="another credit binding"):
+        verify(home, "run-1", True, "bind-b")
+    assert current_state(home, FID) == ("verifying", 1)
+
+
+def test_claiming_the_same_commit_twice_changes_nothing(home: Home) -> None:
+    verify(home, "g1", True)
+    claim_fix(home, FID, "abc")
+    again = claim_fix(home, FID, "abc")
+    assert again.replayed
+    assert standings(home)[FID].state == "fix-claimed"
+
+
+def _finding(probe: bool, tool: str | None = "lookup") -> Finding:
+    return Finding(
+        id=FID,
+        origin="captured",
+        server="notes",
+        tool=tool,
+        defect_class="other",
+        hint="Fix it.",
+        severity="medium",
+        probe=probe,
+        rate=0.5,
+        score=0.2,
+        occurrences=4,
+        sessions=2,
+        blast_radius=1,
+    )
+
+
+def test_only_a_finding_without_a_probe_closes_by_hand(home: Home) -> None:
+    with pytest.raises(UserError, match="has a probe"):
+        close_manually(home, _finding(probe=True), "fixed in 1.2")
+    with pytest.raises(UserError, match="needs a note"):
+        close_manually(home, _finding(probe=False, tool=None), "  ")
+    moved = close_manually(home, _finding(probe=False, tool=None), "docs rewritten")
+    assert (moved.from_state, moved.to_state) == ("open", "closed")
+    with sqlite3.connect(home.lifecycle_db) as db:
+        assert db.execute("SELECT kind, detail FROM lifecycle_events").fetchall() == [
+            ("manual-close", "docs rewritten")
+        ]
+
+
+@pytest.mark.parametrize(
+    ("rate", "kind", "expected"),
+    [
+        (1.0, "degradation", 3),  # certain failure: the minimum
+        (0.5, "degradation", 5),  # ln 0.05 / ln 0.5 = 4.32
+        (0.3, "degradation", 9),  # ln 0.05 / ln 0.7 = 8.40
+        (0.1, "degradation", 29),  # ln 0.05 / ln 0.9 = 28.43
+        (0.01, "degradation", 100),  # 298.07, capped
+        (0.1, "error_honesty", 20),  # 28.43, capped lower
+        (0.0, "degradation", 100),  # unknown rarity: the cap
+        (None, "error_honesty", 20),
+    ],
+)
+def test_attempts_reach_95_percent_between_the_minimum_and_the_cap(rate, kind, expected) -> None:
+    assert attempts_for(rate, kind) == expected
+
+
+def test_sized_attempts_see_a_failure_with_95_percent_unless_capped() -> None:
+    assert detection_chance(0.3, attempts_for(0.3, "degradation")) >= 0.95
+    assert detection_chance(0.3, 8) < 0.95
+    assert detection_chance(0.01, 100) == pytest.approx(1 - 0.99**100)
+    assert probe_kind("false_success") == "error_honesty"
+    assert probe_kind("unhandled_exception") == "degradation"
+
+
+def test_the_binding_follows_server_bytes_not_case_formatting(tmp_path: Path) -> None:
+    script = tmp_path / "server.py"
+    script.write_text("print('v1')\n")
+    server = ServerConfig(name="s", command=sys.executable, args=[str(script), "--flag"], cwd=str(tmp_path))
+    case = Case(id="c", tool="lookup", arguments={"a": 1, "b": 2}, expect=Expect())
+    reordered = Case.model_validate(
+        {"expect": {"outcome": "ok"}, "arguments": {"b": 2, "a": 1}, "tool": "lookup", "id": "c"}
+    )
+    first = credit_binding(case, manifest_version=1, timeout_s=5, server=server)
+    assert (
+        credit_binding(reordered, manifest_version=1, timeout_s=5, server=server).fingerprint
+        == first.fingerprint
+    )
+    assert str(script.resolve()) in first.files
+    script.write_text("print('v2')\n")
+    edited = credit_binding(case, manifest_version=1, timeout_s=5, server=server)
+    assert edited.fingerprint != first.fingerprint
+    assert changed_files(first, edited) == [str(script.resolve())]
+    for other in (
+        credit_binding(case, manifest_version=1, timeout_s=6, server=server),
+        credit_binding(
+            case.model_copy(update={"arguments": {"a": 1}}), manifest_version=1, timeout_s=5, server=server
+        ),
+        credit_binding(case, manifest_version=2, timeout_s=5, server=server),
+    ):
+        assert other.fingerprint != edited.fingerprint
+    http = ServerConfig(name="h", url="http://127.0.0.1:9/mcp", headers={"Authorization": "Bearer s3cret"})
+    remote = credit_binding(case, manifest_version=1, timeout_s=5, server=http)
+    assert remote.files == {} and "s3cret" not in remote.model_dump_json()
