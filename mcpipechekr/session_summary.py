@@ -14,7 +14,6 @@ which bugs went away and which appeared, the plain evidence that a fix worked.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,9 +29,6 @@ from mcpipechekr.artifacts import (
     utc_now,
 )
 from mcpipechekr.errors import UserError
-
-FIX_RECORD_MODULES = ("mcpipechekr.artifacts.fix_record", "mcpipechekr.fix")
-"""Where Phase 3's `read_fix_record(path)` may live; the summary leaves fixes out when it is in neither."""
 
 
 def write_session_summary(
@@ -78,7 +74,7 @@ class _RunFacts:
         self.manifest: Manifest | None = None
         self.report: BugReport | None = None
         self.review: Review | None = None
-        self.fix: dict[str, Any] | None = None
+        self.fix: Any = None  # a FixRecord (mcpipechekr.artifacts.fix_record)
 
     @classmethod
     def load(cls, run: RunDir) -> _RunFacts:
@@ -98,32 +94,27 @@ class _RunFacts:
             self.problems.append(exc.message.splitlines()[0])
             return None
 
-    def _read_fix(self) -> dict[str, Any] | None:
+    def _read_fix(self) -> Any:
         if not self.run.fix_record.exists():
             return None
         reader = fix_record_reader()
         if reader is None:
-            self.problems.append(f"{self.run.fix_record}: no reader for fix records in this version")
+            self.problems.append(f"{self.run.fix_record}: this installation has no fix loop to read it")
             return None
         try:
-            record = reader(self.run.fix_record)
+            return reader(self.run.fix_record)
         except UserError as exc:
             self.problems.append(exc.message.splitlines()[0])
             return None
-        return record.model_dump(mode="json") if hasattr(record, "model_dump") else dict(record)
 
 
 def fix_record_reader() -> Callable[[Path], Any] | None:
-    """Phase 3's `read_fix_record`, or None when this installation has no fix loop."""
-    for name in FIX_RECORD_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        reader = getattr(module, "read_fix_record", None)
-        if callable(reader):
-            return reader
-    return None
+    """Phase 3's `read_fix_record`, or None in an installation without the fix loop."""
+    try:
+        from mcpipechekr.artifacts.fix_record import read_fix_record
+    except ImportError:
+        return None
+    return read_fix_record
 
 
 def _what_ran(facts: list[_RunFacts]) -> list[str]:
@@ -199,43 +190,36 @@ def _review_line(review: Review | None) -> str:
 
 def _what_was_fixed(facts: list[_RunFacts]) -> list[str]:
     lines = ["## What was fixed", ""]
-    records = [fact for fact in facts if fact.fix is not None]
+    records = [(fact.run.run_id, fact.fix) for fact in facts if fact.fix is not None]
     if not records:
         return lines + ["Nothing: no run of this session has a fix record (fix.json).", ""]
-    for fact in records:
-        assert fact.fix is not None
-        lines += [f"### {fact.run.run_id}", ""]
-        entries = _first_list_of(fact.fix, "bug_id")
-        if entries:
+    for run_id, record in records:
+        lines += [f"### {run_id}", ""]
+        if record.bugs:
             lines += [
                 "| bug | status | iterations | commit | files | reason |",
                 "| --- | --- | --- | --- | --- | --- |",
             ]
-            for entry in entries:
-                commit = _pick(entry, "commit", "commit_sha", "sha")
-                files = _pick(entry, "files_changed", "files", "changed_files") or []
-                status, iterations = _md(entry.get("status")), _md(entry.get("iterations"))
-                short = str(commit)[:12] if commit else "-"
+            for fix in record.bugs:
                 lines.append(
-                    f"| `{entry.get('bug_id')}` | {status} | {iterations} | {short} "
-                    f"| {_md(', '.join(map(str, files)) if isinstance(files, list) else files)} "
-                    f"| {_md(entry.get('reason'))} |"
+                    f"| `{fix.bug_id}` | {fix.status} | {fix.iterations} | {(fix.commit or '-')[:12]} "
+                    f"| {_md(', '.join(fix.files_changed))} | {_md(fix.reason)} |"
                 )
-            committed = sum(1 for entry in entries if entry.get("status") == "committed")
-            lines += ["", f"{committed} of {len(entries)} bug(s) committed."]
+            committed = sum(1 for fix in record.bugs if fix.status == "committed")
+            lines += ["", f"{committed} of {len(record.bugs)} bug(s) committed in {record.repo}."]
         else:
             lines.append("The fix record lists no bugs.")
-        health = _pick(fact.fix, "health", "health_after_fix")
-        if isinstance(health, dict):
-            state = "healthy" if health.get("healthy") else "UNHEALTHY"
-            tools = _pick(health, "tools", "tools_count", "tool_count")
-            count = len(tools) if isinstance(tools, list) else tools
-            error = health.get("error")
+        health = record.health
+        if health is None:
+            lines.append("The server's health after the fixes was not checked.")
+        elif health.healthy:
+            lines.append(f"Server after the fixes: healthy, {health.tools} tool(s).")
+        else:
+            after = f" after commit {health.after_commit[:12]}" if health.after_commit else ""
+            lines.append(f"Server after the fixes: UNHEALTHY{after}: {_md(health.error)}")
+        if record.finished_at is None:
             lines.append(
-                f"Server after the fixes: {state}"
-                + (f", {count} tool(s)" if count is not None else "")
-                + (f": {_md(error)}" if error else "")
-                + "."
+                "The fix loop did not finish (interrupted or crashed); the record shows what it did."
             )
         lines.append("")
     return lines
@@ -267,25 +251,6 @@ def _costs(facts: list[_RunFacts]) -> list[str]:
         lines.append(f"| {fact.run.run_id} | {attempts} | {calls:,.0f} | {tokens:,.0f} | {source} |")
     lines += ["", f"Total: {total_calls:,.0f} tool call(s), {total_tokens:,.0f} tokens.", ""]
     return lines
-
-
-def _first_list_of(record: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    """The record's list of per-bug entries: the first list whose items carry ``key``."""
-    for value in record.values():
-        if (
-            isinstance(value, list)
-            and value
-            and all(isinstance(item, dict) and key in item for item in value)
-        ):
-            return value
-    return []
-
-
-def _pick(mapping: dict[str, Any], *keys: str) -> Any:
-    for key in keys:
-        if mapping.get(key) is not None:
-            return mapping[key]
-    return None
 
 
 def _md(value: object) -> str:

@@ -604,3 +604,52 @@ def test_a_person_at_a_real_terminal(project: Path, run_dir: RunDir) -> None:
     assert child.exitstatus == 0
     assert read_model(run_dir.review, Review).decision == "exit"
     assert run_dir.session_summary.exists()
+
+
+def test_session_summary_lists_the_fix_commits_and_the_health_after_them(
+    project: Path, run_dir: RunDir
+) -> None:
+    fix_record = pytest.importorskip("mcpipechekr.artifacts.fix_record")
+    record_decision(run_dir, "approve", by="dana")
+    commit = "9f2c4e1d" + "0" * 32
+    record = fix_record.FixRecord(
+        run_id=RUN_ID,
+        bug_report_hash=sha256_file(run_dir.bug_report),
+        agent="demo",
+        repo=".mcpipechekr/workspace/emailindex",
+        base_commit="1" * 40,
+        started_at=T0,
+        finished_at=T0 + timedelta(minutes=1),
+        bugs=[
+            fix_record.BugFix(
+                bug_id=OVERSIZED.id,
+                status="committed",
+                iterations=1,
+                commit=commit,
+                files_changed=["server.py"],
+            ),
+            fix_record.BugFix(
+                bug_id=SORT_GAP.id, status="unresolved", iterations=5, reason="no prepared patch matches"
+            ),
+        ],
+        health=fix_record.FixHealth(healthy=True, tools=3, elapsed_s=1.2, after_commit=commit, checked_at=T0),
+    )
+    write_model(run_dir.fix_record, record)
+    text = write_session_summary([run_dir], run_dir.session_summary).read_text()
+    assert f"| `{OVERSIZED.id}` | committed | 1 | 9f2c4e1d0000 | server.py | - |" in text
+    assert f"| `{SORT_GAP.id}` | unresolved | 5 | - | - | no prepared patch matches |" in text
+    assert "1 of 2 bug(s) committed in .mcpipechekr/workspace/emailindex." in text
+    assert "Server after the fixes: healthy, 3 tool(s)." in text
+
+    broken = record.model_copy(
+        update={
+            "finished_at": None,
+            "health": fix_record.FixHealth(
+                healthy=False, tools=0, after_commit=commit, error="server exited with code 1", checked_at=T0
+            ),
+        }
+    )
+    write_model(run_dir.fix_record, broken)
+    text = write_session_summary([run_dir], run_dir.session_summary).read_text()
+    assert "Server after the fixes: UNHEALTHY after commit 9f2c4e1d0000: server exited with code 1" in text
+    assert "The fix loop did not finish" in text
