@@ -1,224 +1,532 @@
-"""The doit build graph: every artifact a target, every action a library call.
+"""The doit build graph: every artifact a target, every action a call into `stages`.
 
 `dodo.py` at the project root only imports the `task_*` functions and
-`DOIT_CONFIG` from here. Each action calls the same library function the CLI
-calls, so `doit <target>` and `mcpipechekr <command>` never diverge.
+`DOIT_CONFIG` from here.
 
-Command-line knobs (`--config`, `--task`, `--phase1-provider`, …) are doit task
-parameters: `doit loop --config other.yaml --phase1-provider openai/gpt-4o`.
+The graph of one run (`runs/{run-id}/`, chosen by `runplan.plan_run`):
+
+    _tools ─► tools.json ─┬─► lint ─► tef_report.json ─► trace:<task>__<model>__rNNN ─┐
+                          └─► check ─► check_report.json                            │
+    runs/baseline.json (made only by `doit baseline`) ──────────────────────────────┤
+                                         evaluate:<run> ◄─ traces/*.json ◄──────────┘
+                                           ─► bug_report.json, phase2_narrative.md
+                                         review ─► review.json (approves that exact bug report)
+                                         fix ─► fix.json (one commit per bug; server restarted)
+                                         report ─► session_summary.md
+
+Up-to-date checks are doit's: content hashes of `file_dep`s, plus
+`config_changed` values for what is not a file (the run identity, a task's
+definition and model). `loop` drives iterations: each one plans its run (a fix
+commit changes the server's source, hence a new run) and builds that run's
+targets with a nested doit invocation, so every artifact of every iteration is
+recorded in the one dependency database.
+
+Flags (`--config`, `--task`, `--phase1-provider`, `--repeat`, `--new-run`, …)
+apply to the whole invocation: they are read when the graph is built, because
+they decide which run folder the targets live in, and every task accepts them.
 """
 
 from __future__ import annotations
 
+import fcntl
 import functools
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rich.table import Table
+from doit.tools import config_changed
 
 from mcpipechekr._util.console import console
-from mcpipechekr.artifacts import AcceptedRisk, list_runs, list_traces, write_model
-from mcpipechekr.baseline import build_baseline, require_baseline
-from mcpipechekr.check.runner import run_check, write_check_report
+from mcpipechekr._util.hashing import sha256_json
+from mcpipechekr.artifacts import RunDir, list_runs, list_traces
+from mcpipechekr.artifacts.trace import trace_path
 from mcpipechekr.config import PHASES, Config, ConfigOverrides, load_config
 from mcpipechekr.errors import UserError
-from mcpipechekr.evaluate import evaluate_run
-from mcpipechekr.lint import confirm_lint_risks, lint, lint_gate, write_tef_report
-from mcpipechekr.lint.risks import blocking_findings
-from mcpipechekr.pipeline import HarnessRun, harness_run
-from mcpipechekr.providers import ProviderSpec
-from mcpipechekr.runners.execute import phase1_for_run
-from mcpipechekr.server.lifecycle import ServerUnderTest, describe_target
-from mcpipechekr.server.workspace import prepare_repo
+from mcpipechekr.runplan import RunPlan, plan_run
+from mcpipechekr.tasks import Task, load_tasks, select_tasks
 
-DEP_FILE = ".mcpipechekr/doit.db"
-Path(DEP_FILE).parent.mkdir(exist_ok=True)
+STATE_DIR = Path(".mcpipechekr")
+DEP_FILE = str(STATE_DIR / "doit.sqlite")
+LOCK_FILE = STATE_DIR / "doit.lock"
 
 DOIT_CONFIG: dict[str, Any] = {
     "default_tasks": ["loop"],
     "dep_file": DEP_FILE,
+    # sqlite3 writes only the tasks each invocation ran, so the loop's nested invocations and the outer
+    # one never overwrite each other's records; LOCK_FILE keeps separate processes apart.
+    "backend": "sqlite3",
     "verbosity": 2,
     "action_string_formatting": "new",
 }
 
-CONFIG_PARAMS: list[dict[str, Any]] = [
+# ---------------------------------------------------------------------------------------------------------
+# Flags: doit task parameters, read once for the whole invocation.
+
+PARAMS: list[dict[str, Any]] = [
     {"name": "config", "long": "config", "default": "config.yaml", "help": "The config file."},
-]
-RUN_PARAMS: list[dict[str, Any]] = [
-    {"name": "repeat", "long": "repeat", "type": int, "default": 1, "help": "Attempts per task (Phase 1)."},
-    {"name": "concurrency", "long": "concurrency", "type": int, "default": 4, "help": "Attempts at once."},
-]
-REGENERATE_PARAM: dict[str, Any] = {
-    "name": "regenerate_baseline",
-    "long": "regenerate-baseline",
-    "type": bool,
-    "default": False,
-    "help": "Baseline the selected tasks again, replacing their entries.",
-}
-PROVIDER_PARAMS: list[dict[str, Any]] = [
-    {
-        "name": f"{phase}_provider",
-        "long": f"{phase}-provider",
-        "default": "",
-        "help": f"Model for {phase} (overrides providers.{phase}), e.g. openai/gpt-4o or demo.",
-    }
-    for phase in PHASES
-]
-SELECTION_PARAMS: list[dict[str, Any]] = [
     {
         "name": "task_ids",
         "long": "task",
         "type": list,
         "default": [],
-        "help": "Run only this task; repeatable.",
+        "help": "Only this task; repeatable.",
     },
-    {"name": "tags", "long": "tag", "type": list, "default": [], "help": "Run only tasks with this tag."},
+    {"name": "tags", "long": "tag", "type": list, "default": [], "help": "Only tasks with this tag."},
+    {"name": "repeat", "long": "repeat", "type": int, "default": 1, "help": "Attempts per task (Phase 1)."},
+    {
+        "name": "concurrency",
+        "long": "concurrency",
+        "type": int,
+        "default": 4,
+        "help": "Phase 1 attempts at once in `loop`.",
+    },
+    {
+        "name": "new_run",
+        "long": "new-run",
+        "type": bool,
+        "default": False,
+        "help": "Start a new run folder even when the inputs match the latest run.",
+    },
+    {
+        "name": "regenerate_baseline",
+        "long": "regenerate-baseline",
+        "type": bool,
+        "default": False,
+        "help": "`baseline`: baseline the selected tasks again, replacing their entries.",
+    },
+    *[
+        {
+            "name": f"{phase}_provider",
+            "long": f"{phase}-provider",
+            "default": "",
+            "help": f"Model for {phase} (overrides providers.{phase}), e.g. openai/gpt-4o or demo.",
+        }
+        for phase in PHASES
+    ],
 ]
+_LONG = {param["long"]: param for param in PARAMS}
 
 
-def _config(config: str, **providers: str) -> Config:
-    chosen = {phase: providers.get(f"{phase}_provider") for phase in PHASES}
-    overrides = ConfigOverrides(providers={phase: value for phase, value in chosen.items() if value})
-    return load_config(config, overrides)
+@dataclass(frozen=True)
+class Settings:
+    """The flags of this invocation, with their defaults."""
+
+    config: str = "config.yaml"
+    task_ids: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    repeat: int = 1
+    concurrency: int = 4
+    new_run: bool = False
+    regenerate_baseline: bool = False
+    providers: tuple[tuple[str, str], ...] = ()
+
+    def given(self) -> dict[str, Any]:
+        """The flags that differ from their defaults, as the manifest records them."""
+        defaults = Settings()
+        given: dict[str, Any] = {}
+        for name in ("config", "task_ids", "tags", "repeat", "concurrency", "new_run"):
+            if getattr(self, name) != getattr(defaults, name):
+                value = getattr(self, name)
+                given[name] = list(value) if isinstance(value, tuple) else value
+        given.update({f"{phase}_provider": value for phase, value in self.providers})
+        return given
 
 
-def _report_errors(action: Any) -> Any:
-    """doit prints tracebacks for failed python-actions; a user error deserves its message only."""
+def settings_from_argv(argv: list[str]) -> Settings:
+    """The known flags wherever they appear on the doit command line; anything else is doit's business."""
+    values: dict[str, Any] = {"task_ids": [], "tags": [], "providers": {}}
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        index += 1
+        if not word.startswith("--"):
+            continue
+        name, has_value, inline = word[2:].partition("=")
+        param = _LONG.get(name)
+        if param is None:
+            continue
+        if param.get("type") is bool:
+            values[param["name"]] = True
+            continue
+        if not has_value:
+            if index >= len(argv):
+                break
+            inline = argv[index]
+            index += 1
+        key = param["name"]
+        if key.endswith("_provider"):
+            values["providers"][key.removesuffix("_provider")] = inline
+        elif param.get("type") is list:
+            values[key].append(inline)
+        elif param.get("type") is int:
+            try:
+                values[key] = int(inline)
+            except ValueError:
+                values[key] = 0  # reported by doit itself when it parses the task's parameters
+        else:
+            values[key] = inline
+    return Settings(
+        config=values.get("config", "config.yaml"),
+        task_ids=tuple(values["task_ids"]),
+        tags=tuple(values["tags"]),
+        repeat=max(1, values.get("repeat", 1)),
+        concurrency=max(1, values.get("concurrency", 4)),
+        new_run=values.get("new_run", False),
+        regenerate_baseline=values.get("regenerate_baseline", False),
+        providers=tuple(sorted(values["providers"].items())),
+    )
 
-    @functools.wraps(action)
-    def run(**kwargs: Any) -> bool:
+
+_override: Settings | None = None  # set by the loop for its nested invocations
+
+
+def current_settings() -> Settings:
+    return _override or settings_from_argv(sys.argv[1:])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What the graph is built from: config, tasks and the planned run, or the reason they are unavailable.
+
+
+@dataclass(frozen=True)
+class GraphInputs:
+    settings: Settings
+    config: Config | None = None
+    tasks: list[Task] = field(default_factory=list)
+    plan: RunPlan | None = None
+    error: str | None = None
+
+    def require(self) -> tuple[Config, list[Task], RunPlan]:
+        if self.error or self.config is None or self.plan is None:
+            raise UserError(self.error or "no configuration")
+        return self.config, self.tasks, self.plan
+
+
+def load_graph_config(settings: Settings) -> Config:
+    overrides = ConfigOverrides(providers={phase: value for phase, value in settings.providers if value})
+    return load_config(settings.config, overrides)
+
+
+@functools.cache
+def graph_inputs(settings: Settings) -> GraphInputs:
+    """Config, selected tasks and the run plan, computed once per graph load."""
+    try:
+        config = load_graph_config(settings)
+        tasks = select_tasks(load_tasks(config.paths.tasks), settings.task_ids, settings.tags)
+        if _preparing():
+            from mcpipechekr.server.workspace import prepare_repo
+
+            prepare_repo(config.server)  # before planning: the identity includes the repository's state
+        plan = plan_run(
+            config,
+            task_ids=[task.task_id for task in tasks],
+            phase1=[str(config.providers.phase1)],
+            repeat=settings.repeat,
+            new_run=settings.new_run,
+            parameters=settings.given(),
+        )
+    except UserError as exc:
+        return GraphInputs(settings, error=exc.message)
+    return GraphInputs(settings, config, tasks, plan)
+
+
+def _inputs() -> GraphInputs:
+    return graph_inputs(current_settings())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# One process at a time: two doit invocations in one project would race for run folders and the server.
+
+_READ_ONLY_COMMANDS = {"list", "help", "info", "tabcompletion", "dumpdb"}
+_lock_handle: Any = None
+
+
+def _command(argv: list[str]) -> str:
+    words = [word for word in argv if not word.startswith("-")]
+    return words[0] if words else "run"
+
+
+def _preparing() -> bool:
+    """True when this invocation may change things (not `doit list`, `doit help`, …)."""
+    return _command(sys.argv[1:]) not in _READ_ONLY_COMMANDS
+
+
+def hold_project_lock() -> None:
+    """Take the project's doit lock for this process, or stop with a message naming who holds it."""
+    global _lock_handle
+    if _lock_handle is not None or not _preparing():
+        return
+    STATE_DIR.mkdir(exist_ok=True)
+    handle = open(LOCK_FILE, "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise SystemExit(
+            f"error: another doit is running in this project ({holder}); wait for it to finish, "
+            f"then run the command again. ({LOCK_FILE})"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}: doit {' '.join(sys.argv[1:])}".strip())
+    handle.flush()
+    _lock_handle = handle
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Actions: thin wrappers that print a user error as a message instead of a traceback.
+
+
+def _action(fn: Callable[..., Any], *args: Any) -> tuple[Callable[..., bool], list[Any]]:
+    @functools.wraps(fn)
+    def run(*call_args: Any, **_params: Any) -> bool:
         try:
-            action(**kwargs)
+            fn(*call_args)
         except UserError as exc:
             console.print(f"[bold red]error:[/] {exc.message}", markup=True, soft_wrap=True)
             return False
         return True
 
+    return (run, list(args))
+
+
+def _unavailable(name: str, doc: str | None, error: str) -> dict[str, Any]:
+    def fail() -> None:
+        raise UserError(error)
+
+    return {"basename": name, "doc": doc, "actions": [_action(fail)], "params": PARAMS, "uptodate": [False]}
+
+
+def _runs_dir() -> Path | None:
+    inputs = _inputs()
+    return Path(inputs.config.paths.runs) if inputs.config else None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Tasks of the planned run.
+
+
+def _snapshot() -> None:
+    from mcpipechekr.stages import snapshot_step
+
+    config, tasks, plan = _inputs().require()
+    snapshot_step(config, plan, tasks)
+
+
+def task__tools() -> dict[str, Any]:
+    """The server's tool definitions, pinned for the run (rebuilt when the server's source changes)."""
+    inputs = _inputs()
+    if inputs.error:
+        return _unavailable("_tools", task__tools.__doc__, inputs.error)
+    _, _, plan = inputs.require()
+    return {
+        "actions": [_action(_snapshot)],
+        "targets": [str(plan.run_dir.tools)],
+        "uptodate": [config_changed(plan.identity)],
+        "params": PARAMS,
+    }
+
+
+def _planned(step: str) -> Callable[[], None]:
+    """An action calling `stages.<step>(config, run_dir)` for the planned run; imported when it runs."""
+
+    def run() -> None:
+        from mcpipechekr import stages
+
+        config, _, plan = _inputs().require()
+        getattr(stages, step)(config, plan.run_dir)
+
+    run.__name__ = step
     return run
 
 
-def prepare_workspace(config: str) -> None:
-    """Create the server's git repository from its template when it does not exist yet."""
-    cfg = load_config(config)
-    repo = prepare_repo(cfg.server)
-    if repo is not None:
-        console.print(f"server repository: {repo}")
+def task_check() -> dict[str, Any]:
+    """Check the server: protocol compliance, functional cases, response sizes → check_report.json."""
+    inputs = _inputs()
+    if inputs.error:
+        return _unavailable("check", task_check.__doc__, inputs.error)
+    config, _, plan = inputs.require()
+    cases = [path for path in (config.check.cases, config.check.expected_failures) if path]
+    return {
+        "actions": [_action(_planned("check_step"))],
+        "file_dep": [str(plan.run_dir.tools), *map(str, cases)],
+        "targets": [str(plan.run_dir.check_report)],
+        "uptodate": [config_changed(config.config_hash)],
+        "params": PARAMS,
+    }
 
 
-def check_health(config: str) -> None:
-    """Start the server, run the health check, stop it."""
-    cfg = load_config(config)
-    prepare_repo(cfg.server)
-    with ServerUnderTest(cfg.server) as live:
-        assert live.health is not None
-        console.print(
-            f"server '{cfg.server.name}' healthy ({describe_target(cfg.server)}): "
-            f"{len(live.health.tools)} tools in {live.health.elapsed_s:.1f}s: {', '.join(live.health.tools)}"
-        )
+def task_lint() -> dict[str, Any]:
+    """Phase 0.5: lint the tool descriptions → tef_report.json (stops the loop on unaccepted risks)."""
+    inputs = _inputs()
+    if inputs.error:
+        return _unavailable("lint", task_lint.__doc__, inputs.error)
+    config, _, plan = inputs.require()
+    return {
+        "actions": [_action(_planned("lint_step"))],
+        "file_dep": [str(plan.run_dir.tools)],
+        "targets": [str(plan.run_dir.tef_report)],
+        "uptodate": [config_changed(config.config_hash)],
+        "params": PARAMS,
+    }
 
 
-def _summary_table(run: HarnessRun) -> Table:
-    cfg, manifest = run.config, run.manifest
-    table = Table(title=run.run_dir.run_id, show_header=False, box=None)
-    table.add_row("server", f"{cfg.server.name} ({describe_target(cfg.server)})")
-    dirty = " (dirty)" if manifest.mcp_server_dirty else ""
-    table.add_row("source", f"{manifest.mcp_server_sha or '-'}{dirty}")
-    health = run.server.health
-    table.add_row("health", f"{len(run.tools.tools)} tools, {health.elapsed_s:.1f}s" if health else "-")
-    table.add_row("tasks", ", ".join(t.task_id for t in run.tasks))
-    table.add_row("providers", ", ".join(f"{p}={getattr(manifest.providers, p)}" for p in PHASES))
-    return table
-
-
-def _check_step(run: HarnessRun) -> None:
-    """check: protocol, functional and quality layers against the run's server → check_report.json."""
-    report = run_check(run.config, server=run.server)
-    write_check_report(run.run_dir, report)
-    summary = report.summary
-    console.print(
-        f"check: {summary.passed}/{summary.total} passed, {summary.failed} failed, "
-        f"{summary.warned} warnings, {summary.skipped} skipped, {summary.expected_failures} expected "
-        f"failure(s) → {run.run_dir.check_report}"
+def _attempt_digest(config: Config, task: Task, provider: str) -> str:
+    """What one trace depends on besides the server: the task's definition, the model and the limits."""
+    return sha256_json(
+        {
+            "task": task.model_dump(mode="json"),
+            "provider": provider,
+            "timeouts": config.timeouts.model_dump(mode="json"),
+        }
     )
 
 
-def _lint_step(run: HarnessRun) -> bool:
-    """Phase 0.5: lint the tools the run saw → tef_report.json; False when a blocking risk is not accepted."""
-    outcome = lint(run.config, tools=run.tools)
-    write_tef_report(run.run_dir, outcome.report)
-    summary = outcome.report.summary
-    console.print(
-        f"lint ({outcome.report.selector}{', reused' if outcome.reused else ''}): "
-        f"{summary.errors} error(s), {summary.warnings} warning(s), {summary.overlaps} overlapping "
-        f"pair(s), {summary.misleading_tools} misleading tool(s), {summary.security_findings} security "
-        f"finding(s) → {run.run_dir.tef_report}"
-    )
-    for warning in outcome.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
-    accepted = list(outcome.report.accepted_risks)
-    if lint_gate(outcome.report) and sys.stdin.isatty() and confirm_lint_risks(outcome.report, console):
-        accepted += [
-            AcceptedRisk(rule_id=rule, tool=tool, reason="accepted at the lint gate of `doit loop`")
-            for rule, tool, _ in blocking_findings(outcome.report)
-        ]
-    # The manifest records every risk this run goes on with, whether accepted now or by `lint --accept-risk`.
-    run.manifest.accepted_risks = accepted
-    write_model(run.run_dir.manifest, run.manifest)
-    blocking = lint_gate(outcome.report, accepted)
-    if not blocking:
+def task_trace() -> Iterator[dict[str, Any]]:
+    """Phase 1: run each task blind with the phase-1 model → runs/{run-id}/traces/ (one target each)."""
+    inputs = _inputs()
+    if inputs.error:
+        yield _unavailable("trace", task_trace.__doc__, inputs.error)
+        return
+    config, tasks, plan = inputs.require()
+    yield {"basename": "trace", "name": None, "doc": task_trace.__doc__, "params": PARAMS}
+    spec = config.providers.phase1
+    for task in tasks:
+        for repetition in range(1, inputs.settings.repeat + 1):
+            target = trace_path(plan.run_dir, task.task_id, str(spec), repetition)
+
+            def attempt(one: Task = task, number: int = repetition) -> None:  # doit reserves `task`
+                from mcpipechekr.stages import trace_step
+
+                trace_step(config, plan.run_dir, one, spec, number)
+
+            yield {
+                "name": target.stem,
+                "actions": [_action(attempt)],
+                "task_dep": ["lint"],
+                "file_dep": [str(plan.run_dir.tools)],
+                "targets": [str(target)],
+                "uptodate": [config_changed(_attempt_digest(config, task, str(spec)))],
+                "params": PARAMS,
+            }
+
+
+def _evaluate(run_root: str) -> None:
+    from mcpipechekr.stages import evaluate_step
+
+    config, _, _ = _inputs().require()
+    evaluate_step(config, RunDir(Path(run_root)))
+
+
+def task_evaluate() -> Iterator[dict[str, Any]]:
+    """Phase 2: a run's traces against the baseline → bug_report.json, phase2_narrative.md."""
+    inputs = _inputs()
+    if inputs.error:
+        yield _unavailable("evaluate", task_evaluate.__doc__, inputs.error)
+        return
+    config, tasks, plan = inputs.require()
+    yield {"basename": "evaluate", "name": None, "doc": task_evaluate.__doc__, "params": PARAMS}
+    baseline = [str(plan.run_dir.baseline)] if plan.run_dir.baseline.exists() else []
+    runs = {run.run_id: run for run in list_runs(config.paths.runs)}
+    planned = [
+        str(trace_path(plan.run_dir, task.task_id, str(config.providers.phase1), repetition))
+        for task in tasks
+        for repetition in range(1, inputs.settings.repeat + 1)
+    ]
+    for run_id, run in sorted({**runs, plan.run_id: plan.run_dir}.items()):
+        traces = planned if run_id == plan.run_id else [str(path) for path in list_traces(run)]
+        if not traces:
+            continue
+        yield {
+            "name": run_id,
+            "actions": [_action(_evaluate, str(run.root))],
+            "file_dep": [*traces, *baseline],
+            "targets": [str(run.bug_report), str(run.phase2_narrative)],
+            "params": PARAMS,
+        }
+
+
+def _review_is_current(run_dir: RunDir) -> Callable[[], bool]:
+    """Up to date only while review.json approves the bug report as it is now."""
+
+    def check() -> bool:
+        from mcpipechekr.review import require_approval
+
+        try:
+            require_approval(run_dir)
+        except UserError:
+            return False
         return True
-    for reason in blocking:
-        console.print(f"  [red]blocking:[/] {reason}")
-    console.print(
-        "[bold red]stopped before Phase 1:[/] lint found risks nobody accepted. Review them with "
-        "`mcpipechekr lint`, then accept with `mcpipechekr lint --accept-risk TOOL` or fix the descriptions."
-    )
-    return False
+
+    return check
 
 
-def _trace_step(run: HarnessRun, providers: list[ProviderSpec], repeat: int, concurrency: int) -> None:
-    """Phase 1: every selected task, blind, with each provider → traces/ (and journals/)."""
-    paths = phase1_for_run(run, providers, repeat=repeat, concurrency=concurrency)
-    console.print(f"trace: {len(paths)} trace(s) → {run.run_dir.traces}")
+def task_review() -> dict[str, Any]:
+    """Human review of the bug report: approve (with annotations) or exit → review.json."""
+    inputs = _inputs()
+    if inputs.error:
+        return _unavailable("review", task_review.__doc__, inputs.error)
+    _, _, plan = inputs.require()
+    return {
+        "actions": [_action(_planned("review_step"))],
+        "file_dep": [str(plan.run_dir.bug_report)],
+        "targets": [str(plan.run_dir.review)],
+        "uptodate": [_review_is_current(plan.run_dir)],
+        "params": PARAMS,
+    }
 
 
-def _evaluate_step(run: HarnessRun) -> None:
-    """Phase 2: traces against the baseline → bug_report.json and phase2_narrative.md."""
-    report = evaluate_run(run.config, run.run_dir)
-    top = report.bugs[0] if report.bugs else None
-    console.print(
-        f"evaluate: {len(report.bugs)} bug(s)"
-        + (f", highest token_cost_of_gap {top.token_cost_of_gap:,} ({top.id})" if top else "")
-        + f" → {run.run_dir.bug_report}"
-    )
-    for bug in report.bugs:
-        console.print(f"  {bug.id}  {bug.type}  gap {bug.token_cost_of_gap:,} tokens  x{bug.occurrences}")
+def task_fix() -> dict[str, Any]:
+    """Phase 3: fix the approved bugs, one commit each, restart the server → fix.json."""
+    inputs = _inputs()
+    if inputs.error:
+        return _unavailable("fix", task_fix.__doc__, inputs.error)
+    _, _, plan = inputs.require()
+    return {
+        "actions": [_action(_planned("fix_step"))],
+        "file_dep": [str(plan.run_dir.review)],
+        "targets": [str(plan.run_dir.fix_record)],
+        "params": PARAMS,
+    }
 
 
-def run_loop(
-    config: str, task_ids: list[str], tags: list[str], repeat: int = 1, concurrency: int = 4, **providers: str
-) -> None:
-    """One iteration of the loop: check, lint (gate), trace blind, evaluate against the baseline."""
-    cfg = _config(config, **providers)
-    require_baseline(cfg)  # before any cost: the loop needs the accepted answers to judge against
-    with harness_run(cfg, task_ids, tags) as run:
-        console.print(_summary_table(run))
-        _check_step(run)
-        if not _lint_step(run):
-            raise UserError("the loop stopped at the lint gate (see above)")
-        _trace_step(run, [cfg.providers.for_phase("phase1")], repeat, concurrency)
-        _evaluate_step(run)
-        console.print(f"run folder: {run.run_dir.root}")
+def _report(config: Config, run_dir: RunDir) -> None:
+    from mcpipechekr.stages import report_step
+
+    report_step(config, [run_dir])
 
 
-def run_baseline(
-    config: str, task_ids: list[str], tags: list[str], regenerate_baseline: bool, **providers: str
-) -> None:
-    """Phase 0 → runs/baseline.json: only tasks without an entry, unless --regenerate-baseline."""
+def task_report() -> dict[str, Any]:
+    """Write the run's session summary: what ran, what was found, what was fixed, costs."""
+    inputs = _inputs()
+    if inputs.error:
+        return _unavailable("report", task_report.__doc__, inputs.error)
+    config, _, plan = inputs.require()
+    deps = [plan.run_dir.bug_report, plan.run_dir.review, plan.run_dir.fix_record]
+    return {
+        "actions": [_action(_report, config, plan.run_dir)],
+        "file_dep": [str(plan.run_dir.bug_report)] + [str(p) for p in deps[1:] if p.exists()],
+        "targets": [str(plan.run_dir.session_summary)],
+        "params": PARAMS,
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Baseline: explicit only, and only the tasks that have no entry yet.
+
+
+def _baseline() -> None:
+    from mcpipechekr.baseline import build_baseline
+
+    settings = current_settings()
+    config = load_graph_config(settings)
     outcome = build_baseline(
-        _config(config, **providers), task_ids=task_ids, tags=tags, regenerate=regenerate_baseline
+        config, task_ids=settings.task_ids, tags=settings.tags, regenerate=settings.regenerate_baseline
     )
     console.print(
         f"baseline: {len(outcome.baselined)} task(s) baselined, {len(outcome.kept)} kept → {outcome.path}"
@@ -227,116 +535,91 @@ def run_baseline(
         raise UserError("; ".join(outcome.problems))
 
 
-def run_trace_only(
-    config: str, task_ids: list[str], tags: list[str], repeat: int = 1, concurrency: int = 4, **providers: str
-) -> None:
-    """Open a run and trace the selected tasks with the phase-1 provider."""
-    cfg = _config(config, **providers)
-    with harness_run(cfg, task_ids, tags) as run:
-        _trace_step(run, [cfg.providers.for_phase("phase1")], repeat, concurrency)
+def _baseline_complete() -> bool:
+    from mcpipechekr.baseline import read_baseline
 
-
-def evaluate_one(config: str, run_root: str, **providers: str) -> None:
-    """Evaluate one run's traces (Phase 2)."""
-    report = evaluate_run(_config(config, **providers), run_root)
-    console.print(f"{Path(run_root).name}: {len(report.bugs)} bug(s) → {Path(run_root) / 'bug_report.json'}")
-
-
-def run_check_only(config: str) -> None:
-    """Open a run and check the server (protocol, functional, quality)."""
-    with harness_run(load_config(config)) as run:
-        _check_step(run)
-
-
-def run_lint_only(config: str, **providers: str) -> None:
-    """Open a run and lint the server's tool descriptions."""
-    with harness_run(_config(config, **providers)) as run:
-        if not _lint_step(run):
-            raise UserError("lint found blocking risks (see above)")
-
-
-def task_workspace() -> dict[str, Any]:
-    """Prepare the server's git repository (copied from server.repo_template on first use)."""
-    return {"actions": [(_report_errors(prepare_workspace),)], "params": CONFIG_PARAMS, "verbosity": 2}
-
-
-def task_health() -> dict[str, Any]:
-    """Start the server under test and run its health check."""
-    return {
-        "actions": [(_report_errors(check_health),)],
-        "params": CONFIG_PARAMS,
-        "uptodate": [False],
-        "verbosity": 2,
-    }
-
-
-def task_check() -> dict[str, Any]:
-    """Check the server: protocol compliance, functional cases, response sizes → check_report.json."""
-    return {
-        "actions": [(_report_errors(run_check_only),)],
-        "params": CONFIG_PARAMS,
-        "uptodate": [False],
-        "verbosity": 2,
-    }
-
-
-def task_lint() -> dict[str, Any]:
-    """Phase 0.5: lint the tool descriptions → tef_report.json."""
-    return {
-        "actions": [(_report_errors(run_lint_only),)],
-        "params": CONFIG_PARAMS + PROVIDER_PARAMS,
-        "uptodate": [False],
-        "verbosity": 2,
-    }
+    inputs = _inputs()
+    if inputs.config is None or inputs.settings.regenerate_baseline:
+        return False
+    try:
+        baseline = read_baseline(inputs.config)
+    except UserError:
+        return False
+    have = {entry.task_id for entry in baseline.tasks} if baseline else set()
+    return all(task.task_id in have for task in inputs.tasks)
 
 
 def task_baseline() -> dict[str, Any]:
     """Phase 0: the accepted answer of each task → runs/baseline.json (new tasks only, unless asked)."""
-    return {
-        "actions": [(_report_errors(run_baseline),)],
-        "params": CONFIG_PARAMS + SELECTION_PARAMS + PROVIDER_PARAMS + [REGENERATE_PARAM],
-        "uptodate": [False],
-        "verbosity": 2,
-    }
+    return {"actions": [_action(_baseline)], "uptodate": [_baseline_complete], "params": PARAMS}
 
 
-def task_trace() -> dict[str, Any]:
-    """Phase 1: run the tasks blind with the phase-1 provider → runs/{run-id}/traces/."""
-    return {
-        "actions": [(_report_errors(run_trace_only),)],
-        "params": CONFIG_PARAMS + SELECTION_PARAMS + RUN_PARAMS + PROVIDER_PARAMS,
-        "uptodate": [False],
-        "verbosity": 2,
-    }
+# ---------------------------------------------------------------------------------------------------------
+# The loop.
 
 
-def task_evaluate() -> Iterator[dict[str, Any]]:
-    """Phase 2: each run's traces against the baseline → bug_report.json (rebuilt when they change)."""
-    yield {"basename": "evaluate", "name": None, "doc": task_evaluate.__doc__}
+def build(targets: list[str], *, settings: Settings, parallel: int = 1) -> int:
+    """Run doit on `targets` in this process, re-planning the run first (a fix changes the server)."""
+    from doit.cmd_base import ModuleTaskLoader
+    from doit.doit_cmd import DoitMain
+
+    global _override
+    _override = settings
+    graph_inputs.cache_clear()
+    args = ["run", *(["-n", str(parallel), "-P", "thread"] if parallel > 1 else []), *targets]
     try:
-        runs = list_runs(load_config("config.yaml").paths.runs)
-    except UserError:
-        runs = []  # no usable config.yaml here: nothing to evaluate, and `doit list` still works
-    for run in runs:
-        deps = [*map(str, list_traces(run)), *([str(run.baseline)] if run.baseline.exists() else [])]
-        if not deps:
-            continue
-        yield {
-            "name": run.run_id,
-            "actions": [
-                (_report_errors(evaluate_one), [], {"config": "config.yaml", "run_root": str(run.root)})
-            ],
-            "file_dep": deps,
-            "targets": [str(run.bug_report), str(run.phase2_narrative)],
-            "verbosity": 2,
-        }
+        return DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(args)
+    finally:
+        _override = None
+
+
+def run_loop(**params: Any) -> None:
+    """lint → trace → evaluate → review → fix → restart, a new run each iteration, until exit or the cap."""
+    from mcpipechekr.artifacts import read_model
+    from mcpipechekr.artifacts.review import Review
+    from mcpipechekr.baseline import require_baseline
+    from mcpipechekr.stages import report_step
+
+    settings = current_settings()
+    config = load_graph_config(settings)
+    require_baseline(config)  # before any cost: the loop needs the accepted answers to judge against
+    session: list[RunDir] = []
+    stop = ""
+    for iteration in range(1, config.loop.max_iterations + 1):
+        inputs = graph_inputs.__wrapped__(settings)  # this iteration's plan, without touching the cache
+        _, _, plan = inputs.require()
+        session.append(plan.run_dir)
+        console.rule(f"iteration {iteration}: {plan.run_id}")
+        if build(["trace"], settings=settings, parallel=settings.concurrency) != 0:
+            raise UserError(f"the loop stopped in {plan.run_id} before evaluation (see above)")
+        settings = replace(settings, new_run=False)  # the run exists now: later steps work in it
+        if build([f"evaluate:{plan.run_id}", "review"], settings=settings) != 0:
+            raise UserError(f"the loop stopped at review of {plan.run_id} (see above)")
+        review = read_model(plan.run_dir.review, Review)
+        if review.decision == "exit":
+            stop = f"you ended the loop at the review of {plan.run_id}"
+            break
+        if build(["fix"], settings=settings) != 0:
+            raise UserError(f"the loop stopped in the fix step of {plan.run_id} (see above)")
+        if not _committed(plan.run_dir):
+            stop = f"nothing was committed in {plan.run_id}: nothing left to fix"
+            break
+    else:
+        stop = f"loop.max_iterations ({config.loop.max_iterations}) reached"
+    report_step(config, session)
+    console.print(f"loop finished: {stop}")
+
+
+def _committed(run_dir: RunDir) -> bool:
+    from mcpipechekr.artifacts import read_model
+    from mcpipechekr.artifacts.fix_record import FixRecord
+
+    if not run_dir.fix_record.exists():
+        return False
+    record = read_model(run_dir.fix_record, FixRecord)
+    return any(entry.status == "committed" for entry in record.bugs)
 
 
 def task_loop() -> dict[str, Any]:
-    """Run the pipeline on the configured server (the bundled example by default)."""
-    return {
-        "actions": [(_report_errors(run_loop),)],
-        "params": CONFIG_PARAMS + SELECTION_PARAMS + RUN_PARAMS + PROVIDER_PARAMS,
-        "uptodate": [False],
-        "verbosity": 2,
-    }
+    """Run the loop on the configured server: lint, trace, evaluate, review, fix, restart, again."""
+    return {"actions": [_action(run_loop)], "uptodate": [False], "params": PARAMS}

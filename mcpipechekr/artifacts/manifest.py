@@ -84,6 +84,15 @@ class Manifest(ArtifactModel):
     )
     server: ServerRef = Field(description="The server under test.")
     task_ids: list[str] = Field(default_factory=list, description="Ids of the tasks selected for this run.")
+    identity: Sha256 | None = Field(
+        default=None,
+        description="Hash of the inputs that make a run distinct (server source, task ids, models, "
+        "repetitions): a later invocation with the same identity reuses this run's up-to-date artifacts.",
+    )
+    parameters: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The per-run flags the run was started with (`--phase1-provider`, `--repeat`, ...).",
+    )
     accepted_risks: list[AcceptedRisk] = Field(
         default_factory=list, description="Findings accepted as known risks when this run started."
     )

@@ -146,7 +146,8 @@ class RunDir:
         return {name: getattr(self, name) for name in names}
 
 
-def _existing_numbers(runs_dir: Path, day: date) -> list[int]:
+def existing_run_numbers(runs_dir: Path, day: date) -> list[int]:
+    """The run numbers of ``day`` already taken under ``runs_dir``."""
     prefix = f"run-{day:%Y%m%d}-"
     numbers = []
     try:
@@ -171,7 +172,7 @@ def create_run_dir(runs_dir: str | Path, today: date | None = None) -> RunDir:
     root = Path(runs_dir)
     root.mkdir(parents=True, exist_ok=True)
     day = today or date.today()
-    number = max(_existing_numbers(root, day), default=0) + 1
+    number = max(existing_run_numbers(root, day), default=0) + 1
     while number <= MAX_RUNS_PER_DAY:
         candidate = root / format_run_id(day, number)
         try:

@@ -1,0 +1,142 @@
+"""Run identity: which run folder an invocation works in.
+
+Why: doit rebuilds what changed, but a run folder is a record of one set of
+inputs. When the inputs that make runs comparable differ from the latest
+run's — the server's source (commit, plus the content of uncommitted
+changes), the set of tasks, the Phase 1 models, the repetitions — the
+artifacts belong in a new folder; otherwise the latest run is reused and only
+its stale targets are rebuilt (editing one task's prompt re-traces that task
+in the same run). `--new-run` always starts a fresh folder; folders are never
+overwritten.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from mcpipechekr import __version__
+from mcpipechekr._util.hashing import sha256_bytes, sha256_json
+from mcpipechekr.artifacts import Manifest, RunDir, list_runs, read_model
+from mcpipechekr.artifacts.rundir import MAX_RUNS_PER_DAY, existing_run_numbers, format_run_id
+from mcpipechekr.config import Config
+from mcpipechekr.errors import UserError
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """The folder this invocation works in, and why."""
+
+    run_dir: RunDir
+    identity: str
+    reused: bool
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str:
+        return self.run_dir.run_id
+
+
+def server_source_digest(config: Config) -> str | None:
+    """HEAD plus the bytes of uncommitted changes, so editing a dirty tree changes the identity too.
+
+    None when the server has no repository configured: its changes cannot be
+    seen, and runs are told apart only by the other inputs (or `--new-run`).
+    """
+    repo_path = config.server.repo
+    if repo_path is None or not (Path(repo_path) / ".git").exists():
+        return None
+    import git  # deferred: `doit list` should not pay for GitPython
+
+    repo = git.Repo(repo_path)
+    try:
+        head = repo.head.commit.hexsha if repo.head.is_valid() else "no-commit"
+        if not repo.is_dirty(untracked_files=True):
+            return head
+        diff = repo.git.diff("HEAD", binary=True).encode()
+        untracked = b"".join(
+            name.encode() + b"\0" + _read(Path(repo_path) / name) for name in sorted(repo.untracked_files)
+        )
+        changes = sha256_bytes(diff + b"\0" + untracked)
+        return f"{head}+{changes}"
+    finally:
+        repo.close()
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def run_identity(config: Config, task_ids: list[str], phase1: list[str], repeat: int) -> str:
+    """The hash of the inputs that make a run distinct (see the module docstring)."""
+    return sha256_json(
+        {
+            "server": config.server.name,
+            "source": server_source_digest(config),
+            "tasks": sorted(task_ids),
+            "phase1": phase1,
+            "repeat": repeat,
+            "harness": __version__,
+        }
+    )
+
+
+def read_manifest(run_dir: RunDir) -> Manifest | None:
+    """A run's manifest, or None when it is missing or unreadable (such a run is never reused)."""
+    try:
+        return read_model(run_dir.manifest, Manifest)
+    except (OSError, UserError, ValueError):
+        return None
+
+
+def next_run_dir(runs_dir: Path, today: date | None = None) -> RunDir:
+    """The id `create_run_dir` would give the next run, without creating it."""
+    day = today or date.today()
+    number = max(existing_run_numbers(runs_dir, day), default=0) + 1
+    if number > MAX_RUNS_PER_DAY:
+        raise UserError(f"{runs_dir}: all {MAX_RUNS_PER_DAY} run ids of {day:%Y-%m-%d} are taken")
+    return RunDir(runs_dir / format_run_id(day, number))
+
+
+def plan_run(
+    config: Config,
+    *,
+    task_ids: list[str],
+    phase1: list[str],
+    repeat: int,
+    new_run: bool = False,
+    parameters: dict[str, Any] | None = None,
+) -> RunPlan:
+    """Reuse the latest run when its identity matches and `new_run` is not asked; else plan the next id."""
+    identity = run_identity(config, task_ids, phase1, repeat)
+    runs = list_runs(config.paths.runs)
+    if runs and not new_run:
+        manifest = read_manifest(runs[-1])
+        if manifest is not None and manifest.identity == identity:
+            return RunPlan(runs[-1], identity, reused=True, parameters=parameters or {})
+    return RunPlan(next_run_dir(Path(config.paths.runs)), identity, reused=False, parameters=parameters or {})
+
+
+def claim_run_dir(plan: RunPlan) -> bool:
+    """Create the planned folder; False when it already exists as this identity's run.
+
+    A folder that exists with another identity (another invocation took the
+    id meanwhile) is an error: runs are never overwritten.
+    """
+    plan.run_dir.runs_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(plan.run_dir.root)
+        return True
+    except FileExistsError:
+        manifest = read_manifest(plan.run_dir)
+        if manifest is None or manifest.identity != plan.identity:
+            raise UserError(
+                f"{plan.run_dir.root} was created by another invocation meanwhile; run the command again"
+            ) from None
+        return False

@@ -1,0 +1,265 @@
+"""The build steps of one run, one function per artifact, as the doit graph runs them.
+
+Why a module of its own: `graph.py` decides *what* is stale and in which run
+folder; these functions only know how to make one artifact in a given run
+folder. Each step runs inside `run_stage`, which keeps the manifest honest: it
+says `running` while a step works and `completed`, `failed` or `interrupted`
+after, so a crash or Ctrl-C never leaves a run that looks alive.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+
+from mcpipechekr._util.console import console
+from mcpipechekr.artifacts import (
+    AcceptedRisk,
+    Manifest,
+    RunDir,
+    ToolsSnapshot,
+    read_model,
+    snapshot_tools,
+    utc_now,
+    write_model,
+)
+from mcpipechekr.config import PHASES, Config
+from mcpipechekr.errors import UserError
+from mcpipechekr.pipeline import server_ref
+from mcpipechekr.providers import ProviderSpec
+from mcpipechekr.runplan import RunPlan, claim_run_dir
+from mcpipechekr.server.lifecycle import ServerUnderTest
+from mcpipechekr.server.workspace import prepare_repo, repo_state
+from mcpipechekr.tasks import Task, task_file_hash
+
+
+def _manifest_for(config: Config, plan: RunPlan, tasks: list[Task]) -> Manifest:
+    from mcpipechekr import __version__
+    from mcpipechekr.artifacts import PhaseProviders
+
+    state = repo_state(config.server)
+    return Manifest(
+        run_id=plan.run_id,
+        started_at=utc_now(),
+        harness_version=__version__,
+        mcp_server_sha=state.sha,
+        mcp_server_dirty=state.dirty,
+        task_file_hash=task_file_hash(config.paths.tasks),
+        providers=PhaseProviders(**{phase: str(config.providers.for_phase(phase)) for phase in PHASES}),
+        config_hash=config.config_hash,
+        config=config.redacted_dump(),
+        server=server_ref(config),
+        task_ids=[task.task_id for task in tasks],
+        identity=plan.identity,
+        parameters=plan.parameters,
+    )
+
+
+def open_planned_run(config: Config, plan: RunPlan, tasks: list[Task]) -> Manifest:
+    """Create the planned run folder and its manifest, or return the manifest of the reused run."""
+    if claim_run_dir(plan):
+        manifest = _manifest_for(config, plan, tasks)
+        write_model(plan.run_dir.manifest, manifest.finished("completed", "created; no step has run yet"))
+        return read_model(plan.run_dir.manifest, Manifest)
+    return read_model(plan.run_dir.manifest, Manifest)
+
+
+@contextmanager
+def run_stage(config: Config, run_dir: RunDir, step: str) -> Iterator[Manifest]:
+    """Mark the run `running` for one step, then record how the step ended."""
+    manifest = read_model(run_dir.manifest, Manifest)
+    running = manifest.model_copy(update={"status": "running", "status_reason": None, "finished_at": None})
+    write_model(run_dir.manifest, running)
+    status, reason = "completed", None
+    try:
+        yield running
+    except KeyboardInterrupt:
+        status, reason = "interrupted", f"{step}: interrupted by the user (Ctrl-C)"
+        raise
+    except BaseException as exc:
+        status = "failed"
+        text = str(getattr(exc, "message", exc)) or type(exc).__name__
+        reason = config.redactor.redact(f"{step}: {text.splitlines()[0]}")
+        raise
+    finally:
+        latest = read_model(run_dir.manifest, Manifest)  # a step may have updated it (accepted risks)
+        write_model(run_dir.manifest, latest.finished(status, reason))  # type: ignore[arg-type]
+
+
+def snapshot_step(config: Config, plan: RunPlan, tasks: list[Task]) -> ToolsSnapshot:
+    """Start the server, pass its health check, and pin the tools it offers → tools.json."""
+    prepare_repo(config.server)
+    open_planned_run(config, plan, tasks)
+    run_dir = plan.run_dir
+    with run_stage(config, run_dir, "tools"):
+        with ServerUnderTest(config.server, run_dir.server_stderr_log) as server:
+            assert server.health is not None
+            tools = snapshot_tools(
+                config.server.name,
+                server.list_tools(),
+                protocol_version=server.health.protocol_version,
+                server_info=server.health.server_info,
+            )
+        write_model(run_dir.tools, tools)
+    console.print(
+        f"{run_dir.run_id}: server '{config.server.name}' healthy, {len(tools.tools)} tools "
+        f"({'reused run' if plan.reused else 'new run'}) → {run_dir.tools}"
+    )
+    return tools
+
+
+def check_step(config: Config, run_dir: RunDir) -> None:
+    """check: protocol, functional and quality layers → check_report.json."""
+    from mcpipechekr.check.runner import run_check, write_check_report
+
+    with run_stage(config, run_dir, "check"):
+        report = run_check(config)
+        write_check_report(run_dir, report)
+    summary = report.summary
+    console.print(
+        f"check: {summary.passed}/{summary.total} passed, {summary.failed} failed, "
+        f"{summary.warned} warnings, {summary.skipped} skipped, {summary.expected_failures} expected "
+        f"failure(s) → {run_dir.check_report}"
+    )
+
+
+def lint_step(config: Config, run_dir: RunDir, *, interactive: bool | None = None) -> None:
+    """Phase 0.5 → tef_report.json; raises UserError when a blocking risk is not accepted (the gate)."""
+    from mcpipechekr.lint import confirm_lint_risks, lint, lint_gate, write_tef_report
+    from mcpipechekr.lint.risks import blocking_findings
+
+    interactive = sys.stdin.isatty() if interactive is None else interactive
+    with run_stage(config, run_dir, "lint") as manifest:
+        outcome = lint(config, tools=read_model(run_dir.tools, ToolsSnapshot))
+        write_tef_report(run_dir, outcome.report)
+        summary = outcome.report.summary
+        console.print(
+            f"lint ({outcome.report.selector}{', reused' if outcome.reused else ''}): "
+            f"{summary.errors} error(s), {summary.warnings} warning(s), {summary.overlaps} overlapping "
+            f"pair(s), {summary.misleading_tools} misleading tool(s), {summary.security_findings} security "
+            f"finding(s) → {run_dir.tef_report}"
+        )
+        for warning in outcome.warnings:
+            console.print(f"[yellow]warning:[/] {warning}")
+        accepted = list(outcome.report.accepted_risks)
+        if lint_gate(outcome.report) and interactive and confirm_lint_risks(outcome.report, console):
+            accepted += [
+                AcceptedRisk(rule_id=rule, tool=tool, reason="accepted at the lint gate of `doit loop`")
+                for rule, tool, _ in blocking_findings(outcome.report)
+            ]
+        # The manifest records every risk the run goes on with, accepted now or by `lint --accept-risk`.
+        write_model(run_dir.manifest, manifest.model_copy(update={"accepted_risks": accepted}))
+        blocking = lint_gate(outcome.report, accepted)
+        for reason in blocking:
+            console.print(f"  [red]blocking:[/] {reason}")
+        if blocking:
+            raise UserError(
+                "stopped before Phase 1: lint found risks nobody accepted. Review them with "
+                "`mcpipechekr lint`, then accept with `mcpipechekr lint --accept-risk TOOL` or fix the "
+                "descriptions."
+            )
+
+
+def trace_step(
+    config: Config, run_dir: RunDir, task: Task, spec: ProviderSpec, repetition: int
+) -> Path | None:
+    """Phase 1, one attempt: the task run blind by `spec` → traces/<task>__<provider>__rNNN.json."""
+    import functools
+
+    import anyio
+
+    from mcpipechekr.runners.execute import Attempt, run_attempts
+    from mcpipechekr.runners.registry import get_runner
+
+    attempt = Attempt(task, spec, repetition)
+    runner_for = functools.partial(get_runner, config=config)
+    with run_stage(config, run_dir, f"trace {attempt.label}"):
+        state = anyio.run(functools.partial(run_attempts, config, run_dir, [attempt], runner_for))
+    record_call_evidence(config, run_dir, state.attempts)
+    done = state.attempts[0]
+    console.print(f"trace {done.label}: {done.state}, {done.tokens:,} tokens → {done.trace}")
+    return done.trace
+
+
+def record_call_evidence(config: Config, run_dir: RunDir, attempts: list) -> None:
+    """Hand each attempt's journal to the findings home, so recurring failures across runs are seen."""
+    try:
+        from mcpipechekr.findings.records import append_records, records_from_journal
+    except ImportError:
+        return
+    from mcpipechekr.artifacts.journal import journal_path
+    from mcpipechekr.findings.home import Home
+
+    home = Home.resolve(config.paths.home)
+    for attempt in attempts:
+        journal = journal_path(run_dir, attempt.task.task_id, str(attempt.provider), attempt.repetition)
+        if journal.exists():
+            session = f"{run_dir.run_id}/{journal.stem}"
+            append_records(home, records_from_journal(journal, config.server.name, session))
+
+
+def evaluate_step(config: Config, run_dir: RunDir) -> None:
+    """Phase 2 → bug_report.json and phase2_narrative.md; bugs are registered as findings."""
+    from mcpipechekr.baseline import require_baseline
+    from mcpipechekr.evaluate import evaluate_run
+
+    require_baseline(config)
+    with run_stage(config, run_dir, "evaluate"):
+        report = evaluate_run(config, run_dir)
+    top = report.bugs[0] if report.bugs else None
+    console.print(
+        f"evaluate: {len(report.bugs)} bug(s)"
+        + (f", highest token_cost_of_gap {top.token_cost_of_gap:,} ({top.id})" if top else "")
+        + f" → {run_dir.bug_report}"
+    )
+    for bug in report.bugs:
+        console.print(f"  {bug.id}  {bug.type}  gap {bug.token_cost_of_gap:,} tokens  x{bug.occurrences}")
+    try:
+        from mcpipechekr.findings.home import Home
+        from mcpipechekr.findings.promote import register_bug_report
+    except ImportError:
+        return
+    register_bug_report(Home.resolve(config.paths.home), report)
+
+
+def review_step(config: Config, run_dir: RunDir, *, out: Console = console) -> str:
+    """The human review checkpoint: approve (with annotations) or exit; never approves by default."""
+    from mcpipechekr.review import review_checkpoint
+
+    review = review_checkpoint(run_dir, out)
+    if review is None:
+        raise UserError(
+            f"the loop stopped at the review of {run_dir.run_id}; decide as shown above, then run "
+            "`doit loop` again to go on."
+        )
+    return review.decision
+
+
+def fix_step(config: Config, run_dir: RunDir) -> None:
+    """Phase 3: fix the approved bugs one at a time, commit each, restart and health-check the server."""
+    from mcpipechekr.fix.loop import run_fix_loop
+
+    with run_stage(config, run_dir, "fix"):
+        record = run_fix_loop(config, run_dir, server=None, console=console)
+    try:
+        from mcpipechekr.findings.home import Home
+        from mcpipechekr.findings.lifecycle import claim_fix
+    except ImportError:
+        return
+    home = Home.resolve(config.paths.home)
+    for entry in record.bugs:
+        if entry.status == "committed" and entry.commit:
+            claim_fix(home, entry.bug_id, entry.commit)
+
+
+def report_step(config: Config, runs: list[RunDir]) -> Path:
+    """session_summary.md of the last run: what ran, what was found, what was fixed, costs."""
+    from mcpipechekr.review import write_session_summary
+
+    path = write_session_summary(runs, runs[-1].session_summary)
+    console.print(f"session summary → {path}")
+    return path
