@@ -31,8 +31,6 @@ import statistics
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from mcpipechekr.evaluate.stats import wilson_interval
-
 RECENCY_HALF_LIFE_DAYS = 14.0
 DEFAULT_THRESHOLD = 0.04
 """Calibrated on tests/fixtures/findings_corpus/ (see ``calibrate_threshold``)."""
@@ -45,6 +43,10 @@ def wilson_low(failures: int, calls: int) -> float:
     """Lower bound of the 95% Wilson interval of failures/calls; 0 without calls."""
     if calls <= 0 or failures <= 0:
         return 0.0
+    # Imported here: the evaluate package loads its analyzers on import, which the findings
+    # commands (and the artifact schemas, which import this module) do not need.
+    from mcpipechekr.evaluate.stats import wilson_interval
+
     return wilson_interval(min(failures, calls), calls)[0]
 
 
