@@ -1,0 +1,507 @@
+"""index.db: the journals as SQLite tables, derived, rebuildable, refreshed incrementally.
+
+Tables (`calls`, `failure_windows`, `meta`, `checkpoints`; DDL below) are read
+by promote and the findings commands through `open_index`, which refuses an
+index that is missing, corrupt or incomplete (`EvidenceUnavailable`, exit 3).
+Nothing in index.db is authoritative: lifecycle.db holds what cannot be
+derived, so deleting index.db and running `index` again loses nothing.
+
+Journals are read in name order (their names start with their creation time)
+as one log. A checkpoint per journal records how many bytes were indexed and
+the SHA-256 of exactly those bytes: content, never file times. A refresh:
+
+- re-hashes every checkpointed prefix; a journal that is gone, shorter, or
+  whose indexed bytes differ forces a full rebuild, as does a new journal
+  that sorts before the last one indexed or new records in a journal other
+  than the last one (an append to an earlier file): the log changed before
+  its end, and an incremental result could then differ from a rebuild;
+- otherwise parses only the bytes past the checkpoints (the last journal's
+  tail and any new journals) in one transaction;
+- leaves an incomplete last line (no newline yet) for the next run;
+- refuses, with the file and line, a complete line that is not a valid
+  `CallRecord`, one over `MAX_RECORD_BYTES`, or an event id already indexed
+  with different content (the same content again is skipped): nothing is
+  committed, the previous index stays as it was.
+
+A full rebuild writes a new file beside index.db and renames it over the old
+one, so readers see the old index or the new one, never a half-built one.
+
+Failure windows are derived in `windows.py`, for every session that got new
+calls; journal lines become rows in `journal_rows.py`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from mcpipechekr.artifacts.atomic import fsync_dir, temp_name_for
+from mcpipechekr.findings.errors import EvidenceUnavailable, JournalRejected
+from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.journal_rows import CALL_COLUMNS, CONTENT, LINE, SOURCE, Row, parse_lines
+from mcpipechekr.findings.locking import JournalLock, indexer_lock
+from mcpipechekr.findings.records import MAX_RECORD_BYTES
+from mcpipechekr.findings.windows import INPUT_SQL, ORDER_SQL, WindowInput, failure_windows
+
+SCHEMA_VERSION = "1"
+BATCH = 5_000
+_HASH_BLOCK = 1 << 20
+
+DDL = """
+CREATE TABLE IF NOT EXISTS calls (
+    event_id TEXT PRIMARY KEY,
+    session TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    at TEXT NOT NULL,
+    server TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    template_id TEXT,
+    arg_shape TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    err_code TEXT,
+    retryable INTEGER,
+    latency_ms REAL,
+    request_bytes INTEGER NOT NULL,
+    response_bytes INTEGER,
+    probe INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    line INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS failure_windows (
+    event_id TEXT PRIMARY KEY,
+    session TEXT NOT NULL,
+    server TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    template_id TEXT,
+    turns INTEGER NOT NULL,
+    recovered INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    file TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    lines INTEGER NOT NULL
+);
+"""
+INDEXES = """
+CREATE INDEX IF NOT EXISTS calls_by_session ON calls (session, seq);
+CREATE INDEX IF NOT EXISTS calls_by_group ON calls (server, tool, template_id);
+CREATE INDEX IF NOT EXISTS windows_by_session ON failure_windows (session);
+"""
+_COLUMNS = ", ".join(CALL_COLUMNS)
+_INSERT_CALL = f"INSERT OR IGNORE INTO calls ({_COLUMNS}) VALUES ({', '.join('?' * len(CALL_COLUMNS))})"
+_INSERT_WINDOW = "INSERT INTO failure_windows VALUES (?, ?, ?, ?, ?, ?, ?)"
+
+
+@dataclass
+class IndexStats:
+    """What a refresh did; `mode` is `full`, `incremental` or `unchanged`."""
+
+    mode: Literal["full", "incremental", "unchanged"]
+    reason: str | None = None
+    journals: int = 0
+    parsed_records: int = 0
+    parsed_bytes: int = 0
+    added: int = 0
+    duplicates: int = 0
+    pending_bytes: int = 0
+    calls: int = 0
+    windows: int = 0
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        """One line for the CLI."""
+        if self.mode == "unchanged":
+            head = f"index is up to date ({self.journals} journal(s))"
+        else:
+            why = f", {self.reason}" if self.reason else ""
+            head = (
+                f"indexed {self.added} new call record(s) from {self.journals} journal(s) "
+                f"({self.mode}{why}; {self.parsed_bytes} bytes parsed"
+                + (f", {self.duplicates} repeated record(s) skipped" if self.duplicates else "")
+                + ")"
+            )
+        tail = f"; the index holds {self.calls} call(s) and {self.windows} failure window(s)"
+        pending = f"; {self.pending_bytes} byte(s) of an unfinished record wait" if self.pending_bytes else ""
+        return head + tail + pending
+
+
+@dataclass(frozen=True)
+class _Journal:
+    name: str
+    path: Path
+    size: int
+
+
+@dataclass(frozen=True)
+class _Checkpoint:
+    size: int
+    sha256: str
+    lines: int
+
+
+@dataclass
+class _Tail:
+    """The bytes of one journal to parse: from `start` (after `lines` lines) to the snapshot size."""
+
+    journal: _Journal
+    start: int
+    lines: int
+    prefix_hash: Any = None  # hashlib object over the bytes before `start`
+
+
+@dataclass
+class _Plan:
+    mode: Literal["full", "incremental", "unchanged"]
+    reason: str | None
+    tails: list[_Tail] = field(default_factory=list)
+
+
+# --- reading ---------------------------------------------------------------------------------------
+
+
+def open_index(home: Home) -> sqlite3.Connection:
+    """A read-only connection to a complete index.db; EvidenceUnavailable when there is none to read."""
+    path = home.index_db
+    if not path.is_file():
+        raise EvidenceUnavailable(path, "no index yet")
+    try:
+        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise EvidenceUnavailable(path, f"cannot be opened ({exc})") from None
+    try:
+        why = _incomplete(connection)
+    except sqlite3.Error as exc:
+        connection.close()
+        raise EvidenceUnavailable(path, f"is corrupt or not an index ({exc})") from None
+    if why:
+        connection.close()
+        raise EvidenceUnavailable(path, why)
+    return connection
+
+
+def _incomplete(connection: sqlite3.Connection) -> str | None:
+    """Why a connected database is not a usable index, or None."""
+    tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    missing = {"calls", "failure_windows", "meta", "checkpoints"} - tables
+    if missing:
+        return f"is not a complete index (no table {', '.join(sorted(missing))})"
+    meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
+    if meta.get("schema") != SCHEMA_VERSION:
+        return f"was written by another version (schema {meta.get('schema')!r}, expected {SCHEMA_VERSION!r})"
+    if meta.get("complete") != "1":
+        return "is incomplete (a refresh did not finish)"
+    return None
+
+
+# --- refreshing ------------------------------------------------------------------------------------
+
+
+def refresh_index(home: Home, rebuild: bool = False) -> IndexStats:
+    """Bring index.db up to date with the journals (see the module docstring); returns what it did.
+
+    Raises JournalRejected (exit 2) for a journal record that cannot be
+    indexed; the previous index is then left exactly as it was.
+    """
+    started = time.perf_counter()
+    home.root.mkdir(parents=True, exist_ok=True)
+    with indexer_lock(home):
+        journals = _snapshot(home)
+        plan = _Plan("full", "rebuild requested") if rebuild else _plan(home, journals)
+        if plan.mode == "full":
+            stats = _full(home, journals, plan.reason)
+        elif plan.mode == "incremental":
+            stats = _incremental(home, plan.tails)
+        else:
+            stats = IndexStats("unchanged")
+            with contextlib.closing(sqlite3.connect(home.index_db)) as connection:
+                stats.calls, stats.windows = _counts(connection)
+    stats.journals = len(journals)
+    stats.seconds = time.perf_counter() - started
+    return stats
+
+
+def _snapshot(home: Home) -> list[_Journal]:
+    """Every journal and its size, taken while no writer is mid-record; sorted by name."""
+    if not home.journals.is_dir():
+        return []
+    with JournalLock(home) as lock, lock.exclusive():
+        found = []
+        for entry in os.scandir(home.journals):
+            if entry.name.startswith(".") or not entry.name.endswith(".jsonl") or not entry.is_file():
+                continue
+            found.append(_Journal(entry.name, Path(entry.path), entry.stat().st_size))
+    return sorted(found, key=lambda journal: journal.name)
+
+
+def _plan(home: Home, journals: list[_Journal]) -> _Plan:
+    """Full, incremental or nothing to do; the reason says what forced a full rebuild."""
+    if not home.index_db.exists():
+        return _Plan("full", "no index yet")
+    try:
+        with contextlib.closing(sqlite3.connect(home.index_db)) as connection:
+            why = _incomplete(connection)
+            if why:
+                return _Plan("full", f"the index {why}")
+            checkpoints = {
+                name: _Checkpoint(size, digest, lines)
+                for name, size, digest, lines in connection.execute(
+                    "SELECT file, size, sha256, lines FROM checkpoints"
+                )
+            }
+    except sqlite3.Error as exc:
+        return _Plan("full", f"the index could not be read ({exc})")
+    by_name = {journal.name: journal for journal in journals}
+    for name in sorted(checkpoints):
+        if name not in by_name:
+            return _Plan("full", f"journal {name} was removed")
+    last = max(checkpoints, default=None)
+    tails: list[_Tail] = []
+    for journal in journals:
+        checkpoint = checkpoints.get(journal.name)
+        if checkpoint is None:
+            if last is not None and journal.name < last:
+                return _Plan("full", f"new journal {journal.name} sorts before indexed ones")
+            tails.append(_Tail(journal, 0, 0, hashlib.sha256()))
+            continue
+        if journal.size < checkpoint.size:
+            return _Plan("full", f"journal {journal.name} was truncated")
+        digest = _hash_prefix(journal.path, checkpoint.size)
+        if digest is None or digest.hexdigest() != checkpoint.sha256:
+            return _Plan("full", f"indexed bytes of journal {journal.name} changed")
+        if journal.size > checkpoint.size:
+            if journal.name != last and _has_newline(journal.path, checkpoint.size, journal.size):
+                return _Plan("full", f"journal {journal.name} grew but is not the last one indexed")
+            tails.append(_Tail(journal, checkpoint.size, checkpoint.lines, digest))
+    if not any(_has_newline(tail.journal.path, tail.start, tail.journal.size) for tail in tails):
+        return _Plan("unchanged", None)
+    return _Plan("incremental", None, tails)
+
+
+def _hash_prefix(path: Path, size: int) -> Any:
+    """SHA-256 of the first `size` bytes (a hashlib object, to continue over the tail), None if shorter."""
+    digest = hashlib.sha256()
+    remaining = size
+    with open(path, "rb") as handle:
+        while remaining:
+            chunk = handle.read(min(_HASH_BLOCK, remaining))
+            if not chunk:
+                return None
+            digest.update(chunk)
+            remaining -= len(chunk)
+    return digest
+
+
+def _has_newline(path: Path, start: int, end: int) -> bool:
+    """Whether bytes [start, end) hold a complete record (read in blocks; tails are usually small)."""
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        remaining = end - start
+        while remaining > 0:
+            chunk = handle.read(min(_HASH_BLOCK, remaining))
+            if not chunk:
+                return False
+            if b"\n" in chunk:
+                return True
+            remaining -= len(chunk)
+    return False
+
+
+@dataclass
+class _Parsed:
+    rows: list[Row]
+    checkpoint: _Checkpoint
+    parsed_bytes: int
+    pending_bytes: int
+
+
+def _parse_tail(tail: _Tail) -> _Parsed:
+    """The rows of one journal's complete new lines; JournalRejected on a damaged one."""
+    journal = tail.journal
+    with open(journal.path, "rb") as handle:
+        handle.seek(tail.start)
+        data = handle.read(journal.size - tail.start)
+    end = data.rfind(b"\n") + 1
+    complete, pending = data[:end], data[end:]
+    if len(pending) > MAX_RECORD_BYTES:
+        raise JournalRejected(
+            journal.path,
+            tail.lines + complete.count(b"\n") + 1,
+            f"an unfinished record is already {len(pending)} bytes, over the {MAX_RECORD_BYTES}-byte limit",
+        )
+    rows = list(parse_lines(complete, journal.path, tail.lines))
+    digest = tail.prefix_hash.copy() if tail.prefix_hash is not None else hashlib.sha256()
+    digest.update(complete)
+    checkpoint = _Checkpoint(
+        tail.start + len(complete), digest.hexdigest(), tail.lines + complete.count(b"\n")
+    )
+    return _Parsed(rows, checkpoint, len(complete), len(pending))
+
+
+def _dedupe(home: Home, parsed: list[_Parsed]) -> tuple[list[Row], int]:
+    """The rows with each event id once, and how many identical repeats were dropped.
+
+    A repeat with different content is refused, naming the later line and the first.
+    """
+    seen: dict[str, Row] = {}
+    repeats = 0
+    for part in parsed:
+        for row in part.rows:
+            first = seen.setdefault(row[0], row)
+            if first is row:
+                continue
+            if first[CONTENT] != row[CONTENT]:
+                raise _conflict(home, row, first)
+            repeats += 1
+    return list(seen.values()), repeats
+
+
+def _conflict(home: Home, row: Row, first: Row) -> JournalRejected:
+    return JournalRejected(
+        home.journals / row[SOURCE],
+        row[LINE],
+        f"event id {row[0]} is already recorded with different content ({first[SOURCE]}, line {first[LINE]})",
+    )
+
+
+def _add_to_existing(connection: sqlite3.Connection, home: Home, rows: list[Row]) -> int:
+    """Insert into an index that already holds calls; returns identical repeats, refuses conflicting ones."""
+    repeats = 0
+    for start in range(0, len(rows), BATCH):
+        batch = rows[start : start + BATCH]
+        before = connection.total_changes
+        connection.executemany(_INSERT_CALL, batch)
+        if connection.total_changes - before == len(batch):
+            continue
+        for row in batch:
+            stored = connection.execute(
+                f"SELECT {_COLUMNS} FROM calls WHERE event_id = ?", (row[0],)
+            ).fetchone()
+            if tuple(stored[SOURCE:]) == row[SOURCE:]:
+                continue  # inserted just now
+            if tuple(stored[CONTENT]) != row[CONTENT]:
+                raise _conflict(home, row, tuple(stored))
+            repeats += 1
+    return repeats
+
+
+def _counts(connection: sqlite3.Connection) -> tuple[int, int]:
+    calls = connection.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+    windows = connection.execute("SELECT COUNT(*) FROM failure_windows").fetchone()[0]
+    return calls, windows
+
+
+def _save_checkpoint(connection: sqlite3.Connection, name: str, checkpoint: _Checkpoint) -> None:
+    connection.execute(
+        "INSERT OR REPLACE INTO checkpoints (file, size, sha256, lines) VALUES (?, ?, ?, ?)",
+        (name, checkpoint.size, checkpoint.sha256, checkpoint.lines),
+    )
+
+
+def _parse_all(tails: list[_Tail], stats: IndexStats) -> list[_Parsed]:
+    parsed = []
+    for tail in tails:
+        part = _parse_tail(tail)
+        stats.parsed_records += len(part.rows)
+        stats.parsed_bytes += part.parsed_bytes
+        stats.pending_bytes += part.pending_bytes
+        parsed.append(part)
+    return parsed
+
+
+def _window_input(rows: list[Row]) -> list[WindowInput]:
+    """The windows' input from rows in memory, in `windows.ORDER_SQL` order."""
+    projected = [(row[1], row[2], row[0], row[4], row[5], row[6], row[8]) for row in rows]
+    projected.sort()
+    return projected
+
+
+def _full(home: Home, journals: list[_Journal], reason: str | None) -> IndexStats:
+    """Build a new index beside the old one and rename it into place only when it is complete.
+
+    Rows are deduplicated in memory, so the build needs no lookups, and the
+    secondary indexes are built after the rows are in.
+    """
+    stats = IndexStats("full", reason)
+    tails = [_Tail(journal, 0, 0) for journal in journals]
+    parsed = _parse_all(tails, stats)
+    rows, stats.duplicates = _dedupe(home, parsed)
+    target = home.index_db
+    tmp = target.parent / temp_name_for(target)
+    try:
+        connection = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            connection.execute("PRAGMA journal_mode = OFF")
+            connection.execute("PRAGMA synchronous = OFF")
+            connection.execute("PRAGMA cache_size = -131072")  # 128 MiB: the build never waits on its file
+            connection.executescript(DDL)
+            connection.execute("BEGIN")
+            connection.executemany(_INSERT_CALL, rows)
+            for tail, part in zip(tails, parsed, strict=True):
+                _save_checkpoint(connection, tail.journal.name, part.checkpoint)
+            connection.executemany(_INSERT_WINDOW, failure_windows(_window_input(rows)))
+            connection.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                [("schema", SCHEMA_VERSION), ("complete", "1")],
+            )
+            connection.execute("COMMIT")
+            connection.executescript(INDEXES)
+            stats.added = len(rows)
+            stats.calls, stats.windows = _counts(connection)
+        finally:
+            connection.close()
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{target}-journal")  # a crashed refresh's rollback journal belongs to the old file
+        os.replace(tmp, target)
+        fsync_dir(target.parent)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return stats
+
+
+def _incremental(home: Home, tails: list[_Tail]) -> IndexStats:
+    """Parse only the tails and add them in one transaction; a rejected record rolls everything back."""
+    stats = IndexStats("incremental")
+    parsed = _parse_all(tails, stats)
+    rows, repeats = _dedupe(home, parsed)
+    connection = sqlite3.connect(home.index_db, isolation_level=None)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            known = _add_to_existing(connection, home, rows)
+            stats.added = len(rows) - known
+            for tail, part in zip(tails, parsed, strict=True):
+                _save_checkpoint(connection, tail.journal.name, part.checkpoint)
+            _rederive_windows(connection, sorted({row[1] for row in rows}))
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        stats.duplicates = repeats + known
+        stats.calls, stats.windows = _counts(connection)
+    finally:
+        connection.close()
+    return stats
+
+
+def _rederive_windows(connection: sqlite3.Connection, sessions: list[str]) -> None:
+    """Recompute the failure windows of the sessions that got new calls (a window may now have recovered)."""
+    connection.execute("CREATE TEMP TABLE IF NOT EXISTS touched (session TEXT PRIMARY KEY)")
+    connection.execute("DELETE FROM touched")
+    connection.executemany("INSERT INTO touched VALUES (?)", ((session,) for session in sessions))
+    connection.execute("DELETE FROM failure_windows WHERE session IN (SELECT session FROM touched)")
+    rows = connection.execute(
+        INPUT_SQL + " WHERE session IN (SELECT session FROM touched)" + ORDER_SQL
+    ).fetchall()
+    connection.executemany(_INSERT_WINDOW, failure_windows(rows))

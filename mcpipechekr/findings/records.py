@@ -1,0 +1,288 @@
+"""Call records: one sanitized JSON line per tool call, the evidence every finding is built from.
+
+A record keeps what lets failures be grouped and measured, and nothing a user
+would not share: the error message becomes a salted template id (equal errors
+group, the text is not stored), the arguments become their shape (keys and
+JSON types, never values), and result payloads are not kept at all, only
+their size. The salt lives in the home's `.salt` and never leaves it, so a
+template id cannot be reversed by hashing guessed messages.
+
+Two writers produce records: the passive `mcpipechekr capture` proxy (one
+journal per proxy process, `passive.py`) and the Phase 1 harness, which
+converts each attempt's capture journal with `records_from_journal` and
+stores the result with `append_records`. Both pair requests with responses in
+`tracker.CallTracker`, so the two can never disagree on what a record says.
+
+Journals live in `<home>/journals/*.jsonl`. Their names start with the UTC
+time the writer opened them, so name order is creation order; the indexer
+relies on that (an append to an earlier file than the last one indexed costs
+a full rebuild, see `index.py`).
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import re
+import secrets
+import threading
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from hashlib import sha256
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from pydantic import AwareDatetime, Field, NonNegativeInt, model_validator
+
+from mcpipechekr.artifacts._base import ArtifactModel, FormatVersion
+from mcpipechekr.artifacts.atomic import atomic_write_bytes
+from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.locking import JournalLock
+
+Outcome = Literal["ok", "error", "unknown"]
+ArgType = Literal["string", "integer", "number", "boolean", "null", "array", "object"]
+
+UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+TEMPLATE_ID_PATTERN = r"^[0-9a-f]{16}$"
+ERR_CODE_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
+SESSION_PATTERN = r"^[A-Za-z0-9_.:/-]{1,128}$"
+MAX_RECORD_BYTES = 16_384
+"""A complete journal line longer than this is refused by the indexer: records are small by design
+(shapes and ids only), so a longer line is damage or a writer storing what it must not."""
+MAX_KEY_CHARS = 64
+MAX_KEYS = 64
+MAX_TEMPLATE_CHARS = 2_000
+
+_EVENT_NAMESPACE = uuid.UUID("8d0f6c1e-4a8e-4e53-9a40-2f7f3c1b5e11")
+
+
+class CallRecord(ArtifactModel):
+    """One tool call as a findings journal line: identifiers, shapes and measurements, never raw values."""
+
+    version: FormatVersion = Field(default=1, description="Format version of this record.")
+    event_id: str = Field(
+        pattern=UUID_PATTERN,
+        description="Unique id of this call (a lowercase UUID); annotations and findings point at it.",
+    )
+    session: str = Field(
+        pattern=SESSION_PATTERN,
+        description="Opaque token of the client session (one capture process or one Phase 1 attempt).",
+    )
+    seq: NonNegativeInt = Field(description="Position of the call in its session, from 0, in request order.")
+    at: AwareDatetime = Field(description="Wall-clock time the request was sent (UTC).")
+    server: str = Field(min_length=1, max_length=200, description="Name of the server that was called.")
+    tool: str = Field(min_length=1, max_length=200, description="Name of the tool that was called.")
+    template_id: str | None = Field(
+        default=None,
+        pattern=TEMPLATE_ID_PATTERN,
+        description="Errors: salted id of the normalized error message (see `template_id`); the text "
+        "itself is never stored.",
+    )
+    arg_shape: dict[str, ArgType] = Field(
+        default_factory=dict, description="Argument keys and their JSON types; never the values."
+    )
+    outcome: Outcome = Field(
+        description="`ok`, `error` (a JSON-RPC error, `isError: true`, or no answer at all), or "
+        "`unknown` (a malformed result: not an object, or a non-boolean `isError`)."
+    )
+    err_code: str | None = Field(
+        default=None,
+        pattern=ERR_CODE_PATTERN,
+        description="Errors: the code the server reported (JSON-RPC `error.code`, or a `code` in the "
+        "structured or JSON error body); when it reported none, a symbolic code read from the message "
+        "at capture time (`exception`, `validation`, `timeout`, `not_found`, `permission`), or "
+        "`server_crash` / `no_response` / `timeout` for a call that got no answer.",
+    )
+    retryable: bool | None = Field(
+        default=None, description="Errors: the server's own `retryable` flag; absent when not reported."
+    )
+    latency_ms: float | None = Field(
+        default=None, ge=0.0, description="Milliseconds from the request to its response."
+    )
+    request_bytes: NonNegativeInt = Field(description="Size of the request line on the wire.")
+    response_bytes: NonNegativeInt | None = Field(
+        default=None, description="Size of the response line on the wire; absent when none came."
+    )
+    probe: bool = Field(
+        default=False,
+        description="True for the harness's own probe calls (check, verify); never promoted to findings.",
+    )
+
+    @model_validator(mode="after")
+    def _error_fields_only_on_errors(self) -> CallRecord:
+        if self.outcome != "error":
+            extra = [
+                name for name in ("template_id", "err_code", "retryable") if getattr(self, name) is not None
+            ]
+            if extra:
+                raise ValueError(f"`{', '.join(extra)}` only belong to `outcome: error` records")
+        elif self.template_id is None:
+            raise ValueError("an `outcome: error` record needs `template_id`")
+        return self
+
+    def to_line(self) -> bytes:
+        """The record as one journal line (compact JSON, newline-terminated)."""
+        return orjson.dumps(self.model_dump(mode="json", exclude_none=True)) + b"\n"
+
+
+# --- sanitizing ------------------------------------------------------------------------------------
+
+_NORMALIZERS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"[a-z][a-z0-9+.-]*://\S+", re.I), "<url>"),
+    (re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), "<email>"),
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<uuid>"),
+    (re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`"), "<str>"),
+    (re.compile(r"(?:[A-Za-z]:)?(?:[\\/][\w.~-]+){2,}[\\/]?"), "<path>"),
+    (re.compile(r"\b(?=[0-9a-f]*\d)[0-9a-f]{8,}\b", re.I), "<hex>"),
+    (re.compile(r"[-+]?\d+(?:[.,:]\d+)*"), "<n>"),
+    (re.compile(r"\s+"), " "),
+]
+
+
+def normalize_message(message: str, tool: str | None = None) -> str:
+    """The message with what varies between occurrences replaced by placeholders.
+
+    URLs, e-mail addresses, UUIDs, quoted strings, paths, long hex runs and
+    numbers vary from call to call while the failure stays the same; the tool's
+    own name is replaced too, so one template shared by several tools shows as
+    one (its blast radius). The result is lowercased and cut to a fixed length.
+    """
+    text = message.strip()
+    if tool:
+        text = text.replace(tool, "<tool>")
+    for pattern, placeholder in _NORMALIZERS:
+        text = pattern.sub(placeholder, text)
+    return text.strip().lower()[:MAX_TEMPLATE_CHARS]
+
+
+def template_id(salt: bytes, message: str, tool: str | None = None) -> str:
+    """16 hex digits of HMAC-SHA256(salt, normalized message): groups equal errors without keeping them."""
+    normalized = normalize_message(message, tool)
+    return hmac.new(salt, normalized.encode("utf-8"), sha256).hexdigest()[:16]
+
+
+def json_type(value: Any) -> str:
+    """The JSON Schema type name of a parsed JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    return "object"
+
+
+def arg_shape(arguments: Any) -> dict[str, str]:
+    """Top-level argument keys → JSON types, sorted; values never appear, nested objects stay `object`.
+
+    Keys are cut to 64 characters and the shape to 64 keys: keys come from the
+    tool's schema, but a client could put anything there.
+    """
+    if not isinstance(arguments, Mapping):
+        return {}
+    keys = sorted(str(key)[:MAX_KEY_CHARS] for key in arguments)[:MAX_KEYS]
+    by_key = {str(key)[:MAX_KEY_CHARS]: value for key, value in arguments.items()}
+    return {key: json_type(by_key[key]) for key in keys}
+
+
+# --- journals --------------------------------------------------------------------------------------
+
+
+def journal_name(kind: str = "calls") -> str:
+    """A new journal's file name: UTC open time first (name order = creation order), then pid and noise."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    return f"{stamp}-{kind}-{os.getpid()}-{secrets.token_hex(3)}.jsonl"
+
+
+def event_id_for(session: str, source: str, position: int) -> str:
+    """A deterministic event id: converting the same journal twice gives the same ids (and no duplicates)."""
+    return str(uuid.uuid5(_EVENT_NAMESPACE, f"{session}\0{source}\0{position}"))
+
+
+_append_lock = threading.Lock()
+
+
+def append_records(home: Home, records: Iterable[CallRecord]) -> Path | None:
+    """Store records as a new journal of the home, whole or not at all; returns it (None if no records).
+
+    Each call writes its own file (named by time, so it sorts after every
+    journal indexed so far, and the next `index` reads it incrementally). The
+    file appears by rename, complete, under the shared journal lock.
+    """
+    data = b"".join(record.to_line() for record in records)
+    if not data:
+        return None
+    home.journals.mkdir(parents=True, exist_ok=True)
+    with _append_lock:
+        path = home.journals / journal_name("phase1")
+        with JournalLock(home) as lock, lock.shared():
+            atomic_write_bytes(path, data)
+    return path
+
+
+def records_from_journal(
+    journal_path: str | Path,
+    server: str,
+    session: str,
+    *,
+    home: Home | None = None,
+    probe: bool = False,
+) -> list[CallRecord]:
+    """The call records of one Phase 1 capture journal (`artifacts/journal.py` lines), in request order.
+
+    `session` names the attempt (e.g. the journal's stem); event ids derive
+    from it and the request's position, so converting twice yields the same
+    records. Wall times come from the journal's `proxy_started` time plus the
+    monotonic clock's offsets. Unanswered requests become `error` records with
+    `err_code: no_response` (or `server_crash`, or `timeout` when the client cancelled).
+    """
+    from mcpipechekr.artifacts.journal import read_journal
+    from mcpipechekr.findings.tracker import CallTracker
+
+    resolved = home or Home.resolve()
+    path = Path(journal_path)
+    journal = sorted(read_journal(path), key=lambda record: record.seq)
+    anchor = next((record for record in journal if record.at is not None), None)
+    if anchor is not None and anchor.at is not None:
+        base_at, base_t = anchor.at.astimezone(UTC), anchor.t
+    else:
+        base_at, base_t = datetime.fromtimestamp(path.stat().st_mtime, UTC), 0.0
+    tracker = CallTracker(
+        salt=resolved.salt(),
+        server=server,
+        session=_session_token(session),
+        probe=probe,
+        event_id=lambda position: event_id_for(session, path.name, position),
+    )
+    out: list[CallRecord] = []
+    end_t = base_t
+    for record in journal:
+        end_t = max(end_t, record.t)
+        if record.kind != "message" or record.message is None:
+            if record.kind == "event" and record.event in ("server_exited", "upstream_error"):
+                if record.event == "upstream_error" or record.expected is False:
+                    out.extend(tracker.unanswered(record.t, reason="server_exited"))
+            continue
+        size = record.size or 0
+        if record.direction == "to_server":
+            at = base_at + timedelta(seconds=record.t - base_t)
+            tracker.to_server(record.message, size, record.t, at)
+        else:
+            out.extend(tracker.to_agent(record.message, size, record.t))
+    out.extend(tracker.unanswered(end_t, reason="ended"))
+    return sorted(out, key=lambda record: record.seq)
+
+
+def _session_token(session: str) -> str:
+    """A session name made safe for the record (an attempt name may hold any character)."""
+    if re.fullmatch(SESSION_PATTERN, session):
+        return session
+    return "s-" + sha256(session.encode("utf-8")).hexdigest()[:32]
