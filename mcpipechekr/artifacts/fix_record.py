@@ -1,0 +1,113 @@
+"""runs/{run-id}/fix.json: what Phase 3 did with each approved bug, and whether the server survived it.
+
+The record is what a person reads to trust (or undo) the fix loop: per bug, how
+many agent runs it took, the commit it made and exactly which files that commit
+touched, or why nothing was committed; then the server's health after the
+fixes. It is rewritten after every bug, so a crash or Ctrl-C half-way leaves an
+accurate record of what was already committed (`finished_at` stays empty).
+
+The agent command is recorded as run, minus the prompt (kept beside it as a
+file) and with every secret of the config redacted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AwareDatetime, Field, NonNegativeInt
+
+from mcpipechekr.artifacts._base import (
+    VERSION_DESCRIPTION,
+    ArtifactModel,
+    FormatVersion,
+    RunId,
+    Sha256,
+)
+from mcpipechekr.artifacts.atomic import read_model
+
+FixStatus = Literal["committed", "unresolved", "skipped"]
+
+
+class AgentRun(ArtifactModel):
+    """One run of the fix agent on one bug: a fresh process with the same prompt."""
+
+    iteration: int = Field(ge=1, description="1 for the first run on this bug.")
+    exit_code: int | None = Field(description="The agent's exit status; absent when it was stopped.")
+    timed_out: bool = Field(default=False, description="Stopped at `fix.timeout_s`.")
+    promise: bool = Field(description="Whether its output contained `<promise>COMPLETE</promise>`.")
+    elapsed_s: float = Field(ge=0, description="Wall-clock seconds of the run.")
+    log: str = Field(
+        min_length=1, description="Its output (stdout, then stderr), redacted, relative to the run folder."
+    )
+
+
+class BugFix(ArtifactModel):
+    """What happened to one bug of the approved report."""
+
+    bug_id: str = Field(min_length=1, description="The bug's id in bug_report.json.")
+    status: FixStatus = Field(
+        description="`committed`: fixed in `commit`; `unresolved`: no usable fix, the work tree restored; "
+        "`skipped`: not attempted because the loop halted first."
+    )
+    iterations: NonNegativeInt = Field(description="Agent runs spent on this bug.")
+    commit: str | None = Field(default=None, description="Full SHA of the `fix: <bug id>` commit.")
+    files_changed: list[str] = Field(
+        default_factory=list,
+        description="Repository-relative paths the agent changed: committed, or restored when unresolved.",
+    )
+    agent_command: str | None = Field(
+        default=None, description="The command that ran, `{prompt}` standing for the prompt; redacted."
+    )
+    prompt: str | None = Field(default=None, description="The prompt file, relative to the run folder.")
+    reason: str | None = Field(
+        default=None, description="Why it is unresolved or skipped; what the agent last said."
+    )
+    runs: list[AgentRun] = Field(default_factory=list, description="Every agent run, in order.")
+
+
+class FixHealth(ArtifactModel):
+    """The server's health check after the fixes (restart, then tools/list within server.health)."""
+
+    healthy: bool = Field(description="Whether the restarted server passed the health check.")
+    tools: NonNegativeInt = Field(default=0, description="Tools it listed.")
+    elapsed_s: float | None = Field(default=None, ge=0, description="Seconds from start to healthy.")
+    after_commit: str | None = Field(
+        default=None, description="HEAD when it was checked: the last fix commit, if any."
+    )
+    error: str | None = Field(default=None, description="Why it is unhealthy: the halt message.")
+    checked_at: AwareDatetime = Field(description="When the check finished.")
+
+
+class FixRecord(ArtifactModel):
+    """runs/{run-id}/fix.json: Phase 3's commits for one approved bug report, and the health after them."""
+
+    version: FormatVersion = Field(default=1, description=VERSION_DESCRIPTION)
+    run_id: RunId = Field(description="The run whose bug report was fixed.")
+    bug_report_hash: Sha256 = Field(description="Hash of the bug_report.json the review approved.")
+    agent: str = Field(min_length=1, description="`fix.agent`: the command template used.")
+    provider: str | None = Field(
+        default=None, description="The Phase 3 model (`providers.phase3`); absent when the agent needs none."
+    )
+    repo: str = Field(min_length=1, description="The server's repository the commits went to.")
+    base_commit: str = Field(min_length=1, description="HEAD before the first fix.")
+    started_at: AwareDatetime = Field(description="When the fix loop started.")
+    finished_at: AwareDatetime | None = Field(
+        default=None, description="When it ended; absent while running or after a crash."
+    )
+    bugs: list[BugFix] = Field(
+        default_factory=list, description="One entry per bug, in fix order (highest token_cost_of_gap first)."
+    )
+    health: FixHealth | None = Field(
+        default=None, description="The health check after the fixes; absent until it ran."
+    )
+
+    @property
+    def commits(self) -> list[str]:
+        """The fix commits, oldest first."""
+        return [bug.commit for bug in self.bugs if bug.commit]
+
+
+def read_fix_record(path: str | Path) -> FixRecord:
+    """Read and validate a fix.json; a damaged file is a UserError naming the field."""
+    return read_model(path, FixRecord)
