@@ -1,0 +1,231 @@
+"""Fix agents: a command template per coding-agent CLI, filled in and run in the server's repository.
+
+A built-in template is an argv list: each element is filled in on its own and
+the result runs without a shell, so a prompt full of quotes, backticks and `$`
+reaches the agent unchanged. `agent: shell` is the escape hatch for anything
+else (a wrapper script, a pipe): the user's command line runs under
+`/bin/sh -c` with every value shell-quoted before it is substituted.
+
+Placeholders: `{prompt}` (the text), `{prompt_file}` (the same text in a file
+under the run folder), `{model}` (the model part of the Phase 3 provider
+string), `{provider_model}` (`provider/model`), `{repo}`, `{bug_id}`, and
+`{python}` (the interpreter running MCPipeChekr).
+
+Each run gets its own process group (`runners.cliagent.run_cli`), so on a
+timeout the agent and everything it started are stopped. Output is captured
+whole; what gets written is redacted with the config's secrets.
+
+The CLIs are found like the Phase 1 runners find theirs: an environment
+variable naming the binary wins (`MCPIPECHEKR_OPENCODE`, `MCPIPECHEKR_CLAUDE`,
+`MCPIPECHEKR_CODEX`, `MCPIPECHEKR_AIDER`), then `PATH`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from mcpipechekr.config import Config, template_fields
+from mcpipechekr.errors import UserError
+from mcpipechekr.providers import ProviderSpec
+from mcpipechekr.runners.cliagent import find_cli, run_cli
+
+DEMO_FIXER = "demo_fixer.py"
+
+
+@dataclass(frozen=True)
+class AgentTemplate:
+    """A built-in fix agent: its argv template, how to find its CLI, and the scratch files it leaves."""
+
+    name: str
+    argv: tuple[str, ...]
+    env_var: str | None = None
+    install_hint: str = ""
+    scratch: tuple[str, ...] = ()
+
+    @property
+    def needs_model(self) -> bool:
+        return any(name in ("model", "provider_model") for arg in self.argv for name in template_fields(arg))
+
+
+TEMPLATES: dict[str, AgentTemplate] = {
+    template.name: template
+    for template in (
+        AgentTemplate(
+            "opencode",
+            ("opencode", "run", "--auto", "-m", "{provider_model}", "{prompt}"),
+            env_var="MCPIPECHEKR_OPENCODE",
+            install_hint="npm install -g opencode-ai",
+        ),
+        AgentTemplate(
+            "claude-code",
+            (
+                "claude",
+                "-p",
+                "--permission-mode",
+                "acceptEdits",
+                "--no-session-persistence",
+                "--model",
+                "{model}",
+                "{prompt}",
+            ),
+            env_var="MCPIPECHEKR_CLAUDE",
+            install_hint="npm install -g @anthropic-ai/claude-code",
+        ),
+        AgentTemplate(
+            "codex",
+            ("codex", "exec", "--sandbox", "workspace-write", "--ephemeral", "-m", "{model}", "{prompt}"),
+            env_var="MCPIPECHEKR_CODEX",
+            install_hint="npm install -g @openai/codex",
+        ),
+        AgentTemplate(
+            "aider",
+            (
+                "aider",
+                "--yes-always",
+                "--no-auto-commits",
+                "--no-dirty-commits",
+                "--no-gitignore",
+                "--no-check-update",
+                "--message-file",
+                "{prompt_file}",
+                "--model",
+                "{provider_model}",
+            ),
+            env_var="MCPIPECHEKR_AIDER",
+            install_hint="python -m pip install aider-install && aider-install",
+            scratch=(".aider*",),
+        ),
+        AgentTemplate("demo", ("{python}", DEMO_FIXER, "{prompt_file}")),
+    )
+}
+
+
+@dataclass
+class AgentResult:
+    """How one agent run ended and what it printed."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class FixAgent:
+    """A resolved fix agent: ready to run on a prompt in the server's repository."""
+
+    name: str
+    repo: Path
+    provider: ProviderSpec | None
+    timeout_s: float
+    argv: tuple[str, ...] = ()
+    shell: str | None = None
+    scratch: tuple[str, ...] = ()
+
+    def _values(self, prompt: str, prompt_file: Path, bug_id: str) -> dict[str, str]:
+        model = self.provider.model if self.provider is not None else None
+        return {
+            "prompt": prompt,
+            "prompt_file": str(prompt_file),
+            "model": model or "",
+            "provider_model": str(self.provider) if self.provider is not None and model else "",
+            "repo": str(self.repo),
+            "bug_id": bug_id,
+            "python": sys.executable,
+        }
+
+    def command(self, prompt: str, prompt_file: Path, bug_id: str) -> list[str]:
+        """The argv to execute for one bug."""
+        values = self._values(prompt, prompt_file, bug_id)
+        if self.shell is not None:
+            quoted = {key: shlex.quote(value) for key, value in values.items()}
+            return ["/bin/sh", "-c", self.shell.format(**quoted)]
+        return [arg.format(**values) for arg in self.argv]
+
+    def display(self, prompt_file: Path, bug_id: str) -> str:
+        """The command as a person reads it, `{prompt}` standing for the prompt text (not yet redacted)."""
+        values = self._values("{prompt}", prompt_file, bug_id)
+        if self.shell is not None:
+            quoted = {key: shlex.quote(value) for key, value in values.items()}
+            quoted["prompt"] = "{prompt}"
+            return self.shell.format(**quoted)
+        return shlex.join(arg.format(**values) for arg in self.argv)
+
+    def run(self, prompt: str, prompt_file: Path, bug_id: str) -> AgentResult:
+        """Run the agent once, in the repository, until it exits or `timeout_s` passes."""
+        argv = self.command(prompt, prompt_file, bug_id)
+        started = time.monotonic()
+        result = anyio.run(
+            functools.partial(
+                run_cli,
+                argv,
+                env=dict(os.environ),
+                cwd=self.repo,
+                stdin_text=None,
+                timeout_s=self.timeout_s,
+            )
+        )
+        return AgentResult(
+            exit_code=result.returncode,
+            stdout="\n".join(result.stdout_lines),
+            stderr=result.stderr,
+            timed_out=result.timed_out,
+            elapsed_s=time.monotonic() - started,
+        )
+
+
+def resolve_agent(config: Config, repo: Path) -> FixAgent:
+    """The configured fix agent, checked before anything runs.
+
+    Its CLI must exist and it must have a model if its template needs one;
+    otherwise a UserError names the setting to change.
+    """
+    fix = config.fix
+    provider = config.providers.phase3
+    if fix.agent == "shell":
+        assert fix.command is not None  # FixConfig guarantees it
+        needs_model = any(name in ("model", "provider_model") for name in template_fields(fix.command))
+        _require_model(needs_model, provider, "shell")
+        return FixAgent(
+            name="shell",
+            repo=repo,
+            provider=None if provider.is_demo else provider,
+            timeout_s=fix.timeout_s,
+            shell=fix.command,
+        )
+    template = TEMPLATES[fix.agent]
+    _require_model(template.needs_model, provider, template.name)
+    argv = list(template.argv)
+    if template.env_var is not None:
+        argv[0] = find_cli(argv[0], template.env_var, template.install_hint)
+    if template.name == "demo" and not (repo / DEMO_FIXER).is_file():
+        raise UserError(
+            f"fix.agent `demo` runs {DEMO_FIXER} from the server's repository, and {repo} has none. "
+            "It is the bundled example's stand-in for a coding agent: use it with the example (delete an "
+            "old .mcpipechekr/workspace/emailindex to seed it again), or set fix.agent to a real agent."
+        )
+    return FixAgent(
+        name=template.name,
+        repo=repo,
+        provider=provider if template.needs_model else None,
+        timeout_s=fix.timeout_s,
+        argv=tuple(argv),
+        scratch=template.scratch,
+    )
+
+
+def _require_model(needs_model: bool, provider: ProviderSpec, agent: str) -> None:
+    if needs_model and provider.model is None:
+        raise UserError(
+            f"fix.agent `{agent}` needs a model, and providers.phase3 is `{provider}`. Set providers.phase3 "
+            "to provider/model (e.g. anthropic/claude-sonnet-4-6) or pass --phase3-provider."
+        )

@@ -1,0 +1,317 @@
+"""Phase 3: fix the approved bugs one at a time, commit each fix, and prove the server still starts.
+
+The loop ("Ralph Wiggum" style): for each bug, highest token_cost_of_gap first,
+the same prompt is given to a fresh agent process until the agent prints the
+completion promise or `fix.max_iterations` runs are spent. The work tree is
+not reset between runs, so a later run continues where an earlier one stopped.
+
+- Nothing happens without the human's approval of exactly this bug report
+  (`review.require_approval`, checked before anything else).
+- A completed bug becomes one commit, `fix: <bug id>`, holding only the files
+  the agent changed (`fix.changes`); nothing is ever pushed.
+- A bug whose runs are spent, or whose agent claims success without changing a
+  file, is recorded as unresolved, the agent's changes are undone, and the
+  loop goes on with the next bug.
+- After each commit the server is restarted and must pass its health check
+  (`server.health`), so a fix that breaks the server is named by its commit at
+  once; the loop then halts (the remaining bugs are recorded as skipped) and
+  raises `ServerHalt`. With no commit at all, the health is checked once at
+  the end.
+
+fix.json is rewritten after every bug, so an interrupted loop still says which
+commits it made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+from rich.console import Console
+
+from mcpipechekr._util.console import console as default_console
+from mcpipechekr.artifacts import RunDir, utc_now, write_model
+from mcpipechekr.artifacts.atomic import atomic_write_text
+from mcpipechekr.artifacts.bug_report import Bug
+from mcpipechekr.artifacts.fix_record import AgentRun, BugFix, FixHealth, FixRecord, read_fix_record
+from mcpipechekr.config import Config, Redactor
+from mcpipechekr.errors import ServerHalt, UserError
+from mcpipechekr.fix.agents import AgentResult, FixAgent, resolve_agent
+from mcpipechekr.fix.changes import (
+    Exclusions,
+    changed_files,
+    commit_paths,
+    fold_agent_commits,
+    head_sha,
+    open_repo,
+    require_clean,
+    restore,
+    snapshot,
+)
+from mcpipechekr.fix.prompt import build_fix_prompt, has_promise
+from mcpipechekr.review import fix_order, load_bug_report, require_approval
+from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest
+
+FIX_FOLDER = "fix"
+"""Prompts and agent logs live in runs/{run-id}/fix/, outside the server's repository."""
+
+
+@dataclass
+class _Context:
+    config: Config
+    run_dir: RunDir
+    repo: git.Repo
+    agent: FixAgent | None
+    exclusions: Exclusions
+    annotations: list[str]
+    redactor: Redactor
+    console: Console
+
+
+def run_fix_loop(
+    config: Config,
+    run_dir: RunDir,
+    *,
+    server: ServerUnderTest | None = None,
+    console: Console | None = None,
+    again: bool = False,
+) -> FixRecord:
+    """Fix the approved bugs of `run_dir` in `config.server.repo`; write and return fix.json's record.
+
+    `server` is the harness's live server, restarted after each commit; without
+    one, a fresh server is started and stopped for each health check. `again`
+    allows a second fix loop on a run that already has a finished fix.json.
+
+    Raises UserError when the report is not approved (or the approval is
+    stale), the repository is missing or has uncommitted tracked changes, or
+    the agent cannot run; ServerHalt when the server is unhealthy after a fix.
+    """
+    out = console or default_console
+    review = require_approval(run_dir)
+    previous = _previous_record(run_dir, review.bug_report_hash)
+    if previous is not None and not again:
+        raise UserError(
+            f"{run_dir.fix_record}: run {run_dir.run_id} was already fixed "
+            f"({len(previous.commits)} commit(s)); its next run checks the fixes. "
+            "Pass --again to run the fix loop on this report once more."
+        )
+    report, digest = load_bug_report(run_dir)
+    if digest != review.bug_report_hash:  # rewritten between the two reads
+        require_approval(run_dir)
+    repo = open_repo(config.server.repo)
+    try:
+        require_clean(repo)
+        bugs = fix_order(report)
+        repo_root = Path(repo.working_dir)
+        agent = resolve_agent(config, repo_root) if bugs else None
+        scratch = agent.scratch if agent is not None else ()
+        context = _Context(
+            config=config,
+            run_dir=run_dir,
+            repo=repo,
+            agent=agent,
+            exclusions=Exclusions.build(
+                repo_root,
+                [*scratch, *config.fix.exclude],
+                [config.paths.runs, config.paths.home, run_dir.root],
+            ),
+            annotations=[annotation.text for annotation in review.annotations],
+            redactor=config.redactor,
+            console=out,
+        )
+        record = FixRecord(
+            run_id=run_dir.run_id,
+            bug_report_hash=review.bug_report_hash,
+            agent=config.fix.agent,
+            provider=str(agent.provider) if agent is not None and agent.provider is not None else None,
+            repo=str(repo_root),
+            base_commit=head_sha(repo),
+            started_at=utc_now(),
+        )
+        write_model(run_dir.fix_record, record)
+        if not bugs:
+            out.print(f"{run_dir.run_id}: the approved report lists no bugs; nothing to fix.", markup=False)
+        restart = _restarter(config, run_dir, server)
+        for position, bug in enumerate(bugs):
+            out.print(
+                f"[{position + 1}/{len(bugs)}] {bug.id} (gap {bug.token_cost_of_gap} tokens)", markup=False
+            )
+            entry = _fix_one(context, bug)
+            record.bugs.append(entry)
+            write_model(run_dir.fix_record, record)
+            _print_outcome(out, entry)
+            if entry.status == "committed":
+                health = _check_health(restart, repo)
+                record.health = health
+                if not health.healthy:
+                    record.bugs.extend(
+                        BugFix(
+                            bug_id=later.id,
+                            status="skipped",
+                            iterations=0,
+                            reason=f"not attempted: the server is unhealthy after fix: {bug.id}",
+                        )
+                        for later in bugs[position + 1 :]
+                    )
+                    record.finished_at = utc_now()
+                    write_model(run_dir.fix_record, record)
+                    raise ServerHalt(_broken_message(repo, entry, health, run_dir))
+        if not record.commits:
+            record.health = _check_health(restart, repo)
+            if not record.health.healthy:
+                record.finished_at = utc_now()
+                write_model(run_dir.fix_record, record)
+                raise ServerHalt(
+                    "the server is not healthy after the fix loop, which committed nothing: it fails on its "
+                    f"own.\n{record.health.error}"
+                )
+        record.finished_at = utc_now()
+        write_model(run_dir.fix_record, record)
+        return record
+    finally:
+        repo.close()
+
+
+def _previous_record(run_dir: RunDir, bug_report_hash: str) -> FixRecord | None:
+    """A finished fix.json for the same approved report, if there is one."""
+    if not run_dir.fix_record.exists():
+        return None
+    previous = read_fix_record(run_dir.fix_record)
+    if previous.finished_at is None or previous.bug_report_hash != bug_report_hash:
+        return None
+    return previous
+
+
+def _fix_one(context: _Context, bug: Bug) -> BugFix:
+    """Run the agent on one bug until it promises completion or runs out of iterations; commit or undo."""
+    agent = context.agent
+    assert agent is not None
+    folder = context.run_dir.root / FIX_FOLDER
+    prompt = build_fix_prompt(bug, context.annotations, server_name=context.config.server.name)
+    prompt_file = atomic_write_text(folder / f"{bug.id}.prompt.md", prompt)
+    entry = BugFix(
+        bug_id=bug.id,
+        status="unresolved",
+        iterations=0,
+        agent_command=context.redactor.redact(agent.display(prompt_file, bug.id)),
+        prompt=prompt_file.relative_to(context.run_dir.root).as_posix(),
+    )
+    baseline = snapshot(context.repo)
+    completed = False
+    last: AgentResult | None = None
+    for iteration in range(1, context.config.fix.max_iterations + 1):
+        last = agent.run(prompt, prompt_file, bug.id)
+        entry.iterations = iteration
+        log = folder / f"{bug.id}.run-{iteration}.log"
+        atomic_write_text(log, context.redactor.redact(_log_text(last)))
+        promised = has_promise(last.stdout, prompt)
+        entry.runs.append(
+            AgentRun(
+                iteration=iteration,
+                exit_code=last.exit_code,
+                timed_out=last.timed_out,
+                promise=promised,
+                elapsed_s=round(last.elapsed_s, 3),
+                log=log.relative_to(context.run_dir.root).as_posix(),
+            )
+        )
+        folded = fold_agent_commits(context.repo, baseline)
+        if folded:
+            context.console.print(
+                f"  the agent made {folded} commit(s) itself; folded back into one fix", markup=False
+            )
+        if promised and last.exit_code == 0 and not last.timed_out:
+            completed = True
+            break
+        context.console.print(f"  run {iteration}: {_run_summary(last)}", markup=False)
+    changes = changed_files(context.repo, baseline, context.exclusions)
+    entry.files_changed = changes.paths
+    if completed and changes.paths:
+        entry.commit = commit_paths(context.repo, changes.paths, f"fix: {bug.id}")
+        entry.status = "committed"
+        return entry
+    if completed:
+        entry.reason = "the agent printed the completion promise but changed no file: nothing to commit"
+    else:
+        assert last is not None
+        entry.reason = context.redactor.redact(
+            f"no completion promise after {entry.iterations} run(s); last run: {_run_summary(last)}"
+        )
+    restore(context.repo, baseline, changes)
+    if changes.rewritten_untracked:
+        entry.reason += (
+            "; left as the agent changed them (untracked before, so there was no copy to restore): "
+            + ", ".join(changes.rewritten_untracked)
+        )
+    return entry
+
+
+def _log_text(result: AgentResult) -> str:
+    status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
+    return f"{result.stdout}\n--- stderr ---\n{result.stderr}\n--- {status}, {result.elapsed_s:.1f}s ---\n"
+
+
+def _run_summary(result: AgentResult) -> str:
+    """How a run ended and the last thing it said, on one line."""
+    if result.timed_out:
+        ended = "timed out"
+    elif result.exit_code == 0:
+        ended = "exited 0 without the promise"
+    else:
+        ended = f"exited with code {result.exit_code}"
+    said = [line.strip() for line in (result.stdout + "\n" + result.stderr).splitlines() if line.strip()]
+    return f"{ended}" + (f" ({said[-1][:300]})" if said else "")
+
+
+def _restarter(config: Config, run_dir: RunDir, server: ServerUnderTest | None) -> Callable[[], HealthReport]:
+    """Restart the live server when there is one, else start a fresh one just for the check."""
+    if server is not None:
+        return server.restart
+
+    def fresh() -> HealthReport:
+        with ServerUnderTest(config.server, run_dir.server_stderr_log) as live:
+            assert live.health is not None
+            return live.health
+
+    return fresh
+
+
+def _check_health(restart: Callable[[], HealthReport], repo: git.Repo) -> FixHealth:
+    after = head_sha(repo)
+    try:
+        report = restart()
+    except ServerHalt as halt:
+        return FixHealth(healthy=False, after_commit=after, error=halt.message, checked_at=utc_now())
+    return FixHealth(
+        healthy=True,
+        tools=len(report.tools),
+        elapsed_s=round(report.elapsed_s, 3),
+        after_commit=after,
+        checked_at=utc_now(),
+    )
+
+
+def _broken_message(repo: git.Repo, entry: BugFix, health: FixHealth, run_dir: RunDir) -> str:
+    assert entry.commit is not None
+    subject = repo.commit(entry.commit).summary
+    return (
+        f'the server is not healthy after commit {entry.commit[:7]} "{subject}" in {repo.working_dir}; '
+        "the fix loop stopped there.\n"
+        f"{health.error}\n"
+        f"Undo it with `git -C {repo.working_dir} revert {entry.commit[:7]}`, or repair it, then run the "
+        f"loop again. What ran is recorded in {run_dir.fix_record}."
+    )
+
+
+def _print_outcome(out: Console, entry: BugFix) -> None:
+    if entry.status == "committed":
+        assert entry.commit is not None
+        files = ", ".join(entry.files_changed)
+        out.print(
+            f"  committed {entry.commit[:7]} fix: {entry.bug_id} after {entry.iterations} run(s): {files}",
+            markup=False,
+        )
+    else:
+        out.print(f"  {entry.status}: {entry.reason}", markup=False)
