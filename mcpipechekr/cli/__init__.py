@@ -15,6 +15,7 @@ from mcpipechekr.cli.check_cmd import check_command
 from mcpipechekr.cli.evaluate_cmd import evaluate_command
 from mcpipechekr.cli.export_cmd import export_command
 from mcpipechekr.cli.findings_cmd import findings_command
+from mcpipechekr.cli.fix_cmd import fix_command
 from mcpipechekr.cli.generate_cmd import generate_command
 from mcpipechekr.cli.import_cmd import import_command
 from mcpipechekr.cli.init_cmd import init_command
@@ -47,6 +48,7 @@ main.add_command(run_command)
 main.add_command(import_command)
 main.add_command(evaluate_command)
 main.add_command(review_command)
+main.add_command(fix_command)
 main.add_command(validate_command)
 main.add_command(schema_command)
 main.add_command(server_group)
