@@ -15,7 +15,7 @@ indexer leaves an unfinished last line for later. Calls still waiting when
 the server exits or the client leaves are recorded as unanswered.
 
 The proxy adds the parse of each line to the forwarding path; a server's
-line is not parsed at all while no call (or `initialize`) waits for an answer.
+line is not parsed at all while no call (or handshake) waits for an answer.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ _LAUNCHERS = {"python", "node", "npx", "uv", "uvx", "bun", "bunx", "deno", "pipx
 
 
 def default_server_name(argv: Sequence[str]) -> str:
-    """A name for the server until its `initialize` answer names it: the script or package it runs.
+    """A name for the server until its own answers name it: the script or package it runs.
 
     `python server.py` → `server`, `npx -y @acme/mail-mcp` → `mail-mcp`,
     `./bin/notes` → `notes`.

@@ -43,6 +43,11 @@ from mcpipechekr.findings.records import (
 _ERR_CODE = re.compile(ERR_CODE_PATTERN)
 _CODE_KEYS = ("code", "error_code", "errorCode")
 
+_HANDSHAKES = ("initialize", "server/discover")
+_SERVER_INFO_META = "io.modelcontextprotocol/serverInfo"
+"""Where a server names itself: `serverInfo` of the initialize result, or, from protocol 2026-07-28,
+this `_meta` key of the `server/discover` result and of every other result."""
+
 UNANSWERED = {
     "cancelled": ("timeout", "no response: the client cancelled the call"),
     "server_exited": ("server_crash", "no response: the server exited"),
@@ -158,8 +163,9 @@ def _key(request_id: Any) -> bytes:
 class CallTracker:
     """Turns one session's messages into call records; not thread-safe (callers hold a lock).
 
-    `server` may be learned from the `initialize` response (`learn_server`),
-    which is how the passive proxy names a server nobody named.
+    `server` may be learned from the server's answers (`learn_server`): the
+    handshake's, or the first call's; that is how the passive proxy names a
+    server nobody named.
     """
 
     def __init__(
@@ -181,16 +187,16 @@ class CallTracker:
         self.learn_server = learn_server
         self._event_id = event_id or (lambda _position: str(uuid.uuid4()))
         self._pending: dict[bytes, _Pending] = {}
-        self._initialize: set[bytes] = set()
+        self._handshakes: set[bytes] = set()
         self._position = 0
 
     @property
     def waiting(self) -> bool:
-        """True while a response is still of interest (a call, or the initialize answer)."""
-        return bool(self._pending or self._initialize)
+        """True while a response is still of interest (a call, or a handshake answer)."""
+        return bool(self._pending or self._handshakes)
 
     def to_server(self, message: Any, size: int, t: float, at: datetime | None = None) -> None:
-        """A message from the client: remember tool calls (and the initialize request, to learn a name)."""
+        """A message from the client: remember tool calls (and the handshake, to learn the server's name)."""
         for item in message if isinstance(message, list) else [message]:
             if not isinstance(item, dict):
                 continue
@@ -208,8 +214,8 @@ class CallTracker:
                     size=size,
                 )
                 self._position += 1
-            elif method == "initialize" and "id" in item and self.learn_server:
-                self._initialize.add(_key(item["id"]))
+            elif method in _HANDSHAKES and "id" in item and self.learn_server:
+                self._handshakes.add(_key(item["id"]))
             elif method == "notifications/cancelled":
                 params = item.get("params") if isinstance(item.get("params"), dict) else {}
                 pending = self._pending.get(_key(params.get("requestId")))
@@ -223,12 +229,14 @@ class CallTracker:
             if not isinstance(item, dict) or "method" in item or "id" not in item:
                 continue
             key = _key(item["id"])
-            if key in self._initialize:
-                self._initialize.discard(key)
+            if key in self._handshakes:
+                self._handshakes.discard(key)
                 self._learn(item)
                 continue
             pending = self._pending.pop(key, None)
             if pending is not None:
+                if self.learn_server:
+                    self._learn(item)
                 out.append(self._record(pending, read_response(item), size, t))
         return out
 
@@ -243,11 +251,18 @@ class CallTracker:
         return out
 
     def _learn(self, response: dict[str, Any]) -> None:
+        """Take the server's own name from a handshake answer (or any result that carries it), once."""
         result = response.get("result")
-        info = result.get("serverInfo") if isinstance(result, dict) else None
+        if not isinstance(result, dict):
+            return
+        meta = result.get("_meta")
+        info = result.get("serverInfo")
+        if not isinstance(info, dict) and isinstance(meta, dict):
+            info = meta.get(_SERVER_INFO_META)
         name = info.get("name") if isinstance(info, dict) else None
         if isinstance(name, str) and name.strip():
             self.server = name.strip()[:200]
+            self.learn_server = False
 
     def _record(self, pending: _Pending, reading: ResponseReading, size: int | None, t: float) -> CallRecord:
         error = reading.outcome == "error"
