@@ -11,6 +11,7 @@ import click
 from mcpipechekr import __version__
 from mcpipechekr.cli.annotate_cmd import annotate_command
 from mcpipechekr.cli.baseline_cmd import baseline_command
+from mcpipechekr.cli.capture_cmd import capture_command
 from mcpipechekr.cli.check_cmd import check_command
 from mcpipechekr.cli.evaluate_cmd import evaluate_command
 from mcpipechekr.cli.export_cmd import export_command
@@ -18,6 +19,7 @@ from mcpipechekr.cli.findings_cmd import findings_command
 from mcpipechekr.cli.fix_cmd import fix_command
 from mcpipechekr.cli.generate_cmd import generate_command
 from mcpipechekr.cli.import_cmd import import_command
+from mcpipechekr.cli.index_cmd import index_command
 from mcpipechekr.cli.init_cmd import init_command
 from mcpipechekr.cli.lint_cmd import lint_command
 from mcpipechekr.cli.promote_cmd import promote_command
@@ -52,6 +54,8 @@ main.add_command(fix_command)
 main.add_command(validate_command)
 main.add_command(schema_command)
 main.add_command(server_group)
+main.add_command(capture_command)
+main.add_command(index_command)
 main.add_command(promote_command)
 main.add_command(findings_command)
 main.add_command(annotate_command)
