@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from mcpipechekr._util.console import console
-from mcpipechekr.findings.generate import generate_manifest
+from mcpipechekr.findings.generate import generate_manifest, read_expect
 from mcpipechekr.findings.home import Home
 
 _FILE = click.Path(path_type=Path, dir_okay=False)
@@ -47,7 +47,8 @@ def generate_command(
         finding_id,
         confirm_read_only=confirm_read_only,
         output=output,
-        expect_path=expect_path,
+        expect=read_expect(expect_path) if expect_path is not None else None,
+        expect_source=str(expect_path) if expect_path is not None else "--expect",
     )
     console.print(
         f"wrote {path}: fill its <fill: …> placeholders, then run the verify command it shows",

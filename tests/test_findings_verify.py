@@ -1,0 +1,323 @@
+"""`generate` and `verify` through the CLI against a real server process, on a real lifecycle.db.
+
+The findings are registered in lifecycle.db the way promote registers them;
+the server is a copy of tests/servers/findings_server.py in tmp_path, so a
+test can edit its bytes, and its defects are switched by environment variables
+(which are not part of the credit binding).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from mcpipechekr.cli import main
+from mcpipechekr.findings.home import HOME_ENV, Home
+from mcpipechekr.findings.lifecycle import current_state
+from mcpipechekr.findings.models import Finding
+from mcpipechekr.findings.store import lifecycle_connection, upsert_finding
+
+SERVERS = Path(__file__).parent / "servers"
+LOOKUP = "finding-0a0a0a0a0a0a0a0a"
+SAVE = "finding-5a5a5a5a5a5a5a5a"
+HINT = "Catch the exception at the tool boundary and answer a tool error that says what to change."
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
+    monkeypatch.setenv(HOME_ENV, str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    for name in ("FINDINGS_BROKEN", "FINDINGS_FAIL_EVERY"):
+        monkeypatch.delenv(name, raising=False)
+    return Home.resolve()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Path:
+    """A private copy of the findings server, executable with this interpreter."""
+    path = tmp_path / "server.py"
+    path.write_text(f"#!{sys.executable}\n" + (SERVERS / "findings_server.py").read_text())
+    path.chmod(0o755)
+    return path
+
+
+def register(home: Home, finding_id: str = LOOKUP, **changes: object) -> Finding:
+    fields: dict[str, object] = {
+        "id": finding_id,
+        "origin": "captured",
+        "server": "findings",
+        "tool": "lookup",
+        "defect_class": "unhandled_exception",
+        "hint": HINT,
+        "severity": "high",
+        "rate": 1.0,
+        "score": 0.4,
+        "occurrences": 6,
+        "sessions": 3,
+        "blast_radius": 1,
+        "arg_shapes": [{"key": "string"}],
+    }
+    finding = Finding.model_validate({**fields, **changes})
+    with lifecycle_connection(home) as conn, conn:
+        upsert_finding(conn, finding)
+    return finding
+
+
+def cli(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def generate(finding_id: str, output: Path, *extra: str) -> Result:
+    return cli("generate", "--finding", finding_id, "--confirm-read-only", "--output", str(output), *extra)
+
+
+def filled(path: Path, **values: str) -> Path:
+    text = path.read_text()
+    for key, value in values.items():
+        text = text.replace(f"{key}: '<fill: string>'", f"{key}: {value}")
+    assert "'<fill:" not in text
+    path.write_text(text)
+    return path
+
+
+def verify(finding_id: str, manifest: Path, *server: str, extra: tuple[str, ...] = ()) -> Result:
+    return cli(
+        "verify",
+        "--finding",
+        finding_id,
+        "--case",
+        finding_id,
+        "--manifest",
+        str(manifest),
+        *extra,
+        "--",
+        *server,
+    )
+
+
+def verifications(home: Home) -> list[tuple]:
+    with sqlite3.connect(home.lifecycle_db) as db:
+        return db.execute("SELECT run_id, passed, reason, attempts FROM verifications ORDER BY at").fetchall()
+
+
+def test_a_generated_case_closes_the_finding_after_three_greens(
+    home: Home, server: Path, tmp_path: Path
+) -> None:
+    register(home)
+    manifest = tmp_path / "lookup.case.yaml"
+    made = generate(LOOKUP, manifest)
+    assert made.exit_code == 0, made.output
+    text = manifest.read_text()
+    assert f"mcpipechekr verify --finding {LOOKUP} --case {LOOKUP} --manifest {manifest}" in text
+    assert "key: '<fill: string>'" in text and "outcome: ok" in text
+
+    unfilled = verify(LOOKUP, manifest, str(server))
+    assert unfilled.exit_code == 2
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if "<fill: string>" in row)
+    assert (
+        f"lookup.case.yaml:{line}: case '{LOOKUP}' field 'arguments.key': still the placeholder"
+        in unfilled.output
+    )
+    assert not verifications(home)
+
+    filled(manifest, key="k1")
+    outputs = [verify(LOOKUP, manifest, str(server)) for _ in range(3)]
+    assert [result.exit_code for result in outputs] == [0, 0, 0]
+    assert outputs[0].output.startswith(
+        f"{LOOKUP}: green (3 of 3 attempt(s) passed); open -> verifying, streak 1/3"
+    )
+    assert "verifying -> verifying, streak 2/3" in outputs[1].output
+    assert "verifying -> closed, streak 3/3" in outputs[2].output
+    assert current_state(home, LOOKUP) == ("closed", 3)
+    assert [row[1:] for row in verifications(home)] == [(1, None, 3)] * 3
+
+
+def test_a_red_reopens_a_verifying_finding_with_its_reason_and_hint(
+    home: Home, server: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register(home)
+    manifest = (
+        filled(tmp_path / "m.yaml", key="k1")
+        if generate(LOOKUP, tmp_path / "m.yaml").exit_code == 0
+        else None
+    )
+    assert manifest is not None
+    assert verify(LOOKUP, manifest, str(server)).exit_code == 0
+    assert verify(LOOKUP, manifest, str(server)).exit_code == 0
+    monkeypatch.setenv("FINDINGS_BROKEN", "1")
+    red = verify(LOOKUP, manifest, str(server))
+    assert red.exit_code == 1
+    first, hint, *details = red.output.splitlines()
+    assert first == f"{LOOKUP}: red (attempt 1 of 3 failed); verifying -> open reason=error-returned"
+    assert hint == f"  hint: {HINT}"
+    assert details and details[0].startswith("  outcome: expected ok, got an error")
+    assert current_state(home, LOOKUP) == ("open", 0)
+    stored = verifications(home)[-1]
+    assert stored[1:] == (0, "error-returned", 1)
+    monkeypatch.delenv("FINDINGS_BROKEN")
+    assert "open -> verifying, streak 1/3" in verify(LOOKUP, manifest, str(server)).output
+
+
+def test_new_bytes_in_the_server_executable_start_a_fresh_streak(
+    home: Home, server: Path, tmp_path: Path
+) -> None:
+    register(home)
+    generate(LOOKUP, tmp_path / "m.yaml")
+    manifest = filled(tmp_path / "m.yaml", key="k1")
+    assert "streak 1/3" in verify(LOOKUP, manifest, str(server)).output
+    assert "streak 2/3" in verify(LOOKUP, manifest, str(server)).output
+    server.write_text(server.read_text() + "# a fix that changes the executable's bytes\n")
+    fresh = verify(LOOKUP, manifest, str(server))
+    assert "verifying -> verifying, streak 1/3 (new credit binding: the streak started again)" in fresh.output
+    assert current_state(home, LOOKUP) == ("verifying", 1)
+    # Formatting and key order of the manifest, and an unrelated case, do not touch the binding.
+    data = manifest.read_text().replace(
+        "cases:\n", "cases:\n- {id: other, tool: save, arguments: {note: x}}\n"
+    )
+    manifest.write_text("# reformatted\n" + data.replace("version: 1\n", "") + "version: 1\n")
+    assert "streak 2/3" in verify(LOOKUP, manifest, str(server)).output
+
+
+def test_a_server_file_changed_during_the_run_earns_no_credit(
+    home: Home, server: Path, tmp_path: Path
+) -> None:
+    register(home, tool="touch", arg_shapes=[{"text": "string"}])
+    scratch = tmp_path / "scratch.txt"
+    scratch.write_text("")
+    generate(LOOKUP, tmp_path / "m.yaml")
+    manifest = filled(tmp_path / "m.yaml", text="hello")
+    result = verify(LOOKUP, manifest, str(server), "--scratch", str(scratch))
+    assert result.exit_code == 0
+    assert f"not recorded: the server's files changed during the run ({scratch})" in result.output
+    assert current_state(home, LOOKUP) == ("open", 0)
+    assert not verifications(home)
+
+
+def test_an_unreachable_server_records_no_evidence(home: Home, tmp_path: Path) -> None:
+    register(home)
+    generate(LOOKUP, tmp_path / "m.yaml")
+    manifest = filled(tmp_path / "m.yaml", key="k1")
+    result = verify(LOOKUP, manifest, sys.executable, str(SERVERS / "tiny_server.py"), "--exit-at-start", "1")
+    assert result.exit_code == 2
+    assert "no evidence recorded: the server could not be reached" in result.output
+    assert current_state(home, LOOKUP) == ("open", 0)
+    assert not verifications(home)
+
+
+def test_a_replayed_run_id_adds_nothing_and_a_conflicting_result_is_refused(
+    home: Home, server: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register(home)
+    generate(LOOKUP, tmp_path / "m.yaml")
+    manifest = filled(tmp_path / "m.yaml", key="k1")
+    run = ("--run-id", "ci-build-41")
+    assert "streak 1/3" in verify(LOOKUP, manifest, str(server), extra=run).output
+    replay = verify(LOOKUP, manifest, str(server), extra=run)
+    assert "run ci-build-41 was already recorded, nothing changed (verifying)" in replay.output
+    monkeypatch.setenv("FINDINGS_BROKEN", "1")
+    conflict = verify(LOOKUP, manifest, str(server), extra=run)
+    assert conflict.exit_code == 2
+    assert (
+        "verification run ci-build-41 of finding-0a0a0a0a0a0a0a0a is already recorded as green"
+        in conflict.output
+    )
+    assert current_state(home, LOOKUP) == ("verifying", 1)
+    assert len(verifications(home)) == 1
+
+
+def test_attempts_sized_from_the_rate_catch_a_flaky_failure(
+    home: Home, server: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register(home, rate=0.3)  # ln(0.05) / ln(0.7) = 8.4: nine attempts
+    generate(LOOKUP, tmp_path / "m.yaml")
+    manifest = filled(tmp_path / "m.yaml", key="k1")
+    monkeypatch.setenv("FINDINGS_FAIL_EVERY", "5")
+    flaky = verify(LOOKUP, manifest, str(server))
+    assert flaky.exit_code == 1
+    assert f"{LOOKUP}: red (attempt 5 of 9 failed); open -> fix-claimed reason=error-returned" in flaky.output
+    monkeypatch.delenv("FINDINGS_FAIL_EVERY")
+    steady = verify(LOOKUP, manifest, str(server))
+    assert "green (9 of 9 attempt(s) passed); fix-claimed -> verifying" in steady.output
+    assert [row[3] for row in verifications(home)] == [5, 9]
+
+
+def test_a_false_success_needs_a_result_assertion(
+    home: Home, server: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register(home, SAVE, tool="save", defect_class="false_success", arg_shapes=[{"note": "string"}])
+    refused = generate(SAVE, tmp_path / "plain.yaml")
+    assert refused.exit_code == 2 and "`outcome: ok` alone cannot verify it" in refused.output
+    only_ok = tmp_path / "ok.json"
+    only_ok.write_text('{"outcome": "ok"}')
+    assert generate(SAVE, tmp_path / "plain.yaml", "--expect", str(only_ok)).exit_code == 2
+    assert not (tmp_path / "plain.yaml").exists()
+
+    asserting = tmp_path / "expect.json"
+    asserting.write_text(json.dumps({"equals_paths": {"/structuredContent/saved": True}}))
+    assert generate(SAVE, tmp_path / "m.yaml", "--expect", str(asserting)).exit_code == 0
+    manifest = filled(tmp_path / "m.yaml", note="remember")
+    monkeypatch.setenv("FINDINGS_BROKEN", "1")
+    red = verify(SAVE, manifest, str(server))
+    assert red.exit_code == 1 and "reason=expectation-failed" in red.output
+    monkeypatch.delenv("FINDINGS_BROKEN")
+    assert verify(SAVE, manifest, str(server)).exit_code == 0
+
+    weakened = manifest.read_text().replace("    equals_paths:\n      /structuredContent/saved: true\n", "")
+    manifest.write_text(weakened)
+    assert "equals_paths" not in weakened
+    refused_case = verify(SAVE, manifest, str(server))
+    assert refused_case.exit_code == 2 and "field 'expect'" in refused_case.output
+
+
+def test_generate_refuses_what_it_cannot_verify(home: Home, tmp_path: Path) -> None:
+    register(home)
+    register(home, SAVE, tool=None, probe=False, severity="medium", defect_class="other")
+    out = tmp_path / "m.yaml"
+    unknown = generate("finding-ffffffffffffffff", out)
+    assert unknown.exit_code == 2 and "no finding finding-ffffffffffffffff" in unknown.output
+    no_tool = generate(SAVE, out)
+    assert no_tool.exit_code == 2 and f"--finding {SAVE} --close-manually NOTE" in no_tool.output
+    unconfirmed = cli("generate", "--finding", LOOKUP, "--output", str(out))
+    assert unconfirmed.exit_code == 2 and "pass --confirm-read-only" in unconfirmed.output
+    bad = tmp_path / "bad.json"
+    bad.write_text('{\n  "outcome": "maybe"\n}')
+    rejected = generate(LOOKUP, out, "--expect", str(bad))
+    assert rejected.exit_code == 2 and "line 2, field `outcome`" in rejected.output
+    assert not out.exists()
+    assert generate(LOOKUP, out).exit_code == 0
+    again = generate(LOOKUP, out)
+    assert again.exit_code == 2 and "already exists" in again.output
+
+
+def test_a_manifest_for_another_finding_is_refused_with_its_line(
+    home: Home, server: Path, tmp_path: Path
+) -> None:
+    register(home)
+    register(home, SAVE)
+    generate(LOOKUP, tmp_path / "m.yaml")
+    manifest = filled(tmp_path / "m.yaml", key="k1")
+    result = cli(
+        "verify", "--finding", SAVE, "--case", LOOKUP, "--manifest", str(manifest), "--", str(server)
+    )
+    assert result.exit_code == 2
+    line = next(n for n, row in enumerate(manifest.read_text().splitlines(), 1) if row.startswith("finding:"))
+    assert f"m.yaml:{line}: field 'finding': the manifest verifies {LOOKUP}, not {SAVE}" in result.output
+    missing = cli(
+        "verify", "--finding", LOOKUP, "--case", "nope", "--manifest", str(manifest), "--", str(server)
+    )
+    assert missing.exit_code == 2 and f"no case 'nope' (cases: {LOOKUP})" in missing.output
+
+
+def test_a_finding_without_a_probe_is_closed_by_hand(home: Home) -> None:
+    register(home, SAVE, tool=None, probe=False, severity="medium", defect_class="other")
+    register(home)
+    refused = cli("verify", "--finding", LOOKUP, "--close-manually", "fixed upstream")
+    assert refused.exit_code == 2 and "closes after 3 consecutive green verifications" in refused.output
+    closed = cli("verify", "--finding", SAVE, "--close-manually", "tool descriptions rewritten")
+    assert closed.exit_code == 0 and f"{SAVE}: closed by hand (open -> closed)" in closed.output
+    assert current_state(home, SAVE) == ("closed", 0)
