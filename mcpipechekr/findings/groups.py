@@ -109,23 +109,50 @@ def flatten_shape(shape: object, prefix: str = "") -> dict[str, str]:
     return flat
 
 
-def _exclusion_tables(
-    index: sqlite3.Connection, expected: Iterable[str], false_success: Iterable[str]
-) -> None:
-    index.execute("CREATE TEMP TABLE IF NOT EXISTS promote_expected (event_id TEXT PRIMARY KEY)")
-    index.execute("CREATE TEMP TABLE IF NOT EXISTS promote_false_success (event_id TEXT PRIMARY KEY)")
-    index.execute("DELETE FROM promote_expected")
-    index.execute("DELETE FROM promote_false_success")
-    index.executemany("INSERT OR IGNORE INTO promote_expected VALUES (?)", [(e,) for e in expected])
-    index.executemany("INSERT OR IGNORE INTO promote_false_success VALUES (?)", [(e,) for e in false_success])
+_EVIDENCE_TABLE = """
+CREATE TEMP TABLE IF NOT EXISTS promote_evidence (
+    kind TEXT, server TEXT, tool TEXT, template_id TEXT, session TEXT, at TEXT,
+    retryable INTEGER, arg_shape TEXT, err_code TEXT, event_id TEXT
+)
+"""
 
 
-_FAILING = (
-    "c.probe = 0 AND c.outcome = 'error' AND c.event_id NOT IN (SELECT event_id FROM temp.promote_expected)"
-)
-_FALSE_SUCCESS = (
-    "c.probe = 0 AND c.outcome = 'ok' AND c.event_id IN (SELECT event_id FROM temp.promote_false_success)"
-)
+def _evidence_table(index: sqlite3.Connection, expected: Iterable[str], false_success: Iterable[str]) -> None:
+    """Copy the calls promotion looks at into one temporary table: one pass over `calls`, not one per query.
+
+    Temporary tables live outside the (read-only) index file and vanish with the connection.
+    """
+    for table in ("promote_expected", "promote_false_success"):
+        index.execute(f"CREATE TEMP TABLE IF NOT EXISTS {table} (event_id TEXT PRIMARY KEY)")
+        index.execute(f"DELETE FROM temp.{table}")
+    index.executemany("INSERT OR IGNORE INTO temp.promote_expected VALUES (?)", [(e,) for e in expected])
+    index.executemany(
+        "INSERT OR IGNORE INTO temp.promote_false_success VALUES (?)", [(e,) for e in false_success]
+    )
+    index.execute(_EVIDENCE_TABLE)
+    index.execute("DELETE FROM temp.promote_evidence")
+    index.execute(
+        "INSERT INTO temp.promote_evidence SELECT 'error', server, tool, template_id, session, at, retryable,"
+        " arg_shape, err_code, event_id FROM calls WHERE probe = 0 AND outcome = 'error'"
+        " AND event_id NOT IN (SELECT event_id FROM temp.promote_expected)"
+    )
+    index.execute(
+        "INSERT INTO temp.promote_evidence SELECT 'false_success', server, tool, NULL, session, at, NULL,"
+        " arg_shape, NULL, event_id FROM calls WHERE probe = 0 AND outcome = 'ok'"
+        " AND event_id IN (SELECT event_id FROM temp.promote_false_success)"
+    )
+
+
+def _captured_calls(index: sqlite3.Connection) -> dict[tuple[str, str], int]:
+    """Captured calls per server and tool: all calls (counted on the index) less the probes (few)."""
+    totals: Counter[tuple[str, str]] = Counter()
+    for server, tool, count in index.execute("SELECT server, tool, COUNT(*) FROM calls GROUP BY 1, 2"):
+        totals[(server, tool)] += count
+    for server, tool, count in index.execute(
+        "SELECT server, tool, COUNT(*) FROM calls NOT INDEXED WHERE probe != 0 GROUP BY 1, 2"
+    ):
+        totals[(server, tool)] -= count
+    return dict(totals)
 
 
 def collect_groups(
@@ -136,53 +163,43 @@ def collect_groups(
     ``expected`` and ``false_success`` are the event ids of linked annotations
     of those kinds.
     """
-    _exclusion_tables(index, expected, false_success)
-    totals = {
-        (server, tool): count
-        for server, tool, count in index.execute(
-            "SELECT server, tool, COUNT(*) FROM calls WHERE probe = 0 GROUP BY server, tool"
-        )
-    }
+    _evidence_table(index, expected, false_success)
+    totals = _captured_calls(index)
     groups: dict[GroupKey, Group] = {}
-    for kind, where, template in (
-        ("error", _FAILING, "c.template_id"),
-        ("false_success", _FALSE_SUCCESS, "NULL"),
+    for kind, server, tool, template_id, failures, sessions, first, last, yes, no in index.execute(
+        "SELECT kind, server, tool, template_id, COUNT(*), COUNT(DISTINCT session), MIN(at), MAX(at),"
+        " SUM(retryable = 1), SUM(retryable = 0) FROM temp.promote_evidence GROUP BY 1, 2, 3, 4"
     ):
-        for server, tool, template_id, failures, sessions, first, last, yes, no in index.execute(
-            f"SELECT c.server, c.tool, {template}, COUNT(*), COUNT(DISTINCT c.session), MIN(c.at), MAX(c.at),"
-            " SUM(c.retryable = 1), SUM(c.retryable = 0)"
-            f" FROM calls c WHERE {where} GROUP BY 1, 2, 3"
-        ):
-            key = GroupKey(kind, server, tool, template_id)  # type: ignore[arg-type]
-            groups[key] = Group(
-                key=key,
-                failures=failures,
-                calls=totals.get((server, tool), failures),
-                sessions=sessions,
-                first_seen=parse_time(first),
-                last_seen=parse_time(last),
-                retryable_true=yes or 0,
-                retryable_false=no or 0,
-            )
-        for server, tool, template_id, shape, count in index.execute(
-            f"SELECT c.server, c.tool, {template}, c.arg_shape, COUNT(*) FROM calls c WHERE {where}"
-            " GROUP BY 1, 2, 3, 4"
-        ):
-            groups[GroupKey(kind, server, tool, template_id)].shapes[shape] = count  # type: ignore[arg-type]
+        key = GroupKey(kind, server, tool, template_id)
+        groups[key] = Group(
+            key=key,
+            failures=failures,
+            calls=totals.get((server, tool), failures),
+            sessions=sessions,
+            first_seen=parse_time(first),
+            last_seen=parse_time(last),
+            retryable_true=yes or 0,
+            retryable_false=no or 0,
+        )
+    for kind, server, tool, template_id, shape, count in index.execute(
+        "SELECT kind, server, tool, template_id, arg_shape, COUNT(*) FROM temp.promote_evidence"
+        " GROUP BY 1, 2, 3, 4, 5"
+    ):
+        groups[GroupKey(kind, server, tool, template_id)].shapes[shape] = count
     for server, tool, template_id, code, count in index.execute(
-        f"SELECT c.server, c.tool, c.template_id, c.err_code, COUNT(*) FROM calls c WHERE {_FAILING}"
-        " AND c.err_code IS NOT NULL GROUP BY 1, 2, 3, 4"
+        "SELECT server, tool, template_id, err_code, COUNT(*) FROM temp.promote_evidence"
+        " WHERE kind = 'error' AND err_code IS NOT NULL GROUP BY 1, 2, 3, 4"
     ):
         groups[GroupKey("error", server, tool, template_id)].err_codes[code] = count
     for server, tool, template_id, turns in index.execute(
-        "SELECT c.server, c.tool, c.template_id, w.turns FROM failure_windows w"
-        f" JOIN calls c ON c.event_id = w.event_id WHERE {_FAILING}"
+        "SELECT e.server, e.tool, e.template_id, w.turns FROM temp.promote_evidence e"
+        " JOIN failure_windows w ON w.event_id = e.event_id WHERE e.kind = 'error'"
     ):
         groups[GroupKey("error", server, tool, template_id)].turns.append(turns)
     radius: dict[tuple[str, str], int] = defaultdict(lambda: 1)
     for server, template_id, tools in index.execute(
-        f"SELECT c.server, c.template_id, COUNT(DISTINCT c.tool) FROM calls c WHERE {_FAILING}"
-        " AND c.template_id IS NOT NULL GROUP BY 1, 2"
+        "SELECT server, template_id, COUNT(DISTINCT tool) FROM temp.promote_evidence"
+        " WHERE kind = 'error' AND template_id IS NOT NULL GROUP BY 1, 2"
     ):
         radius[(server, template_id)] = tools
     for key, group in groups.items():

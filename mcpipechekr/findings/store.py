@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
+from types import ModuleType
 
 import orjson
 
 from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.models import Finding, FindingState
+from mcpipechekr.findings.models import Finding
 
 BUSY_TIMEOUT_S = 30.0
 
@@ -99,18 +100,29 @@ def stored_findings(conn: sqlite3.Connection) -> list[Finding]:
     return [Finding.model_validate(orjson.loads(body)) for (body,) in rows]
 
 
-StateReader = Callable[[Home, str], tuple[FindingState, int]]
-
-
-def _state_reader() -> StateReader | None:
-    """The lifecycle module's `current_state`, or None where it is not installed."""
+def _lifecycle_module() -> ModuleType | None:
+    """The lifecycle module, or None where it is not installed (every finding is then open)."""
     try:
-        from mcpipechekr.findings.lifecycle import current_state
+        from mcpipechekr.findings import lifecycle
     except ModuleNotFoundError as exc:
         if exc.name == "mcpipechekr.findings.lifecycle":
             return None
         raise
-    return current_state
+    return lifecycle
+
+
+def _with_states(home: Home, findings: list[Finding]) -> list[Finding]:
+    lifecycle = _lifecycle_module()
+    if lifecycle is None or not findings:
+        return findings
+    standing = lifecycle.standings(home)
+    merged = []
+    for finding in findings:
+        if finding.id in standing:
+            state = standing[finding.id]
+            finding = finding.model_copy(update={"state": state.state, "streak": state.streak})
+        merged.append(finding)
+    return merged
 
 
 def load_findings(home: Home) -> list[Finding]:
@@ -119,19 +131,15 @@ def load_findings(home: Home) -> list[Finding]:
         return []
     with lifecycle_connection(home) as conn:
         findings = stored_findings(conn)
-    reader = _state_reader()
-    if reader is None:
-        return findings
-    merged = []
-    for finding in findings:
-        state, streak = reader(home, finding.id)
-        merged.append(finding.model_copy(update={"state": state, "streak": streak}))
-    return merged
+    return _with_states(home, findings)
 
 
 def load_finding(home: Home, finding_id: str) -> Finding | None:
     """One registered finding with its state, or None."""
-    for finding in load_findings(home):
-        if finding.id == finding_id:
-            return finding
-    return None
+    if not home.lifecycle_db.exists():
+        return None
+    with lifecycle_connection(home) as conn:
+        row = conn.execute("SELECT body FROM findings WHERE id = ?", (finding_id,)).fetchone()
+    if row is None:
+        return None
+    return _with_states(home, [Finding.model_validate(orjson.loads(row[0]))])[0]
