@@ -67,7 +67,7 @@ class BugFix(ArtifactModel):
 
 
 class FixHealth(ArtifactModel):
-    """The server's health check after the fixes (restart, then tools/list within server.health)."""
+    """The server's health check after a fix commit (restart, then tools/list within server.health)."""
 
     healthy: bool = Field(description="Whether the restarted server passed the health check.")
     tools: NonNegativeInt = Field(default=0, description="Tools it listed.")
@@ -99,7 +99,8 @@ class FixRecord(ArtifactModel):
         default_factory=list, description="One entry per bug, in fix order (highest token_cost_of_gap first)."
     )
     health: FixHealth | None = Field(
-        default=None, description="The health check after the fixes; absent until it ran."
+        default=None,
+        description="The health check after the last fix commit; absent when nothing was committed.",
     )
 
     @property

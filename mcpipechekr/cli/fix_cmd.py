@@ -59,6 +59,8 @@ def fix_command(ctx: click.Context, run: str, again: bool, **_: object) -> None:
             f"server healthy after the fixes: {record.health.tools} tool(s) in {record.health.elapsed_s}s",
             markup=False,
         )
+    elif not record.commits:
+        console.print("nothing committed: the server's code is unchanged", markup=False)
     console.print(f"wrote {run_dir.fix_record}", markup=False)
     if any(bug.status != "committed" for bug in record.bugs):
         ctx.exit(1)

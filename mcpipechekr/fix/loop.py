@@ -15,8 +15,8 @@ not reset between runs, so a later run continues where an earlier one stopped.
 - After each commit the server is restarted and must pass its health check
   (`server.health`), so a fix that breaks the server is named by its commit at
   once; the loop then halts (the remaining bugs are recorded as skipped) and
-  raises `ServerHalt`. With no commit at all, the health is checked once at
-  the end.
+  raises `ServerHalt`. Without a commit the server's code is unchanged and it
+  is not restarted (the next run starts and checks it anyway).
 
 fix.json is rewritten after every bug, so an interrupted loop still says which
 commits it made.
@@ -158,15 +158,6 @@ def run_fix_loop(
                     record.finished_at = utc_now()
                     write_model(run_dir.fix_record, record)
                     raise ServerHalt(_broken_message(repo, entry, health, run_dir))
-        if not record.commits:
-            record.health = _check_health(restart, repo)
-            if not record.health.healthy:
-                record.finished_at = utc_now()
-                write_model(run_dir.fix_record, record)
-                raise ServerHalt(
-                    "the server is not healthy after the fix loop, which committed nothing: it fails on its "
-                    f"own.\n{record.health.error}"
-                )
         record.finished_at = utc_now()
         write_model(run_dir.fix_record, record)
         return record
