@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import sys
 from datetime import timedelta
@@ -20,7 +21,6 @@ from mcpipechekr.findings.home import HOME_ENV, Home
 from mcpipechekr.findings.index import refresh_index
 from mcpipechekr.findings.lifecycle import claim_fix
 from mcpipechekr.findings.promote import promote
-from mcpipechekr.findings.records import append_records, records_from_journal
 from mcpipechekr.findings.store import load_findings
 
 SERVERS = Path(__file__).parent / "servers"
@@ -196,13 +196,15 @@ def test_annotate_accepts_240_characters_and_stores_unlinked(home: Home) -> None
 # --- sanitization, with a real server --------------------------------------------------------------
 
 
-def capture_sessions(tmp_path: Path, count: int) -> list[Path]:
-    """Client sessions against findings_vault through the Phase 1 capture proxy, run side by side."""
-    journals = [tmp_path / "runs" / f"attempt-{number}.jsonl" for number in range(count)]
-    server = [sys.executable, str(SERVERS / "findings_vault.py")]
+def capture_sessions(home: Home, count: int) -> None:
+    """Client sessions against findings_vault behind `mcpipechekr capture`, run side by side.
 
-    async def session(journal: Path) -> None:
-        proxy = ["-m", "mcpipechekr.capture", "--journal", str(journal), "--", *server]
+    The proxy is the command a user puts in their MCP client's config in place of the server's.
+    """
+    server = [sys.executable, str(SERVERS / "findings_vault.py")]
+    proxy = ["-m", "mcpipechekr", "capture", "--home", str(home.root), "--", *server]
+
+    async def session() -> None:
         async with Client(StdioServerParameters(command=sys.executable, args=proxy)) as client:
             for _ in range(2):
                 result = await client.call_tool("unlock", {"account": ACCOUNT, "token": SECRET})
@@ -212,20 +214,25 @@ def capture_sessions(tmp_path: Path, count: int) -> list[Path]:
 
     async def sessions() -> None:
         async with anyio.create_task_group() as group:
-            for journal in journals:
-                group.start_soon(session, journal)
+            for _ in range(count):
+                group.start_soon(session)
 
     anyio.run(sessions)
-    return journals
 
 
-def test_a_planted_secret_never_reaches_findings(home: Home, tmp_path: Path) -> None:
-    for number, journal in enumerate(capture_sessions(tmp_path, 2)):
-        records = records_from_journal(journal, "vault", f"attempt-{number}", home=home)
-        assert [r.outcome for r in records] == ["error", "error", "error", "ok"]
-        append_records(home, records)
-    refresh_index(home)
-    first_error = records[0].event_id
+def test_a_planted_secret_never_reaches_findings(home: Home) -> None:
+    capture_sessions(home, 2)
+    assert run("index")[0] == 0
+    with contextlib.closing(sqlite3.connect(home.index_db)) as conn:
+        rows = conn.execute("SELECT event_id, tool, outcome FROM calls ORDER BY session, seq").fetchall()
+        sessions = {session for (session,) in conn.execute("SELECT session FROM calls")}
+    assert [(tool, outcome) for _, tool, outcome in rows] == 2 * [
+        ("unlock", "error"),
+        ("unlock", "error"),
+        ("balance", "error"),
+        ("ping", "ok"),
+    ]
+    first_error = rows[0][0]
     assert (
         run("annotate", "--event-id", first_error, "--kind", "workaround", "--note", f"used {SECRET}")[0] == 0
     )
@@ -238,9 +245,10 @@ def test_a_planted_secret_never_reaches_findings(home: Home, tmp_path: Path) -> 
     assert classes == {"unlock": "permission", "balance": "unhandled_exception"}
     unlock = next(f for f in document["findings"] if f["tool"] == "unlock")
     assert unlock["arg_shapes"] == [{"account": "string", "token": "string"}]
+    assert unlock["server"] == "vault" and unlock["sessions"] == 2
     salt = home.salt().decode()
     for text in outputs:
-        for forbidden in (SECRET, ACCOUNT, "is not valid for account", "attempt-0", salt):
+        for forbidden in (SECRET, ACCOUNT, "is not valid for account", salt, *sessions):
             assert forbidden not in text
     for stored in [*home.journals.glob("*.jsonl"), home.index_db]:
         assert SECRET.encode() not in stored.read_bytes() and ACCOUNT.encode() not in stored.read_bytes()
