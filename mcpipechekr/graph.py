@@ -302,9 +302,14 @@ def _unavailable(name: str, doc: str | None, error: str) -> dict[str, Any]:
     return {"basename": name, "doc": doc, "actions": [_action(fail)], "params": PARAMS, "uptodate": [False]}
 
 
-def _runs_dir() -> Path | None:
-    inputs = _inputs()
-    return Path(inputs.config.paths.runs) if inputs.config else None
+def _p(path: str | Path) -> str:
+    """A path as doit should name it: relative to the project when inside it, so
+    `doit runs/run-20261202-001/bug_report.json` finds its task."""
+    absolute = Path(path).absolute()
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        return str(absolute)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -326,7 +331,7 @@ def task__tools() -> dict[str, Any]:
     _, _, plan = inputs.require()
     return {
         "actions": [_action(_snapshot)],
-        "targets": [str(plan.run_dir.tools)],
+        "targets": [_p(plan.run_dir.tools)],
         "uptodate": [config_changed(plan.identity)],
         "params": PARAMS,
     }
@@ -354,8 +359,8 @@ def task_check() -> dict[str, Any]:
     cases = [path for path in (config.check.cases, config.check.expected_failures) if path]
     return {
         "actions": [_action(_planned("check_step"))],
-        "file_dep": [str(plan.run_dir.tools), *map(str, cases)],
-        "targets": [str(plan.run_dir.check_report)],
+        "file_dep": [_p(plan.run_dir.tools), *map(_p, cases)],
+        "targets": [_p(plan.run_dir.check_report)],
         "uptodate": [config_changed(config.config_hash)],
         "params": PARAMS,
     }
@@ -369,8 +374,8 @@ def task_lint() -> dict[str, Any]:
     config, _, plan = inputs.require()
     return {
         "actions": [_action(_planned("lint_step"))],
-        "file_dep": [str(plan.run_dir.tools)],
-        "targets": [str(plan.run_dir.tef_report)],
+        "file_dep": [_p(plan.run_dir.tools)],
+        "targets": [_p(plan.run_dir.tef_report)],
         "uptodate": [config_changed(config.config_hash)],
         "params": PARAMS,
     }
@@ -409,8 +414,8 @@ def task_trace() -> Iterator[dict[str, Any]]:
                 "name": target.stem,
                 "actions": [_action(attempt)],
                 "task_dep": ["lint"],
-                "file_dep": [str(plan.run_dir.tools)],
-                "targets": [str(target)],
+                "file_dep": [_p(plan.run_dir.tools)],
+                "targets": [_p(target)],
                 "uptodate": [config_changed(_attempt_digest(config, task, str(spec)))],
                 "params": PARAMS,
             }
@@ -431,22 +436,22 @@ def task_evaluate() -> Iterator[dict[str, Any]]:
         return
     config, tasks, plan = inputs.require()
     yield {"basename": "evaluate", "name": None, "doc": task_evaluate.__doc__, "params": PARAMS}
-    baseline = [str(plan.run_dir.baseline)] if plan.run_dir.baseline.exists() else []
+    baseline = [_p(plan.run_dir.baseline)] if plan.run_dir.baseline.exists() else []
     runs = {run.run_id: run for run in list_runs(config.paths.runs)}
     planned = [
-        str(trace_path(plan.run_dir, task.task_id, str(config.providers.phase1), repetition))
+        _p(trace_path(plan.run_dir, task.task_id, str(config.providers.phase1), repetition))
         for task in tasks
         for repetition in range(1, inputs.settings.repeat + 1)
     ]
     for run_id, run in sorted({**runs, plan.run_id: plan.run_dir}.items()):
-        traces = planned if run_id == plan.run_id else [str(path) for path in list_traces(run)]
+        traces = planned if run_id == plan.run_id else [_p(path) for path in list_traces(run)]
         if not traces:
             continue
         yield {
             "name": run_id,
             "actions": [_action(_evaluate, str(run.root))],
             "file_dep": [*traces, *baseline],
-            "targets": [str(run.bug_report), str(run.phase2_narrative)],
+            "targets": [_p(run.bug_report), _p(run.phase2_narrative)],
             "params": PARAMS,
         }
 
@@ -474,8 +479,8 @@ def task_review() -> dict[str, Any]:
     _, _, plan = inputs.require()
     return {
         "actions": [_action(_planned("review_step"))],
-        "file_dep": [str(plan.run_dir.bug_report)],
-        "targets": [str(plan.run_dir.review)],
+        "file_dep": [_p(plan.run_dir.bug_report)],
+        "targets": [_p(plan.run_dir.review)],
         "uptodate": [_review_is_current(plan.run_dir)],
         "params": PARAMS,
     }
@@ -489,8 +494,8 @@ def task_fix() -> dict[str, Any]:
     _, _, plan = inputs.require()
     return {
         "actions": [_action(_planned("fix_step"))],
-        "file_dep": [str(plan.run_dir.review)],
-        "targets": [str(plan.run_dir.fix_record)],
+        "file_dep": [_p(plan.run_dir.review)],
+        "targets": [_p(plan.run_dir.fix_record)],
         "params": PARAMS,
     }
 
@@ -510,8 +515,8 @@ def task_report() -> dict[str, Any]:
     deps = [plan.run_dir.bug_report, plan.run_dir.review, plan.run_dir.fix_record]
     return {
         "actions": [_action(_report, config, plan.run_dir)],
-        "file_dep": [str(plan.run_dir.bug_report)] + [str(p) for p in deps[1:] if p.exists()],
-        "targets": [str(plan.run_dir.session_summary)],
+        "file_dep": [_p(plan.run_dir.bug_report)] + [_p(p) for p in deps[1:] if p.exists()],
+        "targets": [_p(plan.run_dir.session_summary)],
         "params": PARAMS,
     }
 
