@@ -22,6 +22,8 @@ from mcpipechekr.artifacts.review import Review
 from mcpipechekr.artifacts.tef_report import TefReport
 from mcpipechekr.artifacts.tools_snapshot import ToolsSnapshot
 from mcpipechekr.artifacts.trace import Trace
+from mcpipechekr.findings.render import FindingsList
+from mcpipechekr.findings.settings import HomeSettings
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -34,6 +36,8 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "tools_snapshot": ToolsSnapshot,
     "check_report": CheckReport,
     "review": Review,
+    "findings": FindingsList,
+    "findings_config": HomeSettings,
 }
 """File-format name -> model; each becomes `<name>.schema.json`."""
 
