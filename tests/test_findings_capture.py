@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -18,7 +19,7 @@ from mcpipechekr.cli import main
 from mcpipechekr.findings.home import HOME_ENV, Home
 from mcpipechekr.findings.index import refresh_index
 from mcpipechekr.findings.locking import JournalLock
-from mcpipechekr.findings.passive import default_server_name
+from mcpipechekr.findings.passive import CallRecordWriter, default_server_name
 from mcpipechekr.findings.records import (
     CallRecord,
     append_records,
@@ -295,6 +296,27 @@ def test_the_indexer_waits_for_a_writer_holding_the_shared_lock(tmp_path: Path) 
         assert not done.wait(0.3)  # two writers hold it together; the indexer waits for both
     indexer.join(10)
     assert done.is_set()
+
+
+def test_a_recording_failure_never_stops_the_traffic(tmp_path: Path, capfd: pytest.CaptureFixture) -> None:
+    home = Home(tmp_path / "home")
+    writer = CallRecordWriter(home, server="s")
+    writer.message("to_server", tool_call(1, "lookup", id="1"), 1.0)
+    assert writer._fd is not None
+    read_only = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(read_only, writer._fd)  # the journal's descriptor can no longer be written
+    os.close(read_only)
+    writer.message("to_agent", b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}\n', 2.0)  # no exception
+    writer.message("to_server", tool_call(2, "lookup", id="2"), 3.0)
+    assert "stopped recording calls" in capfd.readouterr().err
+    writer.close()
+
+
+def test_an_unwritable_home_is_a_user_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    under_a_file = tmp_path / "file" / "home"
+    result = CliRunner().invoke(main, ["capture", "--home", str(under_a_file), "--", *RAW])
+    assert result.exit_code == 2 and f"cannot record calls under {under_a_file}" in result.output
 
 
 def test_capture_cli_needs_a_command_and_has_help(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -55,7 +55,14 @@ def capture_command(home_dir: Path | None, server_name: str | None, command: tup
         raise UserError(
             "capture: give the server's command after `--`, e.g. `mcpipechekr capture -- python server.py`."
         )
-    code = run_passive_capture(argv, Home.resolve(home_dir), server=server_name)
+    home = Home.resolve(home_dir)
+    try:
+        code = run_passive_capture(argv, home, server=server_name)
+    except OSError as exc:
+        raise UserError(
+            f"capture: cannot record calls under {home.root}: {exc.strerror or exc}. "
+            "Give a writable folder with --home or $MCPIPECHEKR_HOME."
+        ) from None
     if sys.stdin is sys.__stdin__:
         # The proxy's reader thread may still be blocked on this process's stdin (the server left first);
         # an interpreter shutdown would then abort on the stdin lock, so leave without one.

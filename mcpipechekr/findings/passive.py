@@ -20,8 +20,10 @@ line is not parsed at all while no call (or handshake) waits for an answer.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sys
 import threading
 import uuid
 from collections.abc import Sequence
@@ -87,16 +89,24 @@ class CallRecordWriter:
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
     def message(self, direction: str, data: bytes, t: float, parsed: Any = None) -> None:
-        """One line crossed the proxy; remember calls, write the record of each answered one."""
+        """One line crossed the proxy; remember calls, write the record of each answered one.
+
+        Never raises: the proxy journals before it forwards, and recording must
+        not stop the client's traffic. A failure (a full disk, say) is reported
+        once on stderr and recording stops; forwarding goes on.
+        """
         with self._lock:
-            if direction == "to_server":
-                message = parsed if parsed is not None else _loads(data)
-                self.tracker.to_server(message, len(data), t, datetime.now(UTC))
+            if self._fd is None:
                 return
-            if not self.tracker.waiting:
-                return
-            message = parsed if parsed is not None else _loads(data)
-            self._write(self.tracker.to_agent(message, len(data), t))
+            try:
+                if direction == "to_server":
+                    message = parsed if parsed is not None else _loads(data)
+                    self.tracker.to_server(message, len(data), t, datetime.now(UTC))
+                elif self.tracker.waiting:
+                    message = parsed if parsed is not None else _loads(data)
+                    self._write(self.tracker.to_agent(message, len(data), t))
+            except Exception as exc:  # see the docstring: recording must not stop forwarding
+                self._give_up(exc)
 
     def event(self, event: str, t: float | None = None, **fields: Any) -> None:
         """The server exited or the proxy stopped: calls still waiting will get no answer."""
@@ -106,7 +116,25 @@ class CallRecordWriter:
 
         reason = "server_exited" if event == "server_exited" and not fields.get("expected") else "ended"
         with self._lock:
-            self._write(self.tracker.unanswered(time_monotonic() if t is None else t, reason))
+            if self._fd is None:
+                return
+            try:
+                self._write(self.tracker.unanswered(time_monotonic() if t is None else t, reason))
+            except Exception as exc:  # as in `message`
+                self._give_up(exc)
+
+    def _give_up(self, exc: Exception) -> None:
+        """Stop recording (the lock is held); say so once, where the client logs the server's stderr."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        print(
+            f"mcpipechekr capture: stopped recording calls to {self.path} ({type(exc).__name__}: {exc}); "
+            "the server's traffic is still forwarded",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def _write(self, records: list[CallRecord]) -> None:
         if not records or self._fd is None:
