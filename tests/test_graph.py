@@ -9,56 +9,19 @@ from __future__ import annotations
 
 import fcntl
 import os
-import re
-import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import git
 import pytest
+from project import copy_project, doit, ran, up_to_date
 
 from mcpipechekr.artifacts import BugReport, Manifest, list_runs, read_model
 
-ROOT = Path(__file__).resolve().parents[1]
 TASKS = ["find-first-email-ron-chinn", "count-dana-whitfield-2019"]
 SELECT = [arg for task in TASKS for arg in ("--task", task)]
 
 pytestmark = pytest.mark.slow
-
-
-def copy_project(root: Path) -> Path:
-    for name in ("dodo.py", "config.yaml", "tasks.yaml"):
-        shutil.copy(ROOT / name, root / name)
-    shutil.copytree(ROOT / "checks", root / "checks")
-    shutil.copytree(
-        ROOT / "examples", root / "examples", ignore=shutil.ignore_patterns("*.db", "__pycache__")
-    )
-    return root
-
-
-def doit(
-    project: Path, env: dict[str, str], *args: str, timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "doit", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
-
-
-def ran(result: subprocess.CompletedProcess[str]) -> set[str]:
-    """Tasks doit executed in this invocation."""
-    return set(re.findall(r"^\.  (\S+)$", result.stdout, re.MULTILINE))
-
-
-def up_to_date(result: subprocess.CompletedProcess[str]) -> set[str]:
-    return set(re.findall(r"^-- (\S+)$", result.stdout, re.MULTILINE))
 
 
 @pytest.fixture(scope="module")

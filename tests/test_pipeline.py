@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -12,6 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
+from project import copy_project, doit
 
 from mcpipechekr.artifacts import (
     Manifest,
@@ -30,26 +30,7 @@ PLANTED = "sk-test-PLANTED-4f1c9b2e7d"
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the project files a user runs `doit loop` in (no .mcpipechekr/ or runs/ yet)."""
-    root = tmp_path_factory.mktemp("project")
-    for name in ("dodo.py", "config.yaml", "tasks.yaml"):
-        shutil.copy(ROOT / name, root / name)
-    shutil.copytree(ROOT / "checks", root / "checks")
-    shutil.copytree(
-        ROOT / "examples", root / "examples", ignore=shutil.ignore_patterns("*.db", "__pycache__")
-    )
-    return root
-
-
-def doit(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "doit", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return copy_project(tmp_path_factory.mktemp("project"))
 
 
 @pytest.mark.slow

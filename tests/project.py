@@ -1,0 +1,51 @@
+"""A copy of the project a user runs doit in, and doit run in it as a subprocess.
+
+Shared by the tests that drive the doit graph, so each builds its copy the same
+way: the files a user has (dodo.py, config.yaml, tasks.yaml, checks/, examples/),
+no runs/ and no .mcpipechekr/ yet.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def copy_project(root: Path) -> Path:
+    for name in ("dodo.py", "config.yaml", "tasks.yaml"):
+        shutil.copy(ROOT / name, root / name)
+    shutil.copytree(ROOT / "checks", root / "checks")
+    shutil.copytree(
+        ROOT / "examples", root / "examples", ignore=shutil.ignore_patterns("*.db", "__pycache__")
+    )
+    return root
+
+
+def doit(
+    project: Path, env: dict[str, str], *args: str, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`python -m doit ARGS` in the project, without a terminal (stdin is /dev/null)."""
+    return subprocess.run(
+        [sys.executable, "-m", "doit", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def ran(result: subprocess.CompletedProcess[str]) -> set[str]:
+    """Tasks doit executed in this invocation (`.  name`)."""
+    return set(re.findall(r"^\.  (\S+)$", result.stdout, re.MULTILINE))
+
+
+def up_to_date(result: subprocess.CompletedProcess[str]) -> set[str]:
+    """Tasks doit found up to date (`-- name`)."""
+    return set(re.findall(r"^-- (\S+)$", result.stdout, re.MULTILINE))
