@@ -57,7 +57,9 @@ def call_tool(params: dict, scratch: Path | None) -> dict:
         calls["lookup"] += 1
         every = int(os.environ.get("FINDINGS_FAIL_EVERY", "0"))
         if broken or (every and calls["lookup"] % every == 0):
-            return result(None, f"Traceback: KeyError: {args.get('key')!r}", is_error=True)
+            return result(
+                None, f"Traceback (most recent call last): KeyError: {args.get('key')!r}", is_error=True
+            )
         return result({"key": args.get("key"), "found": True}, json.dumps({"found": True}))
     if name == "save":
         return result({"saved": not broken}, json.dumps({"saved": not broken}))

@@ -1,0 +1,74 @@
+"""Real evidence for findings tests: client sessions through the passive capture proxy, indexed, promoted.
+
+Each session is one `mcpipechekr capture -- <server>` process talking raw
+JSON-RPC, as a real client's config would start it; `index` and `promote` then
+run through the CLI. The server is tests/servers/findings_server.py, broken by
+FINDINGS_BROKEN=1 in the proxy's environment (the server inherits it), and its
+error text repeats the argument it was given, so a planted value would leak
+through any view that kept error texts or arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from mcpipechekr.cli import main
+from mcpipechekr.findings.home import Home
+
+SERVER = Path(__file__).parent / "servers" / "findings_server.py"
+SECRET = "sk-live-7f3a9c41-PLANTED"
+CAPTURE = "from mcpipechekr.cli.capture_cmd import capture_command; capture_command()"
+
+
+def _line(request_id: int, method: str, params: dict) -> bytes:
+    return (
+        json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode() + b"\n"
+    )
+
+
+def capture_session(home: Home, calls: list[tuple[str, dict]], *, broken: bool = True) -> None:
+    """One client session through the capture proxy: initialize, then each (tool, arguments) call."""
+    env = {**os.environ, "FINDINGS_BROKEN": "1" if broken else "0"}
+    command = [sys.executable, "-c", CAPTURE, "--home", str(home.root), "--", sys.executable, str(SERVER)]
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    assert process.stdin is not None and process.stdout is not None
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test"}}
+    lines = [_line(0, "initialize", init)]
+    lines += [
+        _line(n, "tools/call", {"name": tool, "arguments": args}) for n, (tool, args) in enumerate(calls, 1)
+    ]
+    for line in lines:
+        process.stdin.write(line)
+        process.stdin.flush()
+        assert process.stdout.readline()
+    process.stdin.close()
+    assert process.wait(timeout=30) == 0
+
+
+def promoted_lookup_finding(home: Home) -> str:
+    """Two sessions whose `lookup` calls fail with the planted secret as argument; its finding's id.
+
+    `MCPIPECHEKR_HOME` must already name `home` (the CLI reads it).
+    """
+    for _ in range(2):
+        capture_session(
+            home, [("lookup", {"key": SECRET}), ("lookup", {"key": SECRET}), ("save", {"note": SECRET})]
+        )
+    runner = CliRunner()
+    indexed = runner.invoke(main, ["index"], catch_exceptions=False)
+    assert indexed.exit_code == 0, indexed.output
+    promoted = runner.invoke(main, ["promote"], catch_exceptions=False)
+    assert promoted.exit_code == 0, promoted.output
+    assert promoted.output.startswith("promoted 1 of 1 issues"), promoted.output
+    return promoted.output.split("new ", 1)[1].split()[0]
+
+
+def stored_bytes(home: Home) -> bytes:
+    """Every byte the home holds (journals, index, lifecycle store), to look for a planted value."""
+    return b"".join(path.read_bytes() for path in sorted(home.root.rglob("*")) if path.is_file())
