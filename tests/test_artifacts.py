@@ -63,6 +63,7 @@ from mcpipechekr.artifacts import (
 )
 from mcpipechekr.artifacts.fieldtables import models_in_order, refresh_doc_text
 from mcpipechekr.errors import UserError
+from mcpipechekr.findings.records import CallRecord
 
 REPO = Path(__file__).resolve().parent.parent
 T0 = datetime(2025, 1, 14, 9, 30, tzinfo=UTC)
@@ -346,6 +347,25 @@ def make_review() -> Review:
     )
 
 
+def make_call_record() -> CallRecord:
+    return CallRecord(
+        event_id="3f2a9c1e-5b7d-4e8f-9a0b-1c2d3e4f5a6b",
+        session="run-20250114-001/t1__demo__r001",
+        seq=2,
+        at=T0,
+        server="emailindex",
+        tool="search_emails",
+        template_id="0123456789abcdef",
+        arg_shape={"query": "string", "limit": "integer"},
+        outcome="error",
+        err_code="-32602",
+        retryable=False,
+        latency_ms=12.5,
+        request_bytes=180,
+        response_bytes=240,
+    )
+
+
 SAMPLES = {
     "manifest": make_manifest,
     "baseline": make_baseline,
@@ -355,6 +375,7 @@ SAMPLES = {
     "tools_snapshot": make_tools_snapshot,
     "check_report": make_check_report,
     "review": make_review,
+    "call_record": make_call_record,
 }
 
 

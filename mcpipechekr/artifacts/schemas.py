@@ -22,6 +22,7 @@ from mcpipechekr.artifacts.review import Review
 from mcpipechekr.artifacts.tef_report import TefReport
 from mcpipechekr.artifacts.tools_snapshot import ToolsSnapshot
 from mcpipechekr.artifacts.trace import Trace
+from mcpipechekr.findings.records import CallRecord
 from mcpipechekr.findings.render import FindingsList
 from mcpipechekr.findings.settings import HomeSettings
 
@@ -38,6 +39,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "review": Review,
     "findings": FindingsList,
     "findings_config": HomeSettings,
+    "call_record": CallRecord,
 }
 """File-format name -> model; each becomes `<name>.schema.json`."""
 
