@@ -1,0 +1,95 @@
+"""`doit loop` end to end on the bundled example, typed at a real pseudo-terminal.
+
+The whole promise in one test: the demo model's traces show the missing date
+sort and the `fts.rank` error; at the review a person annotates and approves;
+the demo fixer's patches are committed one per bug as `fix: {bug_id}`; the
+server restarts healthy; the next run finds the first Ron Chinn email in fewer
+calls and no longer reports the fixed bugs; `exit` writes the session summary.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import git
+import pexpect
+import pytest
+from project import copy_project, doit
+
+from mcpipechekr.artifacts import BugReport, list_runs, read_model, read_trace
+from mcpipechekr.artifacts.fix_record import FixRecord
+from mcpipechekr.artifacts.review import Review
+
+pytestmark = pytest.mark.slow
+
+FIXED = ["GAP-no-date-sort-query-email-database", "BUG-no-such-column-fts-rank-query-email-database"]
+NOTE = "prefer a sort_order parameter"
+
+
+def calls(run_root: Path, task_id: str) -> int:
+    (path,) = (run_root / "traces").glob(f"{task_id}__*.json")
+    return read_trace(path).totals.tool_calls
+
+
+def test_loop_review_fix_restart_and_a_better_second_run(
+    tmp_path: Path, emailindex_env: dict[str, str]
+) -> None:
+    project = copy_project(tmp_path)
+    env = {**emailindex_env, "COLUMNS": "160", "TERM": "dumb", "NO_COLOR": "1"}
+    baseline = doit(project, env, "baseline")
+    assert baseline.returncode == 0, baseline.stdout + baseline.stderr
+
+    log = (tmp_path / "loop.log").open("w")
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "doit", "loop"],
+        cwd=str(project),
+        env=env,
+        encoding="utf-8",
+        timeout=400,
+        dimensions=(50, 160),
+    )
+    child.logfile_read = log
+    try:
+        child.expect("review> ")
+        child.sendline(f"annotate {NOTE}")
+        child.expect("review> ")
+        child.sendline("approve")
+        child.expect("iteration 2")  # fixed, committed, restarted healthy: the loop goes round again
+        child.expect("review> ")
+        child.sendline("exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+        log.close()
+    transcript = (tmp_path / "loop.log").read_text()
+    assert child.exitstatus == 0, transcript[-3000:]
+
+    first, second = list_runs(project / "runs")
+
+    review = read_model(first.review, Review)
+    assert review.decision == "approve" and [a.text for a in review.annotations] == [NOTE]
+
+    repo = git.Repo(project / ".mcpipechekr" / "workspace" / "emailindex")
+    messages = [commit.message.strip() for commit in repo.iter_commits()]
+    fix_commits = [m for m in messages if m.startswith("fix: ")]
+    assert sorted(fix_commits) == sorted(f"fix: {bug}" for bug in FIXED)  # one commit per fixed bug
+    assert not repo.is_dirty(untracked_files=False)
+    record = read_model(first.fix_record, FixRecord)
+    committed = {entry.bug_id: entry for entry in record.bugs if entry.status == "committed"}
+    assert sorted(committed) == sorted(FIXED)
+    for entry in committed.values():
+        changed = repo.commit(entry.commit).stats.files
+        assert set(changed) == set(entry.files_changed) and "server.py" in changed
+    assert record.health is not None and record.health.healthy
+
+    assert calls(second.root, "find-first-email-ron-chinn") < calls(first.root, "find-first-email-ron-chinn")
+    before = {bug.id for bug in read_model(first.bug_report, BugReport).bugs}
+    after = {bug.id for bug in read_model(second.bug_report, BugReport).bugs}
+    assert set(FIXED) <= before and not set(FIXED) & after
+
+    assert read_model(second.review, Review).decision == "exit"
+    summary = second.session_summary.read_text()
+    assert first.run_id in summary and second.run_id in summary
+    assert all(bug in summary for bug in FIXED)
