@@ -41,6 +41,7 @@ from doit.tools import config_changed
 
 from mcpipechekr._util.console import console
 from mcpipechekr._util.hashing import sha256_json
+from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import RunDir, list_runs, list_traces
 from mcpipechekr.artifacts.trace import trace_path
 from mcpipechekr.config import PHASES, Config, ConfigOverrides, load_config
@@ -303,13 +304,9 @@ def _unavailable(name: str, doc: str | None, error: str) -> dict[str, Any]:
 
 
 def _p(path: str | Path) -> str:
-    """A path as doit should name it: relative to the project when inside it, so
+    """A path as doit names it, relative to the project when inside it, so that
     `doit runs/run-20261202-001/bug_report.json` finds its task."""
-    absolute = Path(path).absolute()
-    try:
-        return str(absolute.relative_to(Path.cwd()))
-    except ValueError:
-        return str(absolute)
+    return display_path(Path(path).absolute())
 
 
 # ---------------------------------------------------------------------------------------------------------

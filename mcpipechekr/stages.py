@@ -17,6 +17,7 @@ from pathlib import Path
 from rich.console import Console
 
 from mcpipechekr._util.console import console
+from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import (
     AcceptedRisk,
     Manifest,
@@ -107,7 +108,7 @@ def snapshot_step(config: Config, plan: RunPlan, tasks: list[Task]) -> ToolsSnap
         write_model(run_dir.tools, tools)
     console.print(
         f"{run_dir.run_id}: server '{config.server.name}' healthy, {len(tools.tools)} tools "
-        f"({'reused run' if plan.reused else 'new run'}) → {run_dir.tools}"
+        f"({'reused run' if plan.reused else 'new run'}) → {display_path(run_dir.tools)}"
     )
     return tools
 
@@ -123,7 +124,7 @@ def check_step(config: Config, run_dir: RunDir) -> None:
     console.print(
         f"check: {summary.passed}/{summary.total} passed, {summary.failed} failed, "
         f"{summary.warned} warnings, {summary.skipped} skipped, {summary.expected_failures} expected "
-        f"failure(s) → {run_dir.check_report}"
+        f"failure(s) → {display_path(run_dir.check_report)}"
     )
 
 
@@ -141,7 +142,7 @@ def lint_step(config: Config, run_dir: RunDir, *, interactive: bool | None = Non
             f"lint ({outcome.report.selector}{', reused' if outcome.reused else ''}): "
             f"{summary.errors} error(s), {summary.warnings} warning(s), {summary.overlaps} overlapping "
             f"pair(s), {summary.misleading_tools} misleading tool(s), {summary.security_findings} security "
-            f"finding(s) → {run_dir.tef_report}"
+            f"finding(s) → {display_path(run_dir.tef_report)}"
         )
         for warning in outcome.warnings:
             console.print(f"[yellow]warning:[/] {warning}")
@@ -181,7 +182,8 @@ def trace_step(
         state = anyio.run(functools.partial(run_attempts, config, run_dir, [attempt], runner_for))
     record_call_evidence(config, run_dir, state.attempts)
     done = state.attempts[0]
-    console.print(f"trace {done.label}: {done.state}, {done.tokens:,} tokens → {done.trace}")
+    where = display_path(done.trace) if done.trace else "no trace"
+    console.print(f"trace {done.label}: {done.state}, {done.tokens:,} tokens → {where}")
     return done.trace
 
 
@@ -214,7 +216,7 @@ def evaluate_step(config: Config, run_dir: RunDir) -> None:
     console.print(
         f"evaluate: {len(report.bugs)} bug(s)"
         + (f", highest token_cost_of_gap {top.token_cost_of_gap:,} ({top.id})" if top else "")
-        + f" → {run_dir.bug_report}"
+        + f" → {display_path(run_dir.bug_report)}"
     )
     for bug in report.bugs:
         console.print(f"  {bug.id}  {bug.type}  gap {bug.token_cost_of_gap:,} tokens  x{bug.occurrences}")
@@ -261,5 +263,5 @@ def report_step(config: Config, runs: list[RunDir]) -> Path:
     from mcpipechekr.review import write_session_summary
 
     path = write_session_summary(runs, runs[-1].session_summary)
-    console.print(f"session summary → {path}")
+    console.print(f"session summary → {display_path(path)}")
     return path
