@@ -62,6 +62,7 @@ from mcpipechekr.artifacts import (
     write_trace,
 )
 from mcpipechekr.artifacts.fieldtables import models_in_order, refresh_doc_text
+from mcpipechekr.artifacts.fix_record import AgentRun, BugFix, FixHealth, FixRecord
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.records import CallRecord
 
@@ -347,6 +348,57 @@ def make_review() -> Review:
     )
 
 
+def make_fix_record() -> FixRecord:
+    report = make_bug_report()
+    first, second = report.bugs[0].id, report.bugs[-1].id
+    return FixRecord(
+        run_id=report.run_id,
+        bug_report_hash=sha256_bytes(b"bug report"),
+        agent="claude-code",
+        provider="anthropic/claude-sonnet-4-6",
+        repo="/work/emailindex",
+        base_commit="a" * 40,
+        started_at=T0,
+        finished_at=T0 + timedelta(minutes=9),
+        bugs=[
+            BugFix(
+                bug_id=first,
+                status="committed",
+                iterations=2,
+                commit="b" * 40,
+                files_changed=["server.py"],
+                agent_command="claude -p --model claude-sonnet-4-6 {prompt}",
+                prompt=f"fix/{first}.prompt.md",
+                runs=[
+                    AgentRun(
+                        iteration=1, exit_code=0, promise=False, elapsed_s=61.5, log=f"fix/{first}.run-1.log"
+                    ),
+                    AgentRun(
+                        iteration=2, exit_code=0, promise=True, elapsed_s=40.2, log=f"fix/{first}.run-2.log"
+                    ),
+                ],
+            ),
+            BugFix(
+                bug_id=second,
+                status="unresolved",
+                iterations=1,
+                reason="no completion promise after 1 run(s); last run: timed out",
+                runs=[
+                    AgentRun(
+                        iteration=1,
+                        exit_code=None,
+                        timed_out=True,
+                        promise=False,
+                        elapsed_s=1800.0,
+                        log=f"fix/{second}.run-1.log",
+                    )
+                ],
+            ),
+        ],
+        health=FixHealth(healthy=True, tools=3, elapsed_s=1.2, after_commit="b" * 40, checked_at=T0),
+    )
+
+
 def make_call_record() -> CallRecord:
     return CallRecord(
         event_id="3f2a9c1e-5b7d-4e8f-9a0b-1c2d3e4f5a6b",
@@ -375,6 +427,7 @@ SAMPLES = {
     "tools_snapshot": make_tools_snapshot,
     "check_report": make_check_report,
     "review": make_review,
+    "fix_record": make_fix_record,
     "call_record": make_call_record,
 }
 

@@ -44,6 +44,14 @@ from mcpipechekr.artifacts.check_report import (
     Layer,
     ResponseSize,
 )
+from mcpipechekr.artifacts.fix_record import (
+    AgentRun,
+    BugFix,
+    FixHealth,
+    FixRecord,
+    FixStatus,
+    read_fix_record,
+)
 from mcpipechekr.artifacts.manifest import Manifest, PhaseProviders, ServerRef
 from mcpipechekr.artifacts.review import Annotation, Review, ReviewDecision
 from mcpipechekr.artifacts.rundir import (
@@ -107,15 +115,20 @@ __all__ = [
     "SCHEMA_MODELS",
     "SHA256_PATTERN",
     "AcceptedRisk",
+    "AgentRun",
     "Annotation",
     "ArtifactModel",
     "Baseline",
     "BaselineEntry",
     "Bug",
+    "BugFix",
     "BugReport",
     "Confusion",
     "Drift",
     "Evidence",
+    "FixHealth",
+    "FixRecord",
+    "FixStatus",
     "Manifest",
     "ModelTurn",
     "Overlap",
@@ -153,6 +166,7 @@ __all__ = [
     "measure_result",
     "open_run",
     "parse_run_id",
+    "read_fix_record",
     "read_jsonl",
     "read_model",
     "read_trace",

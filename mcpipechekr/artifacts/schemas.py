@@ -17,6 +17,7 @@ from mcpipechekr.artifacts.atomic import atomic_write_bytes
 from mcpipechekr.artifacts.baseline import Baseline
 from mcpipechekr.artifacts.bug_report import BugReport
 from mcpipechekr.artifacts.check_report import CheckReport
+from mcpipechekr.artifacts.fix_record import FixRecord
 from mcpipechekr.artifacts.manifest import Manifest
 from mcpipechekr.artifacts.review import Review
 from mcpipechekr.artifacts.tef_report import TefReport
@@ -37,6 +38,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "tools_snapshot": ToolsSnapshot,
     "check_report": CheckReport,
     "review": Review,
+    "fix_record": FixRecord,
     "findings": FindingsList,
     "findings_config": HomeSettings,
     "call_record": CallRecord,
