@@ -1,0 +1,130 @@
+"""Record `doit loop` on the bundled example and save the README's picture, docs/loop.svg.
+
+The picture is a real run, not a drawing: the script copies the project into a
+temporary folder, runs `doit baseline`, then `doit loop` in a pseudo-terminal,
+answers the review prompt like a person would (an annotation, `approve`, and
+`exit` at the second review), and renders what the terminal showed with rich's
+SVG export. Lines that only repeat (doit's "up to date" lines, the demo fixer's
+retries, the narrative under the review table) are folded so the picture fits
+a screen; nothing is rewritten.
+
+Run: .venv/bin/python docs/record_loop.py [--out docs/loop.svg] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pexpect
+from rich.console import Console
+from rich.text import Text
+
+ROOT = Path(__file__).resolve().parents[1]
+WIDTH = 110
+
+
+def copy_project(root: Path) -> None:
+    for name in ("dodo.py", "config.yaml", "tasks.yaml"):
+        shutil.copy(ROOT / name, root / name)
+    shutil.copytree(ROOT / "checks", root / "checks")
+    shutil.copytree(
+        ROOT / "examples", root / "examples", ignore=shutil.ignore_patterns("*.db", "__pycache__")
+    )
+
+
+def record(project: Path) -> str:
+    """The loop's terminal output, with colours, answering the review prompts."""
+    env = {**os.environ, "COLUMNS": str(WIDTH), "FORCE_COLOR": "1", "TERM": "xterm-256color"}
+    subprocess.run(
+        [sys.executable, "-m", "doit", "baseline"], cwd=project, env=env, check=True, capture_output=True
+    )
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "doit", "loop"],
+        cwd=str(project),
+        env=env,
+        encoding="utf-8",
+        timeout=600,
+        dimensions=(60, WIDTH),
+    )
+    chunks: list[str] = []
+
+    def until(pattern: str) -> None:
+        child.expect(pattern)
+        chunks.append(child.before + child.after)
+
+    until("review> ")
+    child.sendline("annotate prefer a sort_order parameter")
+    until("review> ")
+    child.sendline("approve")
+    until("review> ")
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+    chunks.append(child.before)
+    child.close()
+    if child.exitstatus != 0:
+        raise SystemExit(f"doit loop exited with {child.exitstatus}:\n{''.join(chunks)[-2000:]}")
+    return "".join(chunks).replace("\r\n", "\n")
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def fold(transcript: str) -> list[str]:
+    """Drop doit's up-to-date lines, fold the fixer's retries and the narrative after the review table."""
+    kept: list[str] = []
+    skipping_narrative = False
+    retries = 0
+    for line in transcript.splitlines():
+        plain = ANSI.sub("", line)
+        if plain.startswith("-- "):
+            continue
+        if "Phase 2 evaluation of" in plain:
+            skipping_narrative = True
+            kept.append("  … (the Phase 2 narrative: priorities, per-task efficiency, answers to review)")
+            continue
+        if skipping_narrative:
+            if plain.startswith("Commands:") or plain.startswith("review>"):
+                skipping_narrative = False
+            else:
+                continue
+        if re.match(r"\s+run \d+: ", plain):
+            retries += 1
+            continue
+        if retries:
+            kept.append(f"  … ({retries} agent run(s) without the completion promise)")
+            retries = 0
+        kept.append(line)
+    return kept
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "docs" / "loop.svg"))
+    parser.add_argument("--keep", help="run in this folder and keep it (default: a temporary folder)")
+    args = parser.parse_args()
+    if args.keep:
+        project = Path(args.keep)
+        project.mkdir(parents=True, exist_ok=False)
+        copy_project(project)
+        transcript = record(project)
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            copy_project(Path(folder))
+            transcript = record(Path(folder))
+    console = Console(record=True, width=WIDTH, force_terminal=True, file=open(os.devnull, "w"))
+    for line in fold(transcript):
+        console.print(Text.from_ansi(line), soft_wrap=True)
+    console.save_svg(args.out, title="doit loop — MCPipeChekr on the bundled example")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
