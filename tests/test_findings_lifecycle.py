@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from mcpipechekr.artifacts.bug_report import Bug, BugReport, TaskStats
 from mcpipechekr.check.cases import Case, Expect
 from mcpipechekr.config import ServerConfig
 from mcpipechekr.errors import UserError
+from mcpipechekr.findings.bugs import bug_finding_id, register_bug_report
 from mcpipechekr.findings.credit import changed_files, credit_binding
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle import (
@@ -25,6 +27,7 @@ from mcpipechekr.findings.lifecycle import (
 )
 from mcpipechekr.findings.models import Finding
 from mcpipechekr.findings.probes import attempts_for, detection_chance, probe_kind
+from mcpipechekr.findings.reverify import claim_bug_fix, verify_from_bug_report
 
 FID = "finding-00112233445566aa"
 
@@ -216,3 +219,85 @@ def test_the_binding_follows_server_bytes_not_case_formatting(tmp_path: Path) ->
     http = ServerConfig(name="h", url="http://127.0.0.1:9/mcp", headers={"Authorization": "Bearer s3cret"})
     remote = credit_binding(case, manifest_version=1, timeout_s=5, server=http)
     assert remote.files == {} and "s3cret" not in remote.model_dump_json()
+
+
+def _report(run: str, bug_ids: list[str], tasks: tuple[str, ...] = ("find-mail", "count-mail")) -> BugReport:
+    bugs = [
+        Bug(
+            id=bug_id,
+            type="efficiency",
+            severity="high",
+            source="analyzer",
+            tool="search",
+            trigger="searching by date",
+            observed="paged through every window",
+            expected="one call with a date filter",
+            token_cost_observed=900,
+            token_cost_optimal=100,
+            token_cost_of_gap=800,
+            task_ids=[tasks[0]],
+        )
+        for bug_id in bug_ids
+    ]
+    stats = [
+        TaskStats(
+            task_id=task,
+            runs=2,
+            successes=2,
+            success_rate=1.0,
+            wilson_low=0.34,
+            wilson_high=1.0,
+            pass_at_k=1.0,
+            pass_hat_k=1.0,
+        )
+        for task in tasks
+    ]
+    return BugReport(
+        run_id=run, phase1_provider="demo", evaluated_at=datetime.now(UTC), bugs=bugs, tasks=stats
+    )
+
+
+def test_the_loop_claims_a_bug_fix_and_later_runs_close_it_or_report_a_regression(home: Home) -> None:
+    bug = "EFF-no-date-filter-search"
+    register_bug_report(home, _report("run-20250601-001", [bug]))
+    finding_id = bug_finding_id(bug)
+    assert current_state(home, finding_id) == ("open", 0)
+    untouched = verify_from_bug_report(home, _report("run-20250601-002", [bug]))
+    assert untouched.transitions == [] and untouched.summary_lines() == []  # open: not followed yet
+
+    assert claim_bug_fix(home, bug, "c0ffee").to_state == "fix-claimed"
+    first = verify_from_bug_report(home, _report("run-20250601-003", []), server_revision="c0ffee")
+    assert [(t.finding_id, t.to_state, t.streak) for t in first.transitions] == [(finding_id, "verifying", 1)]
+    assert first.summary_lines() == [
+        "findings verified: 1 (1 green, 0 red)",
+        f"  {finding_id}: fix-claimed -> verifying",
+    ]
+    replay = verify_from_bug_report(home, _report("run-20250601-003", []), server_revision="c0ffee")
+    assert replay.transitions[0].replayed and current_state(home, finding_id) == ("verifying", 1)
+    other_tasks = verify_from_bug_report(
+        home, _report("run-20250601-004", [], tasks=("find-mail",)), server_revision="c0ffee"
+    )
+    assert other_tasks.transitions[0].fresh_streak and current_state(home, finding_id) == ("verifying", 1)
+    streaks = [
+        verify_from_bug_report(home, _report(run, []), server_revision="c0ffee").transitions[0].streak
+        for run in ("run-20250601-005", "run-20250601-006", "run-20250601-007")
+    ]
+    assert streaks == [1, 2, 3]  # back on the full task set: a streak of its own
+    assert current_state(home, finding_id) == ("closed", 3)
+
+    back = verify_from_bug_report(home, _report("run-20250601-008", [bug]), server_revision="beef00")
+    (regression,) = back.regressions
+    assert (regression.from_state, regression.to_state, regression.reason) == (
+        "closed",
+        "open",
+        "bug-reported-again",
+    )
+    assert (
+        back.summary_lines()[1]
+        == f"  REGRESSION {finding_id}: closed, failed again (reason=bug-reported-again)"
+    )
+    assert regression_stats(home).rate == 1.0
+    claim_bug_fix(home, bug, "f00d")
+    idle = verify_from_bug_report(home, _report("run-20250601-009", [], tasks=()))
+    assert idle.transitions == [] and idle.skipped == {finding_id: "the run evaluated no task"}
+    assert current_state(home, finding_id) == ("fix-claimed", 0)

@@ -18,9 +18,11 @@ from click.testing import CliRunner, Result
 
 from mcpipechekr.cli import main
 from mcpipechekr.findings.home import HOME_ENV, Home
-from mcpipechekr.findings.lifecycle import current_state
+from mcpipechekr.findings.lifecycle import claim_fix, current_state
 from mcpipechekr.findings.models import Finding
+from mcpipechekr.findings.reverify import verify_registered_probes
 from mcpipechekr.findings.store import lifecycle_connection, upsert_finding
+from mcpipechekr.server.target import resolve_server
 
 SERVERS = Path(__file__).parent / "servers"
 LOOKUP = "finding-0a0a0a0a0a0a0a0a"
@@ -321,3 +323,38 @@ def test_a_finding_without_a_probe_is_closed_by_hand(home: Home) -> None:
     closed = cli("verify", "--finding", SAVE, "--close-manually", "tool descriptions rewritten")
     assert closed.exit_code == 0 and f"{SAVE}: closed by hand (open -> closed)" in closed.output
     assert current_state(home, SAVE) == ("closed", 0)
+
+
+def test_each_loop_run_reruns_the_recorded_case_and_reports_a_regression(
+    home: Home, server: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register(home)
+    register(home, SAVE, tool="save", arg_shapes=[{"note": "string"}])
+    generate(LOOKUP, tmp_path / "m.yaml")
+    manifest = filled(tmp_path / "m.yaml", key="k1")
+    monkeypatch.setenv("FINDINGS_BROKEN", "1")
+    assert verify(LOOKUP, manifest, str(server)).exit_code == 1  # the case is recorded as the probe
+    claim_fix(home, LOOKUP, "c0ffee")
+    claim_fix(home, SAVE, "c0ffee")
+    monkeypatch.delenv("FINDINGS_BROKEN")
+    target = resolve_server(None, command=str(server), base_dir=tmp_path)
+    for n in range(3):
+        outcome = verify_registered_probes(home, target, run_id=f"run-20250601-00{n}")
+        assert [(t.finding_id, t.passed, t.streak) for t in outcome.transitions] == [(LOOKUP, True, n + 1)]
+        assert outcome.skipped == {
+            SAVE: "no verification case recorded yet: run `mcpipechekr generate` and `mcpipechekr verify`"
+        }
+    assert current_state(home, LOOKUP) == ("closed", 3)
+    monkeypatch.setenv("FINDINGS_BROKEN", "1")
+    broken = verify_registered_probes(home, target, run_id="run-20250601-009")
+    (regression,) = broken.regressions
+    assert (regression.finding_id, regression.to_state, regression.reason) == (
+        LOOKUP,
+        "open",
+        "error-returned",
+    )
+    assert f"  REGRESSION {LOOKUP}: closed, failed again (reason=error-returned)" in broken.summary_lines()
+    manifest.unlink()
+    claim_fix(home, LOOKUP, "beef00")
+    gone = verify_registered_probes(home, target, run_id="run-20250601-010")
+    assert gone.skipped[LOOKUP] == f"its manifest {manifest} is gone"
