@@ -22,7 +22,7 @@ from mcpipechekr.artifacts.fix_record import read_fix_record
 from mcpipechekr.cli import main
 from mcpipechekr.config import Config, load_config
 from mcpipechekr.errors import ServerHalt, UserError
-from mcpipechekr.fix import run_fix_loop
+from mcpipechekr.fix import FixAgent, run_fix_loop
 from mcpipechekr.review import record_decision
 from mcpipechekr.server.workspace import prepare_repo
 
@@ -334,6 +334,26 @@ def test_unhealthy_server_after_a_fix_halts_naming_the_commit(
     assert record.health is not None and not record.health.healthy and record.health.after_commit == sha
     assert "exited with code 1" in (record.health.error or "") and record.finished_at is not None
     assert log_messages(repo) == [f"fix: {GAP_ID}", "Initial import of emailindex"]
+
+
+def test_ctrl_c_during_a_bug_leaves_no_half_made_fix(tmp_path, emailindex_dir, emailindex_db, monkeypatch):
+    config, repo, run = shell_project(tmp_path, emailindex_dir, emailindex_db)
+    root = Path(repo.working_dir)
+    original = (root / "server.py").read_text()
+    write_report(run, [eff_bug()])
+    record_decision(run, "approve")
+    real_run = FixAgent.run
+
+    def interrupted(self, *args):  # the agent's edits are on disk when Ctrl-C arrives
+        real_run(self, *args)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(FixAgent, "run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_fix_loop(config, run)
+    assert (root / "server.py").read_text() == original and not (root / "scratch").exists()
+    record = read_fix_record(run.fix_record)
+    assert record.bugs == [] and record.finished_at is None
 
 
 # --- the command line -----------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ commits it made.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ from mcpipechekr.config import Config, Redactor
 from mcpipechekr.errors import ServerHalt, UserError
 from mcpipechekr.fix.agents import AgentResult, FixAgent, resolve_agent
 from mcpipechekr.fix.changes import (
+    Baseline,
     Exclusions,
     changed_files,
     commit_paths,
@@ -190,7 +192,40 @@ def _fix_one(context: _Context, bug: Bug) -> BugFix:
         prompt=prompt_file.relative_to(context.run_dir.root).as_posix(),
     )
     baseline = snapshot(context.repo)
-    completed = False
+    try:
+        completed, last = _run_agent(context, bug, entry, baseline, prompt, prompt_file)
+    except BaseException:  # Ctrl-C or a crash mid-bug: no half-made fix stays behind
+        _undo_quietly(context, baseline)
+        raise
+    changes = changed_files(context.repo, baseline, context.exclusions)
+    entry.files_changed = changes.paths
+    if completed and changes.paths:
+        entry.commit = commit_paths(context.repo, changes.paths, f"fix: {bug.id}")
+        entry.status = "committed"
+        return entry
+    if completed:
+        entry.reason = "the agent printed the completion promise but changed no file: nothing to commit"
+    else:
+        assert last is not None
+        entry.reason = context.redactor.redact(
+            f"no completion promise after {entry.iterations} run(s); last run: {_run_summary(last)}"
+        )
+    restore(context.repo, baseline, changes)
+    if changes.rewritten_untracked:
+        entry.reason += (
+            "; left as the agent changed them (untracked before, so there was no copy to restore): "
+            + ", ".join(changes.rewritten_untracked)
+        )
+    return entry
+
+
+def _run_agent(
+    context: _Context, bug: Bug, entry: BugFix, baseline: Baseline, prompt: str, prompt_file: Path
+) -> tuple[bool, AgentResult | None]:
+    """The same prompt in fresh agent runs until one promises completion; (completed, last result)."""
+    agent = context.agent
+    assert agent is not None
+    folder = prompt_file.parent
     last: AgentResult | None = None
     for iteration in range(1, context.config.fix.max_iterations + 1):
         last = agent.run(prompt, prompt_file, bug.id)
@@ -214,29 +249,16 @@ def _fix_one(context: _Context, bug: Bug) -> BugFix:
                 f"  the agent made {folded} commit(s) itself; folded back into one fix", markup=False
             )
         if promised and last.exit_code == 0 and not last.timed_out:
-            completed = True
-            break
+            return True, last
         context.console.print(f"  run {iteration}: {_run_summary(last)}", markup=False)
-    changes = changed_files(context.repo, baseline, context.exclusions)
-    entry.files_changed = changes.paths
-    if completed and changes.paths:
-        entry.commit = commit_paths(context.repo, changes.paths, f"fix: {bug.id}")
-        entry.status = "committed"
-        return entry
-    if completed:
-        entry.reason = "the agent printed the completion promise but changed no file: nothing to commit"
-    else:
-        assert last is not None
-        entry.reason = context.redactor.redact(
-            f"no completion promise after {entry.iterations} run(s); last run: {_run_summary(last)}"
-        )
-    restore(context.repo, baseline, changes)
-    if changes.rewritten_untracked:
-        entry.reason += (
-            "; left as the agent changed them (untracked before, so there was no copy to restore): "
-            + ", ".join(changes.rewritten_untracked)
-        )
-    return entry
+    return False, last
+
+
+def _undo_quietly(context: _Context, baseline: Baseline) -> None:
+    """Best effort: put the repository back as the bug found it, without hiding the original error."""
+    with contextlib.suppress(Exception):
+        fold_agent_commits(context.repo, baseline)
+        restore(context.repo, baseline, changed_files(context.repo, baseline, context.exclusions))
 
 
 def _log_text(result: AgentResult) -> str:
