@@ -11,16 +11,36 @@ the environment (or the `.env` beside config.yaml) only, never from a file we wr
 
 `demo` is not a model: the scripted demo model lives in `runners/demo.py`, and
 callers handle `spec.is_demo` before getting here.
+
+Cost: a model owns an HTTP client, and building one reads the system's CA
+bundle into a fresh TLS context (~60 ms of CPU, during which an event loop
+stands still). Build a model once per provider and share it between
+concurrent requests (pydantic-ai models are made for that); the Phase 1 native
+runner keeps one per provider for a whole run. Other HTTP clients of ours take
+`tls_context()`, built once per process.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import ssl
 from typing import Any
 
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.providers import ProviderSpec
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The process's one TLS context for HTTP clients, with httpx's defaults (SSL_CERT_FILE, system CAs).
+
+    Sharing it is safe: a context is only read once configured.
+    """
+    import httpx2
+
+    return httpx2.create_ssl_context()
 
 
 def build_model(spec: ProviderSpec, config: Config, *, purpose: str = "this phase") -> Any:

@@ -55,7 +55,7 @@ from mcpipechekr.errors import ServerHalt, UserError
 from mcpipechekr.pipeline import HarnessRun
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.assemble import assemble_trace
-from mcpipechekr.runners.base import Runner, RunnerOutput, RunRequest
+from mcpipechekr.runners.base import AgentServer, Runner, RunnerOutput, RunRequest
 from mcpipechekr.runners.progress import Phase1Progress
 from mcpipechekr.runners.registry import DEFAULT_RUNNER, get_runner
 from mcpipechekr.tasks import Task
@@ -190,6 +190,27 @@ class _Engine:
         self.state = state
         self.max_requests = max_requests
         self.on_change = on_change
+        self.runners: dict[str, Runner] = {}
+
+    def runner(self, provider: ProviderSpec) -> Runner:
+        """The provider's runner, one for the whole run, so what it keeps (a model's client) is shared."""
+        key = str(provider)
+        if key not in self.runners:
+            self.runners[key] = self.runner_for(provider)
+        return self.runners[key]
+
+    async def close_runners(self) -> None:
+        """Let each runner release what it kept between attempts (its optional `aclose`)."""
+        with anyio.CancelScope(shield=True):
+            for runner in self.runners.values():
+                close = getattr(runner, "aclose", None)
+                if close is None:
+                    continue
+                with anyio.move_on_after(5):
+                    try:
+                        await close()
+                    except Exception:  # the traces are written; a client that fails to close changes nothing
+                        pass
 
     def _halt(self, message: str, tg: anyio.abc.TaskGroup) -> None:
         if self.state.halt is None:
@@ -233,7 +254,7 @@ class _Engine:
         output: RunnerOutput
         halt: str | None = None
         try:
-            runner = self.runner_for(attempt.provider)
+            runner = self.runner(attempt.provider)
             with anyio.fail_after(config.timeouts.task_s + min(TIMEOUT_SLACK_S, config.timeouts.task_s / 2)):
                 output = await runner.run(request)
         except TimeoutError:
@@ -251,30 +272,33 @@ class _Engine:
             with anyio.CancelScope(shield=True):
                 await _settle(journal, 2.0)
                 reason = self.state.stop_reason or "interrupted by the user (Ctrl-C)"
-                self._write(
-                    attempt, request, RunnerOutput(status="incomplete", status_reason=reason), runner, started
-                )
-                self._cleanup(server, workdir)
+                output = RunnerOutput(status="incomplete", status_reason=reason)
+                await anyio.to_thread.run_sync(self._write, attempt, request, output, runner, started)
+                await self._cleanup(server, workdir)
             raise
         except UserError as exc:
             self.state.stop_reason = self.state.stop_reason or f"the run stopped: {_first_line(exc.message)}"
-            self._cleanup(server, workdir)
+            with anyio.CancelScope(shield=True):
+                await self._cleanup(server, workdir)
             raise
         except Exception as exc:  # a runner bug must not sink the other attempts
             output = RunnerOutput(
                 status="error", status_reason=f"the runner failed: {type(exc).__name__}: {exc}"
             )
+        # The attempt is over: its trace is written whatever is cancelled meanwhile. File work (the
+        # journal, the trace's fsync, the scratch folder) runs in a worker thread, not on the event loop
+        # the other attempts share.
         with anyio.CancelScope(shield=True):
             await _settle(journal, JOURNAL_SETTLE_S if server.transport == "stdio" else 0)
             self.hub.release(server)
-        records = read_journal(journal)
-        failure = server_failure(records)
-        if failure is not None and halt is None:
-            output.status = "incomplete"
-            output.status_reason = f"the server failed: {failure}"
-            halt = failure
-        self._write(attempt, request, output, runner, started, records)
-        self._cleanup(server, workdir)
+            records = await anyio.to_thread.run_sync(read_journal, journal)
+            failure = server_failure(records)
+            if failure is not None and halt is None:
+                output.status = "incomplete"
+                output.status_reason = f"the server failed: {failure}"
+                halt = failure
+            await anyio.to_thread.run_sync(self._write, attempt, request, output, runner, started, records)
+            await self._cleanup(server, workdir)
         if halt is None:
             return None
         return (
@@ -307,9 +331,9 @@ class _Engine:
         attempt.state = trace.status
         attempt.tokens = trace.totals.total_tokens
 
-    def _cleanup(self, server: object, workdir: Path) -> None:
-        self.hub.release(server)  # type: ignore[arg-type]
-        shutil.rmtree(workdir, ignore_errors=True)
+    async def _cleanup(self, server: AgentServer, workdir: Path) -> None:
+        self.hub.release(server)
+        await anyio.to_thread.run_sync(functools.partial(shutil.rmtree, workdir, ignore_errors=True))
 
 
 def _user_error_in(group: BaseExceptionGroup) -> BaseException:
@@ -378,6 +402,8 @@ async def run_attempts(
                 outer.cancel_scope.cancel()  # every attempt is over: the watchdog has nothing left to guard
         except BaseExceptionGroup as group:
             raise _user_error_in(group) from None
+        finally:
+            await engine.close_runners()
     if state.halt is not None:
         raise state.halt
     return state

@@ -47,9 +47,9 @@ from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.usage import UsageLimits
 
-from mcpipechekr.config import Redactor
+from mcpipechekr.config import Config, Redactor
 from mcpipechekr.errors import ServerHalt
-from mcpipechekr.llm import build_model
+from mcpipechekr.llm import build_model, tls_context
 from mcpipechekr.runners.base import AgentServer, RunnerName, RunnerOutput, RunRequest, TraceStatus
 from mcpipechekr.runners.messages import final_answer, steps_from_messages
 
@@ -139,7 +139,8 @@ def mcp_toolset(server: AgentServer, request: RunRequest, hook: Any) -> MCPTools
             keep_alive=False,
         )
         return MCPToolset(transport, **options)
-    return MCPToolset(server.url or "", headers=dict(server.headers) or None, **options)
+    # The shared TLS context: the proxy is plain HTTP, but an HTTP client builds one anyway (~60 ms).
+    return MCPToolset(server.url or "", headers=dict(server.headers) or None, verify=tls_context(), **options)
 
 
 def one_line(text: str, limit: int = 500) -> str:
@@ -182,10 +183,30 @@ class NativeRunner:
 
     def __init__(self, *, stream: bool = False):
         self.stream = stream
+        self._models: dict[tuple[str, int], tuple[Config, Any]] = {}
 
     def build_model(self, request: RunRequest) -> Any:
         """The model for this attempt; a UserError if the provider cannot be used."""
         return build_model(request.provider, request.config, purpose="the Phase 1 agent")
+
+    def model_for(self, request: RunRequest) -> Any:
+        """The provider's model, built on its first attempt and shared by the attempts that follow.
+
+        Building a model costs a new HTTP client and TLS context (see `mcpipechekr.llm`); concurrent
+        attempts share one as they would share a provider's connection pool.
+        """
+        key = (str(request.provider), id(request.config))
+        cached = self._models.get(key)
+        if cached is None:
+            cached = self._models[key] = (request.config, self.build_model(request))
+        return cached[1]
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients of the models built so far; the engine calls it when the run is over."""
+        models, self._models = list(self._models.values()), {}
+        for _, model in models:
+            async with model:  # leaving the last context closes the client the model's provider made
+                pass
 
     def model_label(self, request: RunRequest, messages: list[ModelMessage]) -> str | None:
         """The model name the provider reported, when it differs from the provider string's."""
@@ -195,7 +216,7 @@ class NativeRunner:
         return None
 
     async def run(self, request: RunRequest) -> RunnerOutput:
-        model = self.build_model(request)
+        model = self.model_for(request)
         timer = _CallTimer()
         toolset = mcp_toolset(request.server, request, timer)
         agent = Agent(model, toolsets=[toolset], instructions=NATIVE_INSTRUCTIONS, retries=TOOL_RETRIES)
