@@ -23,7 +23,6 @@ from mcpipechekr.artifacts.review import Review
 from mcpipechekr.artifacts.tef_report import TefReport
 from mcpipechekr.artifacts.tools_snapshot import ToolsSnapshot
 from mcpipechekr.artifacts.trace import Trace
-from mcpipechekr.findings.case_manifest import VerificationManifest
 from mcpipechekr.findings.records import CallRecord
 from mcpipechekr.findings.render import FindingsList
 from mcpipechekr.findings.settings import HomeSettings
@@ -43,7 +42,6 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "findings": FindingsList,
     "findings_config": HomeSettings,
     "call_record": CallRecord,
-    "verification_manifest": VerificationManifest,
 }
 """File-format name -> model; each becomes `<name>.schema.json`."""
 
