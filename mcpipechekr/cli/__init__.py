@@ -13,6 +13,7 @@ from mcpipechekr.cli.annotate_cmd import annotate_command
 from mcpipechekr.cli.baseline_cmd import baseline_command
 from mcpipechekr.cli.capture_cmd import capture_command
 from mcpipechekr.cli.check_cmd import check_command
+from mcpipechekr.cli.docs_cmd import docs_command
 from mcpipechekr.cli.evaluate_cmd import evaluate_command
 from mcpipechekr.cli.export_cmd import export_command
 from mcpipechekr.cli.findings_cmd import findings_command
@@ -53,6 +54,7 @@ main.add_command(review_command)
 main.add_command(fix_command)
 main.add_command(validate_command)
 main.add_command(schema_command)
+main.add_command(docs_command)
 main.add_command(server_group)
 main.add_command(capture_command)
 main.add_command(index_command)
