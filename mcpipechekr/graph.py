@@ -488,11 +488,12 @@ def task_fix() -> dict[str, Any]:
     inputs = _inputs()
     if inputs.error:
         return _unavailable("fix", task_fix.__doc__, inputs.error)
-    _, _, plan = inputs.require()
+    config, _, plan = inputs.require()
     return {
         "actions": [_action(_planned("fix_step"))],
-        "file_dep": [_p(plan.run_dir.review)],
+        "file_dep": [_p(plan.run_dir.bug_report), _p(plan.run_dir.review)],
         "targets": [_p(plan.run_dir.fix_record)],
+        "uptodate": [config_changed(config.fix.model_dump(mode="json"))],
         "params": PARAMS,
     }
 

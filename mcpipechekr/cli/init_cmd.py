@@ -237,6 +237,14 @@ def render_config(
         "loop:",
         "  max_iterations: 3   # most evaluate-fix-verify rounds per `loop`",
         "",
+        "# Phase 3: the coding agent that fixes one approved bug at a time in server.repo, committing",
+        "# `fix: <bug id>` (never pushed). Templates: opencode, claude-code, codex, aider, or shell with",
+        "# `command:`. The model is providers.phase3 or --phase3-provider. See docs/fix.md.",
+        "fix:",
+        "  agent: opencode",
+        "  max_iterations: 5   # agent runs per bug before it is recorded as unresolved",
+        "  timeout_s: 1800     # one agent run",
+        "",
     ]
     return "\n".join(lines)
 
