@@ -64,7 +64,9 @@ from mcpipechekr.artifacts import (
 from mcpipechekr.artifacts.fieldtables import models_in_order, refresh_doc_text
 from mcpipechekr.artifacts.fix_record import AgentRun, BugFix, FixHealth, FixRecord
 from mcpipechekr.errors import UserError
+from mcpipechekr.findings.models import Finding
 from mcpipechekr.findings.records import CallRecord
+from mcpipechekr.findings.render import FindingsList
 
 REPO = Path(__file__).resolve().parent.parent
 T0 = datetime(2025, 1, 14, 9, 30, tzinfo=UTC)
@@ -399,6 +401,36 @@ def make_fix_record() -> FixRecord:
     )
 
 
+def make_findings_list() -> FindingsList:
+    return FindingsList(
+        findings=[
+            Finding(
+                id="finding-0123456789abcdef",
+                origin="captured",
+                server="emailindex",
+                tool="search_emails",
+                template_id="0123456789abcdef",
+                defect_class="validation_error",
+                hint="Validate the arguments up front.",
+                severity="medium",
+                err_code="-32602",
+                err_codes=["-32602", "validation"],
+                rate=0.25,
+                score=0.12,
+                occurrences=5,
+                sessions=3,
+                blast_radius=1,
+                retryable=False,
+                arg_shapes=[{"query": "string", "limit": "integer"}],
+                first_seen=T0,
+                last_seen=T0 + timedelta(days=2),
+                state="verifying",
+                streak=1,
+            )
+        ]
+    )
+
+
 def make_call_record() -> CallRecord:
     return CallRecord(
         event_id="3f2a9c1e-5b7d-4e8f-9a0b-1c2d3e4f5a6b",
@@ -429,6 +461,7 @@ SAMPLES = {
     "review": make_review,
     "fix_record": make_fix_record,
     "call_record": make_call_record,
+    "findings": make_findings_list,
 }
 
 

@@ -25,7 +25,6 @@ from mcpipechekr.artifacts.tools_snapshot import ToolsSnapshot
 from mcpipechekr.artifacts.trace import Trace
 from mcpipechekr.findings.records import CallRecord
 from mcpipechekr.findings.render import FindingsList
-from mcpipechekr.findings.settings import HomeSettings
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -40,7 +39,6 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "review": Review,
     "fix_record": FixRecord,
     "findings": FindingsList,
-    "findings_config": HomeSettings,
     "call_record": CallRecord,
 }
 """File-format name -> model; each becomes `<name>.schema.json`."""
