@@ -71,15 +71,10 @@ def converse(command: list[str], lines: list[bytes]) -> tuple[list[bytes], int]:
     return answers, process.wait(timeout=20)
 
 
-CAPTURE = "from mcpipechekr.cli.capture_cmd import capture_command; capture_command()"
-
-
 def capture(home: Path, *server: str) -> list[str]:
-    """`mcpipechekr capture --home HOME -- SERVER…`, run as its own process.
-
-    The command is started without the rest of the CLI, so each test does not pay for importing it.
-    """
-    return [sys.executable, "-c", CAPTURE, "--home", str(home), "--", *server]
+    """The passive proxy as its own process, through its light entry point (the same code as
+    `mcpipechekr capture`, without loading the whole command line; one test below uses that)."""
+    return [sys.executable, "-m", "mcpipechekr.findings.passive", "--home", str(home), "--", *server]
 
 
 def journal_records(home: Home) -> list[CallRecord]:
@@ -171,7 +166,8 @@ def test_a_server_that_dies_mid_call_leaves_an_error_record_and_its_exit_code(tm
 
 def test_capture_through_a_real_sdk_server_and_client(tmp_path: Path) -> None:
     home = Home(tmp_path / "home")
-    command = capture(home.root, sys.executable, str(SERVERS / "tiny_server.py"))
+    server = [sys.executable, str(SERVERS / "tiny_server.py")]
+    command = [sys.executable, "-m", "mcpipechekr", "capture", "--home", str(home.root), "--", *server]
     params = StdioServerParameters(command=command[0], args=command[1:])
 
     async def session() -> None:

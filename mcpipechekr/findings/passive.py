@@ -188,3 +188,39 @@ def run_passive_capture(
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
         return proxy.run()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m mcpipechekr.findings.passive [--home DIR] [--server NAME] -- CMD…`.
+
+    The same proxy as `mcpipechekr capture`, started without loading the rest
+    of the command line: for clients that give a server little time to start.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m mcpipechekr.findings.passive",
+        description="Run an MCP stdio server behind a proxy that records each tool call, sanitized.",
+    )
+    parser.add_argument("--home", help="Findings home [default: $MCPIPECHEKR_HOME, else .mcpipechekr/].")
+    parser.add_argument("--server", help="Server name in the records [default: the name it gives itself].")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS…: the server to run.")
+    opts = parser.parse_args(argv)
+    command = opts.command[1:] if opts.command[:1] == ["--"] else opts.command
+    if not command:
+        parser.error("give the server's command after `--`")
+    home = Home.resolve(opts.home)
+    try:
+        return run_passive_capture(command, home, server=opts.server)
+    except OSError as exc:
+        parser.exit(2, f"capture: cannot record calls under {home.root}: {exc.strerror or exc}\n")
+
+
+if __name__ == "__main__":
+    code = main()
+    # As in `python -m mcpipechekr.capture`: the reader thread may still block on stdin; leave without
+    # an interpreter shutdown that would wait for its lock.
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
