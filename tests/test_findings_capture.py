@@ -141,14 +141,17 @@ def test_malformed_results_are_unknown_with_no_invented_error_metadata(captured:
     assert json.loads(proxied[7])["result"]["isError"] == "yes"
 
 
-def test_no_raw_value_or_error_text_reaches_the_journal(captured: tuple) -> None:
+def test_no_raw_value_or_error_text_reaches_the_journal_or_the_index(captured: tuple) -> None:
     home, proxied, _, _ = captured
     (journal,) = home.journals.glob("*.jsonl")
     stored = journal.read_bytes()
     assert SECRET.encode() in proxied[5]  # the client got the real answer
     assert ACCOUNT.encode() in proxied[2]
+    refresh_index(home)
+    indexed = home.index_db.read_bytes()
     for raw in (SECRET, ACCOUNT, "ann", "wrong password", "not found", "database is locked", "mail 1"):
         assert raw.encode() not in stored, raw
+        assert raw.encode() not in indexed, raw
 
 
 def test_a_server_that_dies_mid_call_leaves_an_error_record_and_its_exit_code(tmp_path: Path) -> None:
