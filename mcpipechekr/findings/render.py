@@ -122,7 +122,8 @@ def render_markdown(findings: list[Finding]) -> str:
     for f in findings:
         out += ["", f"## `{f.id}`: {f.defect_class} at `{_cell(_where(f))}`", ""]
         out.append(f"- State: {f.state}" + (f" (streak {f.streak})" if f.state != "open" else ""))
-        out.append(f"- Severity: {f.severity}" + ("" if f.probe else " (no probe: capped, closed by hand)"))
+        no_probe = "" if f.probe else " (no probe: at most medium, closed by hand)"
+        out.append(f"- Severity: {f.severity}{no_probe}")
         out.append(f"- Evidence: {_evidence(f)}")
         if f.origin == "captured":
             out.append(f"- Error template: `{f.template_id or 'none'}`; codes: {_cell(_codes(f))}")
