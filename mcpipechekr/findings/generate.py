@@ -29,8 +29,8 @@ from mcpipechekr.findings.store import load_finding
 
 FALSE_SUCCESS_RULE = (
     "a false-success finding answers ok while it fails, so `outcome: ok` alone cannot verify it: "
-    "give --expect with a result assertion (equals_paths, required_result_paths, contains, min_items, …) "
-    'or an expected error ({"outcome": "error"})'
+    "the expectation needs a result assertion (equals_paths, required_result_paths, contains, "
+    'min_items, …) or an expected error ({"outcome": "error"})'
 )
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from mcpipechekr._util.yamlsrc import ConfigFileError
 from mcpipechekr.artifacts.check_report import CheckResult
+from mcpipechekr.check.cases import CasesFile
 from mcpipechekr.check.context import CheckContext
 from mcpipechekr.check.functional import run_functional
 from mcpipechekr.config import CheckConfig, Config, ServerConfig
@@ -153,9 +154,10 @@ def verify_finding(
 
     timeout = case.timeout_s or timeout_s or DEFAULT_TIMEOUT_S
     planned = attempts or attempts_for(finding.rate, probe_kind(finding.defect_class))
-    bind = lambda: credit_binding(  # noqa: E731
-        case, manifest_version=manifest.version, timeout_s=timeout, server=server
-    )
+
+    def bind() -> CreditBinding:
+        return credit_binding(case, manifest_version=manifest.version, timeout_s=timeout, server=server)
+
     before = bind()
     config = Config(server=server)
     passed, done, result = _run_attempts(
@@ -201,7 +203,7 @@ def probe_label(manifest_path: Path, case_id: str) -> str:
 
 
 def _run_attempts(
-    config: Config, cases, planned: int, timeout_s: float, log_path: Path | None
+    config: Config, cases: CasesFile, planned: int, timeout_s: float, log_path: Path | None
 ) -> tuple[bool, int, CheckResult]:
     """Run the case up to `planned` times on one server; stop at the first failure."""
     try:
