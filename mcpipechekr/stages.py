@@ -9,10 +9,12 @@ after, so a crash or Ctrl-C never leaves a run that looks alive.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -20,6 +22,7 @@ from mcpipechekr._util.console import console
 from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import (
     AcceptedRisk,
+    BugReport,
     Manifest,
     RunDir,
     ToolsSnapshot,
@@ -28,14 +31,19 @@ from mcpipechekr.artifacts import (
     utc_now,
     write_model,
 )
+from mcpipechekr.artifacts.atomic import atomic_write_text
 from mcpipechekr.config import PHASES, Config
 from mcpipechekr.errors import UserError
+from mcpipechekr.findings.home import HOME_ENV, Home
 from mcpipechekr.pipeline import server_ref
 from mcpipechekr.providers import ProviderSpec
-from mcpipechekr.runplan import RunPlan, claim_run_dir
+from mcpipechekr.runplan import RunPlan, claim_run_dir, read_manifest
 from mcpipechekr.server.lifecycle import ServerUnderTest
 from mcpipechekr.server.workspace import prepare_repo, repo_state
 from mcpipechekr.tasks import Task, task_file_hash
+
+if TYPE_CHECKING:
+    from mcpipechekr.runners.execute import Attempt
 
 
 def _manifest_for(config: Config, plan: RunPlan, tasks: list[Task]) -> Manifest:
@@ -187,21 +195,22 @@ def trace_step(
     return done.trace
 
 
-def record_call_evidence(config: Config, run_dir: RunDir, attempts: list) -> None:
-    """Hand each attempt's journal to the findings home, so recurring failures across runs are seen."""
-    try:
-        from mcpipechekr.findings.records import append_records, records_from_journal
-    except ImportError:
-        return
-    from mcpipechekr.artifacts.journal import journal_path
-    from mcpipechekr.findings.home import Home
+def findings_home(config: Config) -> Home:
+    """$MCPIPECHEKR_HOME when set, else config.yaml's `paths.home`."""
+    return Home.resolve(os.environ.get(HOME_ENV) or config.paths.home)
 
-    home = Home.resolve(config.paths.home)
+
+def record_call_evidence(config: Config, run_dir: RunDir, attempts: list[Attempt]) -> None:
+    """Hand each attempt's journal to the findings home, so recurring failures across runs are seen."""
+    from mcpipechekr.artifacts.journal import journal_path
+    from mcpipechekr.findings.records import append_records, records_from_journal
+
+    home = findings_home(config)
     for attempt in attempts:
         journal = journal_path(run_dir, attempt.task.task_id, str(attempt.provider), attempt.repetition)
         if journal.exists():
             session = f"{run_dir.run_id}/{journal.stem}"
-            append_records(home, records_from_journal(journal, config.server.name, session))
+            append_records(home, records_from_journal(journal, config.server.name, session, home=home))
 
 
 def evaluate_step(config: Config, run_dir: RunDir) -> None:
@@ -220,12 +229,34 @@ def evaluate_step(config: Config, run_dir: RunDir) -> None:
     )
     for bug in report.bugs:
         console.print(f"  {bug.id}  {bug.type}  gap {bug.token_cost_of_gap:,} tokens  x{bug.occurrences}")
-    try:
-        from mcpipechekr.findings.home import Home
-        from mcpipechekr.findings.promote import register_bug_report
-    except ImportError:
+    verify_findings(config, run_dir, report)
+
+
+def verify_findings(config: Config, run_dir: RunDir, report: BugReport) -> None:
+    """Register the run's bugs as findings, then judge every followed finding by this run.
+
+    A fixed bug that is absent from this run's report is one green verification;
+    present again, it is red, and a closed finding coming back is a regression.
+    The outcome goes to the end of phase2_narrative.md.
+    """
+    from mcpipechekr.findings.bugs import register_bug_report
+    from mcpipechekr.findings.reverify import verify_from_bug_report, verify_registered_probes
+
+    home = findings_home(config)
+    register_bug_report(home, report, server=config.server.name)
+    outcome = verify_from_bug_report(home, report, server_revision=repo_state(config.server).sha).merge(
+        verify_registered_probes(home, config.server, run_id=run_dir.run_id)
+    )
+    lines = outcome.summary_lines()
+    if not lines:
         return
-    register_bug_report(Home.resolve(config.paths.home), report)
+    for line in lines:
+        console.print(line)
+    narrative = run_dir.phase2_narrative.read_text(encoding="utf-8").rstrip("\n")
+    block = "\n".join(f"    {line}" for line in lines)
+    atomic_write_text(
+        run_dir.phase2_narrative, f"{narrative}\n\n## Findings verified by this run\n\n{block}\n"
+    )
 
 
 def review_step(config: Config, run_dir: RunDir, *, out: Console = console) -> str:
@@ -247,21 +278,25 @@ def fix_step(config: Config, run_dir: RunDir) -> None:
 
     with run_stage(config, run_dir, "fix"):
         record = run_fix_loop(config, run_dir, server=None, console=console)
-    try:
-        from mcpipechekr.findings.home import Home
-        from mcpipechekr.findings.lifecycle import claim_fix
-    except ImportError:
-        return
-    home = Home.resolve(config.paths.home)
+    from mcpipechekr.findings.reverify import claim_bug_fix
+
+    home = findings_home(config)
     for entry in record.bugs:
         if entry.status == "committed" and entry.commit:
-            claim_fix(home, entry.bug_id, entry.commit)
+            claim_bug_fix(home, entry.bug_id, entry.commit)  # later runs verify it; three greens close it
 
 
 def report_step(config: Config, runs: list[RunDir]) -> Path:
-    """session_summary.md of the last run: what ran, what was found, what was fixed, costs."""
+    """session_summary.md of the last run: what ran, what was found, what was fixed, costs, regressions."""
+    from mcpipechekr.findings.lifecycle import regression_stats
     from mcpipechekr.review import write_session_summary
 
-    path = write_session_summary(runs, runs[-1].session_summary)
+    started = [manifest.started_at for run in runs if (manifest := read_manifest(run)) is not None]
+    stats = regression_stats(findings_home(config), since=min(started) if started else None)
+    lines = [
+        f"regression rate: {stats.regressions} regression(s) for {stats.fixes} fix(es) claimed"
+        + (f" ({stats.rate:.0%})" if stats.fixes else "")
+    ]
+    path = write_session_summary(runs, runs[-1].session_summary, regressions=lines)
     console.print(f"session summary → {display_path(path)}")
     return path

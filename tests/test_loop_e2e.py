@@ -20,6 +20,8 @@ from project import copy_project, doit
 from mcpipechekr.artifacts import BugReport, list_runs, read_model, read_trace
 from mcpipechekr.artifacts.fix_record import FixRecord
 from mcpipechekr.artifacts.review import Review
+from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.store import load_findings
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +91,13 @@ def test_loop_review_fix_restart_and_a_better_second_run(
     after = {bug.id for bug in read_model(second.bug_report, BugReport).bugs}
     assert set(FIXED) <= before and not set(FIXED) & after
 
+    # each fixed bug's finding was claimed by its commit, and the second run's report verified it once
+    findings = {f.bug_id: f for f in load_findings(Home.resolve(project / ".mcpipechekr")) if f.bug_id}
+    assert all(findings[bug].state == "verifying" and findings[bug].streak == 1 for bug in FIXED)
+    assert "Findings verified by this run" in second.phase2_narrative.read_text()
+
     assert read_model(second.review, Review).decision == "exit"
     summary = second.session_summary.read_text()
     assert first.run_id in summary and second.run_id in summary
     assert all(bug in summary for bug in FIXED)
+    assert "regression rate: 0 regression(s) for 2 fix(es) claimed" in summary
