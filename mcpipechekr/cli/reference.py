@@ -142,10 +142,7 @@ def render_doit_tasks() -> list[str]:
     from mcpipechekr import graph  # here, not at import: the graph pulls in the pipeline
 
     tasks = sorted(
-        (
-            name.removeprefix("task_"),
-            (inspect.getdoc(function) or "").splitlines()[0] if function.__doc__ else "",
-        )
+        (name.removeprefix("task_"), _first_line(function))
         for name, function in vars(graph).items()
         if name.startswith("task_") and not name.startswith("task__") and callable(function)
     )
@@ -171,10 +168,15 @@ def render_doit_tasks() -> list[str]:
         kind = param.get("type", str)
         value = {bool: "", int: "integer", list: "text, repeatable"}.get(kind, "text")
         default = param.get("default")
-        shown = "" if default in ("", [], False, None) else f"`{default}`"
+        shown = "" if default is None or default is False or default in ("", []) else f"`{default}`"
         lines.append(f"| `--{param['long']}` | {value} | {shown} | {_cell(param.get('help', ''))} |")
     lines.append("")
     return lines
+
+
+def _first_line(function: Any) -> str:
+    """What `doit list` shows for a task: the first non-empty line of its docstring."""
+    return next((line.strip() for line in (inspect.getdoc(function) or "").splitlines() if line.strip()), "")
 
 
 def _is_hidden(group: click.Group, ctx: click.Context, name: str) -> bool:
