@@ -85,6 +85,12 @@ PARAMS: list[dict[str, Any]] = [
         "help": "Phase 1 attempts at once in `loop`.",
     },
     {
+        "name": "runner",
+        "long": "runner",
+        "default": "native",
+        "help": "Phase 1 agent for real models: native (pydantic-ai), opencode or claude-code.",
+    },
+    {
         "name": "new_run",
         "long": "new-run",
         "type": bool,
@@ -120,6 +126,7 @@ class Settings:
     tags: tuple[str, ...] = ()
     repeat: int = 1
     concurrency: int = 4
+    runner: str = "native"
     new_run: bool = False
     regenerate_baseline: bool = False
     providers: tuple[tuple[str, str], ...] = ()
@@ -128,7 +135,7 @@ class Settings:
         """The flags that differ from their defaults, as the manifest records them."""
         defaults = Settings()
         given: dict[str, Any] = {}
-        for name in ("config", "task_ids", "tags", "repeat", "concurrency", "new_run"):
+        for name in ("config", "task_ids", "tags", "repeat", "concurrency", "runner", "new_run"):
             if getattr(self, name) != getattr(defaults, name):
                 value = getattr(self, name)
                 given[name] = list(value) if isinstance(value, tuple) else value
@@ -175,6 +182,7 @@ def settings_from_argv(argv: list[str]) -> Settings:
         tags=tuple(values["tags"]),
         repeat=max(1, values.get("repeat", 1)),
         concurrency=max(1, values.get("concurrency", 4)),
+        runner=values.get("runner", "native"),
         new_run=values.get("new_run", False),
         regenerate_baseline=values.get("regenerate_baseline", False),
         providers=tuple(sorted(values["providers"].items())),
@@ -224,7 +232,7 @@ def graph_inputs(settings: Settings) -> GraphInputs:
         plan = plan_run(
             config,
             task_ids=[task.task_id for task in tasks],
-            phase1=[str(config.providers.phase1)],
+            phase1=[str(config.providers.phase1), settings.runner],
             repeat=settings.repeat,
             new_run=settings.new_run,
             parameters=settings.given(),
@@ -378,12 +386,13 @@ def task_lint() -> dict[str, Any]:
     }
 
 
-def _attempt_digest(config: Config, task: Task, provider: str) -> str:
+def _attempt_digest(config: Config, task: Task, provider: str, runner: str) -> str:
     """What one trace depends on besides the server: the task's definition, the model and the limits."""
     return sha256_json(
         {
             "task": task.model_dump(mode="json"),
             "provider": provider,
+            "runner": runner,
             "timeouts": config.timeouts.model_dump(mode="json"),
         }
     )
@@ -405,7 +414,7 @@ def task_trace() -> Iterator[dict[str, Any]]:
             def attempt(one: Task = task, number: int = repetition) -> None:  # doit reserves `task`
                 from mcpipechekr.stages import trace_step
 
-                trace_step(config, plan.run_dir, one, spec, number)
+                trace_step(config, plan.run_dir, one, spec, number, runner=inputs.settings.runner)
 
             yield {
                 "name": target.stem,
@@ -413,7 +422,9 @@ def task_trace() -> Iterator[dict[str, Any]]:
                 "task_dep": ["lint"],
                 "file_dep": [_p(plan.run_dir.tools)],
                 "targets": [_p(target)],
-                "uptodate": [config_changed(_attempt_digest(config, task, str(spec)))],
+                "uptodate": [
+                    config_changed(_attempt_digest(config, task, str(spec), inputs.settings.runner))
+                ],
                 "params": PARAMS,
             }
 

@@ -174,7 +174,13 @@ def lint_step(config: Config, run_dir: RunDir, *, interactive: bool | None = Non
 
 
 def trace_step(
-    config: Config, run_dir: RunDir, task: Task, spec: ProviderSpec, repetition: int
+    config: Config,
+    run_dir: RunDir,
+    task: Task,
+    spec: ProviderSpec,
+    repetition: int,
+    *,
+    runner: str = "native",
 ) -> Path | None:
     """Phase 1, one attempt: the task run blind by `spec` → traces/<task>__<provider>__rNNN.json."""
     import functools
@@ -185,7 +191,7 @@ def trace_step(
     from mcpipechekr.runners.registry import get_runner
 
     attempt = Attempt(task, spec, repetition)
-    runner_for = functools.partial(get_runner, config=config)
+    runner_for = functools.partial(get_runner, config=config, runner=runner)
     with run_stage(config, run_dir, f"trace {attempt.label}"):
         state = anyio.run(functools.partial(run_attempts, config, run_dir, [attempt], runner_for))
     record_call_evidence(config, run_dir, state.attempts)
