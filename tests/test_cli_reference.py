@@ -49,7 +49,10 @@ def test_every_registered_command_and_option_is_in_the_reference() -> None:
                 for name in param.opts + param.secondary_opts:
                     assert f"`{name}" in sections[path], f"{path}: {name} missing"
         if isinstance(command, click.Group):
-            for name, sub in command.commands.items():
+            ctx = click.Context(command)
+            for name in command.list_commands(ctx):  # the lazy group imports each command here
+                sub = command.get_command(ctx, name)
+                assert sub is not None, f"{path} {name} is registered but cannot be loaded"
                 visit(sub, f"{path} {name}")
 
     visit(main, "mcpipechekr")

@@ -6,34 +6,59 @@ doit graph and the CLI run the same code. New commands are registered here.
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
 from mcpipechekr import __version__
-from mcpipechekr.cli.annotate_cmd import annotate_command
-from mcpipechekr.cli.baseline_cmd import baseline_command
-from mcpipechekr.cli.capture_cmd import capture_command
-from mcpipechekr.cli.check_cmd import check_command
-from mcpipechekr.cli.docs_cmd import docs_command
-from mcpipechekr.cli.evaluate_cmd import evaluate_command
-from mcpipechekr.cli.export_cmd import export_command
-from mcpipechekr.cli.findings_cmd import findings_command
-from mcpipechekr.cli.fix_cmd import fix_command
-from mcpipechekr.cli.generate_cmd import generate_command
-from mcpipechekr.cli.import_cmd import import_command
-from mcpipechekr.cli.index_cmd import index_command
-from mcpipechekr.cli.init_cmd import init_command
-from mcpipechekr.cli.lint_cmd import lint_command
-from mcpipechekr.cli.promote_cmd import promote_command
-from mcpipechekr.cli.review_cmd import review_command
-from mcpipechekr.cli.run_cmd import run_command
-from mcpipechekr.cli.schema_cmd import schema_command
-from mcpipechekr.cli.serve_cmd import serve_command
-from mcpipechekr.cli.server_cmd import server_group
-from mcpipechekr.cli.validate_cmd import validate_command
-from mcpipechekr.cli.verify_cmd import verify_command
+
+COMMANDS: dict[str, str] = {
+    "init": "init_cmd:init_command",
+    "validate": "validate_cmd:validate_command",
+    "check": "check_cmd:check_command",
+    "lint": "lint_cmd:lint_command",
+    "baseline": "baseline_cmd:baseline_command",
+    "run": "run_cmd:run_command",
+    "import": "import_cmd:import_command",
+    "evaluate": "evaluate_cmd:evaluate_command",
+    "review": "review_cmd:review_command",
+    "fix": "fix_cmd:fix_command",
+    "schema": "schema_cmd:schema_command",
+    "docs": "docs_cmd:docs_command",
+    "server": "server_cmd:server_group",
+    "capture": "capture_cmd:capture_command",
+    "index": "index_cmd:index_command",
+    "promote": "promote_cmd:promote_command",
+    "findings": "findings_cmd:findings_command",
+    "annotate": "annotate_cmd:annotate_command",
+    "generate": "generate_cmd:generate_command",
+    "verify": "verify_cmd:verify_command",
+    "export-issues": "export_cmd:export_command",
+    "serve": "serve_cmd:serve_command",
+}
+"""Command name -> `module:attribute` under mcpipechekr.cli; new commands are registered here."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """Imports a command's module only when that command is used.
+
+    Why: `mcpipechekr capture` is launched by MCP clients for every session and
+    `mcpipechekr serve` by coding agents; neither should pay for importing the
+    agent runners, pydantic-ai and the evaluators they never use.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS and cmd_name not in self.commands:
+            module, attribute = COMMANDS[cmd_name].split(":")
+            command = getattr(importlib.import_module(f"mcpipechekr.cli.{module}"), attribute)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mcpipechekr")
 def main() -> None:
     """Measure how LLM agents use your MCP server, and fix what costs them.
@@ -41,27 +66,3 @@ def main() -> None:
     Start with `mcpipechekr init`, check the files with `mcpipechekr validate`,
     then run the pipeline with `doit loop`.
     """
-
-
-main.add_command(init_command)
-main.add_command(check_command)
-main.add_command(lint_command)
-main.add_command(baseline_command)
-main.add_command(run_command)
-main.add_command(import_command)
-main.add_command(evaluate_command)
-main.add_command(review_command)
-main.add_command(fix_command)
-main.add_command(validate_command)
-main.add_command(schema_command)
-main.add_command(docs_command)
-main.add_command(server_group)
-main.add_command(capture_command)
-main.add_command(index_command)
-main.add_command(promote_command)
-main.add_command(findings_command)
-main.add_command(annotate_command)
-main.add_command(generate_command)
-main.add_command(verify_command)
-main.add_command(export_command)
-main.add_command(serve_command)
