@@ -197,7 +197,29 @@ class _Upstream(BaseHTTPRequestHandler):
     """A raw HTTP endpoint: remembers request headers; /json answers JSON, /sse two events in pieces."""
 
     seen: list[dict[str, str]] = []
+    peers: list[int] = []
+    stream_ended = threading.Event()
     protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:  # noqa: N802
+        """Three events, chunked, then silence: an idle event stream, ended only by the client leaving."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for number in range(3):
+            tick = {"jsonrpc": "2.0", "method": "tick", "params": {"n": number}}
+            event = f"data: {json.dumps(tick)}\n\n".encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+            self.wfile.flush()
+            time.sleep(0.05)
+        self.connection.settimeout(10)
+        try:
+            if self.rfile.read(1) == b"":  # the proxy closed its connection: it let go of the stream
+                type(self).stream_ended.set()
+        except OSError:
+            pass
+        self.close_connection = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         return
@@ -205,6 +227,7 @@ class _Upstream(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         type(self).seen.append({k.lower(): v for k, v in self.headers.items()})
+        type(self).peers.append(self.client_address[1])
         request_id = json.loads(body)["id"]
         if self.path.startswith("/json"):
             data = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": {"content": []}}).encode()
@@ -231,7 +254,8 @@ class _Upstream(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def upstream() -> Iterator[str]:
-    _Upstream.seen = []
+    _Upstream.seen, _Upstream.peers = [], []
+    _Upstream.stream_ended = threading.Event()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
@@ -270,4 +294,50 @@ def test_http_proxy_unreachable_server_is_a_failure(tmp_path: Path) -> None:
         response = httpx2.post(url, content=b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
         assert httpx2.post(f"http://127.0.0.1:{proxy.port}/unknown", content=b"{}").status_code == 404
     assert response.status_code == 502
-    assert "ConnectError" in (server_failure(tmp_path / "j.jsonl") or "")
+    assert "ConnectionRefusedError" in (server_failure(tmp_path / "j.jsonl") or "")
+
+
+def test_http_proxy_keeps_upstream_connections_alive(upstream: str, tmp_path: Path) -> None:
+    with HttpCaptureProxy(upstream + "/json") as proxy:
+        url = proxy.route(tmp_path / "j.jsonl")
+        with httpx2.Client() as agent:
+            for number in range(5):
+                body = json.dumps({"jsonrpc": "2.0", "id": number, "method": "ping"}).encode()
+                assert agent.post(url, content=body).json()["id"] == number
+        proxy.release(url)
+    assert len(_Upstream.peers) == 5 and len(set(_Upstream.peers)) == 1, "one upstream connection, reused"
+    answers = [r.message for r in read_journal(tmp_path / "j.jsonl") if r.direction == "to_agent"]
+    assert [answer["id"] for answer in answers] == list(range(5))  # type: ignore[index]
+
+
+def test_http_proxy_streams_events_and_lets_go_when_the_agent_hangs_up(upstream: str, tmp_path: Path) -> None:
+    with HttpCaptureProxy(upstream + "/stream") as proxy:
+        url = proxy.route(tmp_path / "j.jsonl")
+        seen = []
+        with httpx2.stream("GET", url, headers={"Accept": "text/event-stream"}) as response:
+            assert response.headers["content-type"] == "text/event-stream"
+            for line in response.iter_lines():
+                if line.startswith("data:"):
+                    seen.append(json.loads(line[5:])["params"]["n"])
+                if len(seen) == 3:
+                    break  # the agent closes the stream
+        assert seen == [0, 1, 2], "events arrive one by one, not when the stream ends"
+        assert _Upstream.stream_ended.wait(5), "the proxy closed its side of the stream"
+        proxy.release(url)
+    ticks = [r.message for r in read_journal(tmp_path / "j.jsonl") if r.direction == "to_agent"]
+    assert [tick["params"]["n"] for tick in ticks][:3] == [0, 1, 2]  # type: ignore[index]
+
+
+def test_http_proxy_serves_on_the_running_event_loop(http_server: str, tmp_path: Path) -> None:
+    async def session() -> list[str]:
+        async with HttpCaptureProxy(http_server) as proxy:
+            url = proxy.route(tmp_path / "j.jsonl")
+            async with Client(url) as client:
+                await client.call_tool("echo", {"text": "same loop"})
+                names = [tool.name for tool in (await client.list_tools()).tools]
+            proxy.release(url)
+            return names
+
+    assert "echo" in anyio.run(session)
+    (call,) = journal_tool_calls(tmp_path / "j.jsonl")
+    assert call.arguments == {"text": "same loop"} and call.result_content[0]["text"] == "same loop"

@@ -5,7 +5,8 @@ server (`python -m mcpipechekr.capture … -- CMD ARGS`). `CaptureHub` does it
 for a whole Phase 1 run, for either transport: for a stdio server each attempt
 gets its own proxy process (and so its own server process, as an agent would
 start it); for an HTTP server the hub runs one `HttpCaptureProxy` and gives
-each attempt its own route and journal.
+each attempt its own route and journal. `async with CaptureHub(...)` runs that
+proxy on the caller's event loop (Phase 1's); `with` in a thread.
 
 Secrets stay out of agent configs: the server's environment and the values to
 redact go into a file readable by its owner only, in a folder outside the run
@@ -89,17 +90,34 @@ class CaptureHub:
         self.stderr_log = stderr_log
         self.http: HttpCaptureProxy | None = None
 
+    def _http_proxy(self) -> HttpCaptureProxy | None:
+        if not self.server_config.url:
+            return None
+        return HttpCaptureProxy(
+            self.server_config.url, dict(self.server_config.headers), Redactor(self.redactions)
+        )
+
     def __enter__(self) -> CaptureHub:
-        if self.server_config.url:
-            self.http = HttpCaptureProxy(
-                self.server_config.url, dict(self.server_config.headers), Redactor(self.redactions)
-            ).start()
+        """The HTTP proxy (if any) serves from a thread of its own: for callers without an event loop."""
+        proxy = self._http_proxy()
+        self.http = proxy.start() if proxy is not None else None
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         if self.http is not None:
             self.http.stop()
             self.http = None
+
+    async def __aenter__(self) -> CaptureHub:
+        """The HTTP proxy (if any) serves on the running event loop, beside the agents it serves."""
+        proxy = self._http_proxy()
+        self.http = await proxy.__aenter__() if proxy is not None else None
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self.http is not None:
+            http, self.http = self.http, None
+            await http.__aexit__(*exc_info)
 
     def agent_server(self, journal: Path, name: str, secrets_dir: Path) -> AgentServer:
         """The proxied server for one attempt, journaling to `journal`."""

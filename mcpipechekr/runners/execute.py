@@ -381,7 +381,7 @@ async def run_attempts(
     state = Phase1State(attempts)
     root = run_dir.root if isinstance(run_dir, RunDir) else Path(run_dir)
     notify = (lambda attempt: on_change(state, attempt)) if on_change else (lambda attempt: None)
-    with CaptureHub(config.server, redactions=pairs, stderr_log=root / "server.stderr.log") as hub:
+    async with CaptureHub(config.server, redactions=pairs, stderr_log=root / "server.stderr.log") as hub:
         engine = _Engine(config, run_dir, runner_for, hub, Redactor(pairs), state, max_requests, notify)
         limiter = anyio.Semaphore(concurrency)
         phase_s = config.timeouts.phase_s
