@@ -38,10 +38,14 @@ from fakes.openai_server import FakeOpenAI, last_user_text
 
 from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, read_trace, write_trace
 from mcpipechekr.capture import journal_tool_calls
+from mcpipechekr.config import Config, ServerConfig
+from mcpipechekr.errors import UserError
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.assemble import assemble_trace
 from mcpipechekr.runners.base import AgentServer
+from mcpipechekr.runners.claude_code import ClaudeCodeRunner
 from mcpipechekr.runners.cliagent import AgentCliMissing, SecretEnv, SessionFormatError, find_cli, run_cli
+from mcpipechekr.runners.demo import DemoRunner
 from mcpipechekr.runners.opencode import (
     OpencodeRunner,
     build_opencode_config,
@@ -51,6 +55,7 @@ from mcpipechekr.runners.opencode import (
     parse_event_lines,
     session_id_from_events,
 )
+from mcpipechekr.runners.registry import runner_factory
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "opencode"
 
@@ -303,3 +308,17 @@ def test_a_timed_out_run_keeps_what_the_agent_did(tmp_path: Path, emailindex_dir
     assert [step.kind for step in output.steps] == ["model", "tool_call"]
     assert output.steps[1].tool == "count_emails" and output.steps[0].thinking == [THINKING]
     assert not process_alive(int(child_file.read_text()))
+
+
+def test_keep_builtin_tools_reaches_the_agent_cli_runners_only(tmp_path: Path) -> None:
+    config = Config(server=ServerConfig(name="emailindex", command="python", args=["server.py"]))
+    spec = ProviderSpec(provider="fake", model="fake-model")
+    kept = runner_factory(config, "opencode", keep_builtin_tools=True)(spec)
+    assert isinstance(kept, OpencodeRunner) and kept.keep_builtin_tools
+    kept = runner_factory(config, "claude-code", keep_builtin_tools=True)(spec)
+    assert isinstance(kept, ClaudeCodeRunner) and kept.keep_builtin_tools
+    assert not runner_factory(config, "opencode")(spec).keep_builtin_tools  # type: ignore[attr-defined]
+    demo = runner_factory(config, "opencode", keep_builtin_tools=True)(ProviderSpec(provider="demo"))
+    assert isinstance(demo, DemoRunner), "the demo model runs natively whatever the runner"
+    with pytest.raises(UserError, match="the native runner's agent has no tools but the server's"):
+        runner_factory(config, "native", keep_builtin_tools=True)

@@ -16,7 +16,7 @@ from mcpipechekr.pipeline import harness_run
 from mcpipechekr.providers import ProviderSpec, parse_provider
 from mcpipechekr.runners.base import DEMO_MODEL_LABEL
 from mcpipechekr.runners.execute import DEFAULT_CONCURRENCY, phase1_for_run
-from mcpipechekr.runners.registry import AGENT_RUNNERS, DEFAULT_RUNNER
+from mcpipechekr.runners.registry import AGENT_RUNNERS, DEFAULT_RUNNER, runner_factory
 
 
 def phase1_providers(config: Config, given: tuple[str, ...]) -> list[ProviderSpec]:
@@ -78,6 +78,12 @@ def _summary(paths: list[Path]) -> Table:
     "The demo provider always runs natively.",
 )
 @click.option(
+    "--keep-builtin-tools",
+    is_flag=True,
+    help="With --runner opencode or claude-code: leave the agent CLI's own tools (shell, files, ...) "
+    "beside the server's. By default they are removed, so the agent can only use the server.",
+)
+@click.option(
     "--repeat",
     type=click.IntRange(min=1),
     default=1,
@@ -103,6 +109,7 @@ def run_command(
     ctx: click.Context,
     phase1_providers_given: tuple[str, ...],
     runner: str,
+    keep_builtin_tools: bool,
     repeat: int,
     concurrency: int,
     max_requests: int | None,
@@ -125,6 +132,7 @@ def run_command(
     config = effective_config(ctx)
     specs = phase1_providers(config, phase1_providers_given)
     config = config.model_copy(update={"providers": config.providers.model_copy(update={"phase1": specs[0]})})
+    runner_factory(config, runner, keep_builtin_tools=keep_builtin_tools)  # refuses bad flags before a run
     with harness_run(config, task_ids, tags) as run:
         console.print(
             f"{run.run_dir.run_id}: {len(run.tasks)} task(s) x {len(specs)} provider(s) x {repeat} "
@@ -136,6 +144,7 @@ def run_command(
             repeat=repeat,
             concurrency=concurrency,
             runner=runner,
+            keep_builtin_tools=keep_builtin_tools,
             max_requests=max_requests or config.timeouts.max_requests,
         )
     console.print(_summary(paths), soft_wrap=True)

@@ -57,7 +57,7 @@ from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.assemble import assemble_trace
 from mcpipechekr.runners.base import AgentServer, Runner, RunnerOutput, RunRequest
 from mcpipechekr.runners.progress import Phase1Progress
-from mcpipechekr.runners.registry import DEFAULT_RUNNER, get_runner
+from mcpipechekr.runners.registry import DEFAULT_RUNNER, runner_factory
 from mcpipechekr.tasks import Task
 
 DEFAULT_CONCURRENCY = 4
@@ -419,20 +419,22 @@ def run_phase1(
     concurrency: int = DEFAULT_CONCURRENCY,
     runner_for: RunnerFor | None = None,
     runner: str = DEFAULT_RUNNER,
+    keep_builtin_tools: bool = False,
     max_requests: int | None = None,
     progress: bool = True,
 ) -> list[Path]:
     """Run every task with every provider `repeat` times; returns the trace files written, in plan order.
 
     `runner_for` picks the runner per provider (default: the registry, with
-    `runner` for non-demo providers). `progress` shows done / running / failed
-    and tokens on stderr. Raises ServerHalt when the server fails (see the
-    module doc) and KeyboardInterrupt on Ctrl-C, after writing the traces of
-    the attempts in flight.
+    `runner` for non-demo providers, and the agent CLIs' built-in tools left
+    to them when `keep_builtin_tools`). `progress` shows done / running /
+    failed and tokens on stderr. Raises ServerHalt when the server fails (see
+    the module doc) and KeyboardInterrupt on Ctrl-C, after writing the traces
+    of the attempts in flight.
     """
     attempts = plan_attempts(tasks, providers, repeat)
     if runner_for is None:
-        runner_for = functools.partial(get_runner, config=config, runner=runner)
+        runner_for = runner_factory(config, runner, keep_builtin_tools=keep_builtin_tools)
     display = Phase1Progress(err_console) if progress else None
     try:
         state = anyio.run(
@@ -460,6 +462,7 @@ def phase1_for_run(
     repeat: int = 1,
     concurrency: int = DEFAULT_CONCURRENCY,
     runner: str = DEFAULT_RUNNER,
+    keep_builtin_tools: bool = False,
     max_requests: int | None = None,
     runner_for: RunnerFor | None = None,
     progress: bool = True,
@@ -468,11 +471,16 @@ def phase1_for_run(
 
     `providers` defaults to the config's `providers.phase1`. With several, the
     manifest's `providers.phase1` lists them all, comma-separated, in order.
+    `keep_builtin_tools` is recorded in the manifest's `parameters`.
     """
     specs = list(providers) or [run.config.providers.phase1]
     names = ", ".join(str(spec) for spec in specs)
-    if run.manifest.providers.phase1 != names:
-        run.manifest.providers.phase1 = names
+    changed = run.manifest.providers.phase1 != names
+    run.manifest.providers.phase1 = names
+    if keep_builtin_tools and run.manifest.parameters.get("keep_builtin_tools") is not True:
+        run.manifest.parameters["keep_builtin_tools"] = True
+        changed = True
+    if changed:
         write_model(run.run_dir.manifest, run.manifest)
     return run_phase1(
         run.config,
@@ -483,6 +491,7 @@ def phase1_for_run(
         concurrency=concurrency,
         runner_for=runner_for,
         runner=runner,
+        keep_builtin_tools=keep_builtin_tools,
         max_requests=max_requests,
         progress=progress,
     )

@@ -7,8 +7,10 @@ nothing of it; a missing or broken runner module must not stop the others.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
+from collections.abc import Callable
 from typing import Literal
 
 from mcpipechekr.config import Config
@@ -19,6 +21,8 @@ from mcpipechekr.runners.base import Runner
 AgentRunner = Literal["native", "opencode", "claude-code"]
 AGENT_RUNNERS: tuple[AgentRunner, ...] = ("native", "opencode", "claude-code")
 DEFAULT_RUNNER: AgentRunner = "native"
+RUNNERS_WITH_BUILTIN_TOOLS: tuple[AgentRunner, ...] = ("opencode", "claude-code")
+"""Agent CLIs that bring tools of their own (shell, files, ...), removed unless `keep_builtin_tools`."""
 
 RUNNER_CLASSES: dict[str, str] = {
     "native": "mcpipechekr.runners.native:NativeRunner",
@@ -57,17 +61,36 @@ def load_runner_class(name: str) -> type:
     return getattr(module, class_name)
 
 
-def get_runner(spec: ProviderSpec, config: Config, runner: str = DEFAULT_RUNNER) -> Runner:
+def get_runner(
+    spec: ProviderSpec, config: Config, runner: str = DEFAULT_RUNNER, *, keep_builtin_tools: bool = False
+) -> Runner:
     """A runner instance for one provider (see `runner_name_for`).
 
     A runner class is built with no arguments (a RunRequest carries the config),
-    or with the Config when its constructor requires one.
+    or with the Config when its constructor requires one. `keep_builtin_tools`
+    goes to the runners that take it (the agent CLIs); the others have no tools
+    but the server's.
     """
     cls = load_runner_class(runner_name_for(spec, runner))
+    parameters = inspect.signature(cls).parameters
     required = [
         parameter
-        for parameter in inspect.signature(cls).parameters.values()
+        for parameter in parameters.values()
         if parameter.default is inspect.Parameter.empty
         and parameter.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     ]
-    return cls(config) if required else cls()
+    keeps = keep_builtin_tools and "keep_builtin_tools" in parameters
+    options = {"keep_builtin_tools": True} if keeps else {}
+    return cls(config, **options) if required else cls(**options)
+
+
+def runner_factory(
+    config: Config, runner: str = DEFAULT_RUNNER, *, keep_builtin_tools: bool = False
+) -> Callable[[ProviderSpec], Runner]:
+    """Provider -> runner for a Phase 1 run, with the run's runner flags checked once, up front."""
+    if keep_builtin_tools and runner not in RUNNERS_WITH_BUILTIN_TOOLS:
+        raise UserError(
+            f"--keep-builtin-tools is for the agent CLIs ({', '.join(RUNNERS_WITH_BUILTIN_TOOLS)}); "
+            f"the {runner} runner's agent has no tools but the server's"
+        )
+    return functools.partial(get_runner, config=config, runner=runner, keep_builtin_tools=keep_builtin_tools)
