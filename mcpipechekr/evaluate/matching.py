@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import string
+import sys
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cached_property, lru_cache
@@ -75,7 +76,10 @@ def normalise(text: str) -> str:
     text = text.lower()
     if "," in text:
         text = _THOUSANDS.sub("", text)
-    return " ".join(_EDGES.sub(" ", text.translate(_PUNCTUATION)).split())
+    text = text.translate(_PUNCTUATION)
+    if "." in text or "+" in text or "-" in text:
+        text = _EDGES.sub(" ", text)
+    return " ".join(text.split())
 
 
 def _day(year: str, month: int, day: str) -> str | None:
@@ -105,9 +109,13 @@ def dates_in(text: str) -> set[str]:
     return found
 
 
-def prepare(text: str) -> tuple[str, set[str]]:
-    """A text's normalised form and days, for `Haystack.prepared`."""
-    return normalise(text), dates_in(text)
+@lru_cache(maxsize=16384)
+def prepare(text: str) -> tuple[str, frozenset[str]]:
+    """A text's normalised form and days, for `Haystack.prepared`.
+
+    Cached: the repetitions of a task send the same arguments and often say the same things.
+    """
+    return normalise(text), frozenset(dates_in(text))
 
 
 @lru_cache(maxsize=65536)
@@ -130,7 +138,7 @@ class Haystack:
     texts: list[str] = field(default_factory=list)
 
     @classmethod
-    def prepared(cls, pieces: list[tuple[str, set[str]]]) -> Haystack:
+    def prepared(cls, pieces: list[tuple[str, frozenset[str]]]) -> Haystack:
         """From texts already normalised, with their days (see `prepare`): no text is parsed twice."""
         haystack = cls()
         parts, offsets, days = [" "], [], {}
@@ -169,35 +177,60 @@ class Haystack:
         `strict` looks for short values too (as whole words): right for an expected answer such as
         a count of 7, wrong for guessing whether a field was read.
         """
+        return self.last_seen(value, strict=strict) >= since
+
+    def last_seen(self, value: Any, *, strict: bool = False) -> int:
+        """Where a value last appears, by the module's rule: `contains(value, since=s)` iff `>= s`.
+
+        `ALWAYS` for values that count as appearing anywhere, `NEVER` for one that does not appear.
+        One look-up answers `contains` for every `since`, so a value seen in many results is
+        searched for once.
+        """
         if value is None or isinstance(value, bool):
-            return True
-        text = str(value)
-        if len(text.strip()) < MIN_LENGTH and not strict:
-            return True
+            return ALWAYS
+        short, needle, day, words = _pattern(value if isinstance(value, str) else str(value))
+        if short and not strict:
+            return ALWAYS
         haystack = self.normalised
-        floor = max(0, since - 1)  # a match's leading space sits just before its piece
-        if isinstance(value, str):
-            day = as_day(value)
-            if day is not None:
-                return (
-                    self.last_day.get(day, -1) >= since or haystack.rfind(f" {_normalised(value)} ") >= floor
-                )
-        needle = _normalised(text)
+        if day is not None:
+            return max(self.last_day.get(day, NEVER), _start(haystack.rfind(needle)))
         if not needle:
-            return True
-        if haystack.rfind(f" {needle} ") >= floor:
-            return True
-        if len(text) > LONG_VALUE:
-            words = needle.split(" ")
+            return ALWAYS
+        last = _start(haystack.rfind(needle))
+        if words is not None:
             known = self.words
-            if sum(word in known for word in words) < min(QUOTE_WORDS, len(words)):
-                return False  # fewer of its words in the text than any quote of it needs
+            if sum(map(known.__contains__, words)) < min(QUOTE_WORDS, len(words)):
+                return last  # fewer of its words in the text than any quote of it needs
             for start in range(0, max(1, len(words) - QUOTE_WORDS + 1)):
-                if haystack.rfind(f" {' '.join(words[start : start + QUOTE_WORDS])} ") >= floor:
-                    return True
-        return False
+                run = words[start : start + QUOTE_WORDS]
+                if all(map(known.__contains__, run)):
+                    last = max(last, _start(haystack.rfind(f" {' '.join(run)} ")))
+        return last
+
+
+ALWAYS = sys.maxsize
+"""`last_seen` of a value that counts as appearing everywhere (too short to tell, or empty)."""
+NEVER = -1
+"""`last_seen` of a value that does not appear."""
+
+
+def _start(found: int) -> int:
+    """Where a match found by `rfind(" needle ")` starts (after its leading space), or NEVER."""
+    return found + 1 if found >= 0 else NEVER
 
 
 @lru_cache(maxsize=65536)
-def _normalised(text: str) -> str:
-    return normalise(text)
+def _pattern(text: str) -> tuple[bool, str, str | None, tuple[str, ...] | None]:
+    """What `last_seen` looks for, worked out once per value text.
+
+    (too short to tell, ` needle ` or "" when nothing is left of it, its day if it is an ISO date,
+    its words if it is long enough to be quoted in part). No number's text reads as an ISO date,
+    so the day applies to strings only, as the rule says.
+    """
+    needle = normalise(text)
+    return (
+        len(text.strip()) < MIN_LENGTH,
+        f" {needle} " if needle else "",
+        as_day(text),
+        tuple(needle.split(" ")) if len(text) > LONG_VALUE else None,
+    )

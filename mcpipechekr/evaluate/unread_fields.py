@@ -13,32 +13,38 @@ from mcpipechekr.evaluate.base import Finding, TraceContext, result_json
 from mcpipechekr.evaluate.matching import Haystack, prepare
 
 
-def leaves(data: Any, path: str = "") -> list[tuple[str, str, Any]]:
-    """(path, key, value) of every scalar in a result: `emails[].subject`, `total`, `tags[]`."""
-    out: list[tuple[str, str, Any]] = []
+def leaves(data: Any) -> list[tuple[str, int, Any]]:
+    """(path, bytes, value) of every scalar in a result: `emails[].subject`, `total`, `tags[]`.
+
+    bytes: what the scalar adds to the compact JSON, `"key":value,`; summed, then turned into
+    tokens once.
+    """
+    out: list[tuple[str, int, Any]] = []
+    _walk(data, "", out)
+    return out
+
+
+def _walk(data: Any, path: str, out: list[tuple[str, int, Any]]) -> None:
+    # One pass that names and sizes each scalar: this runs on every value of every result.
     if isinstance(data, dict):
         for key, value in data.items():
             where = f"{path}.{key}" if path else str(key)
             if isinstance(value, dict | list):
-                out.extend(leaves(value, where))
+                _walk(value, where, out)
+            elif isinstance(value, str):
+                out.append((where, len(str(key)) + 6 + len(value.encode()), value))
             else:
-                out.append((where, str(key), value))
+                out.append((where, len(str(key)) + 4 + len(orjson.dumps(value, default=str)), value))
     elif isinstance(data, list):
+        where = f"{path}[]"
+        overhead = len(path.rsplit(".", 1)[-1]) + 4
         for item in data:
             if isinstance(item, dict | list):
-                out.extend(leaves(item, f"{path}[]"))
+                _walk(item, where, out)
+            elif isinstance(item, str):
+                out.append((where, overhead + 2 + len(item.encode()), item))
             else:
-                out.append((f"{path}[]", path.rsplit(".", 1)[-1], item))
-    return out
-
-
-def _field_bytes(key: str, value: Any) -> int:
-    """Bytes of `"key":value,` in compact JSON; summed, then turned into tokens once."""
-    return (
-        len(key)
-        + 4
-        + (len(value.encode()) + 2 if isinstance(value, str) else len(orjson.dumps(value, default=str)))
-    )
+                out.append((where, overhead + len(orjson.dumps(item, default=str)), item))
 
 
 @dataclass
@@ -67,39 +73,41 @@ class UnreadFields:
     min_share: float = 0.2
 
     def analyze(self, ctx: TraceContext) -> list[Finding]:
-        steps = ctx.trace.steps
-        pieces: list[tuple[str, set[str]]] = []
-        for step in steps:
-            if isinstance(step, ModelTurn):
-                pieces.append(prepare(" ".join([step.text, *step.thinking])))
-            else:
-                pieces.append(prepare(orjson.dumps(step.arguments, default=str).decode()))
-        pieces.append(prepare(ctx.trace.final_answer or ""))
-        haystack = Haystack.prepared(pieces)
+        haystack = Haystack.prepared(
+            [
+                prepare(" ".join([step.text, *step.thinking]))
+                if isinstance(step, ModelTurn)
+                else prepare(orjson.dumps(step.arguments, default=str).decode())
+                for step in ctx.trace.steps
+            ]
+            + [prepare(ctx.trace.final_answer or "")]
+        )
+        last_seen: dict[tuple[type, Any], int] = {}  # each distinct value is looked up once per trace
         per_tool: dict[str, dict[str, Any]] = {}
         for call in ctx.calls:
             data = result_json(call)
             if call.is_error or data is None:
                 continue
             since = haystack.offsets[call.index + 1]
-            entry = per_tool.setdefault(
-                call.tool, {"read": set(), "tokens": {}, "steps": [], "total": 0, "seen": set()}
-            )
+            entry = per_tool.get(call.tool)
+            if entry is None:
+                entry = per_tool[call.tool] = {"read": set(), "tokens": {}, "steps": [], "total": 0}
             entry["steps"].append(call.index)
             data_tokens = estimate_tokens(data) or 1
             scale = call.result_tokens_estimated / data_tokens
             entry["total"] += call.result_tokens_estimated
-            for path, key, value in leaves(data):
-                entry["tokens"][path] = entry["tokens"].get(path, 0) + _field_bytes(key, value) * scale / 4
-                if path in entry["read"]:
+            read: set[str] = entry["read"]
+            tokens: dict[str, float] = entry["tokens"]
+            for path, size, value in leaves(data):
+                tokens[path] = tokens.get(path, 0) + size * scale / 4
+                if path in read:
                     continue
-                seen = (path, value, since) if isinstance(value, str | int | float) else None
-                if seen is not None and seen in entry["seen"]:
-                    continue  # the same value after the same step: already known to be unread
-                if haystack.contains(value, since=since):
-                    entry["read"].add(path)
-                elif seen is not None:
-                    entry["seen"].add(seen)
+                memo = (value.__class__, value)
+                position = last_seen.get(memo)
+                if position is None:
+                    position = last_seen[memo] = haystack.last_seen(value)
+                if position >= since:
+                    read.add(path)
         findings = []
         for tool, entry in sorted(per_tool.items()):
             unread = {path: tokens for path, tokens in entry["tokens"].items() if path not in entry["read"]}
