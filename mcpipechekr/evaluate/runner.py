@@ -15,9 +15,11 @@ success and the report says correctness was not checked.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -322,6 +324,25 @@ def resolve_phase2(config: Config, phase2_provider: str | ProviderSpec | None) -
         raise UserError(f"--phase2-provider: {exc}") from exc
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cycle collector while a run's traces are read and analysed.
+
+    An evaluation holds every trace of the run in memory (a thousand traces are millions of
+    objects) while it allocates steadily, so each full collection walks them all, and finds
+    nothing: traces, findings and reports hold no reference cycles. On 1,000 traces that was a
+    third of the reading time. Reference counting still frees what is dropped; the collector
+    resumes on the way out.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def evaluate_run(
     config: Config, run_dir: RunDir | str | Path, *, phase2_provider: str | ProviderSpec | None = None
 ) -> BugReport:
@@ -330,22 +351,28 @@ def evaluate_run(
     if not run.root.is_dir():
         raise UserError(f"{run.root}: no such run folder")
     baseline = read_model(run.baseline, Baseline) if run.baseline.exists() else None
-    contexts, notes = load_contexts(config, run, baseline)
-    if baseline is None:
-        notes.append(f"no baseline at {run.baseline}: answers were not checked (run `mcpipechekr baseline`)")
-    if not contexts:
-        notes.append(f"no traces in {run.traces}: nothing to evaluate (run `mcpipechekr run` first)")
-    report, _ = evaluate_contexts(
-        contexts,
-        run_id=run.run_id,
-        phase1_provider=_phase1_provider(run, contexts, config),
-        threshold=config.thresholds.open_ended_divergence,
-        notes=notes,
-    )
     spec = resolve_phase2(config, phase2_provider)
+    with collector_paused():
+        contexts, notes = load_contexts(config, run, baseline)
+        if baseline is None:
+            notes.append(
+                f"no baseline at {run.baseline}: answers were not checked (run `mcpipechekr baseline`)"
+            )
+        if not contexts:
+            notes.append(f"no traces in {run.traces}: nothing to evaluate (run `mcpipechekr run` first)")
+        report, outcomes = evaluate_contexts(
+            contexts,
+            run_id=run.run_id,
+            phase1_provider=_phase1_provider(run, contexts, config),
+            threshold=config.thresholds.open_ended_divergence,
+            notes=notes,
+        )
+        traces = len(contexts)
+        prompt = None if spec.is_demo else digest(contexts, baseline, report)
+        del contexts, outcomes  # the traces go now, before the collector is back and would walk them
     intro = None
-    if not spec.is_demo:
-        answer = ask_evaluator(spec, config, digest(contexts, baseline, report))
+    if prompt is not None:
+        answer = ask_evaluator(spec, config, prompt)
         added, more_notes = llm_bugs(answer.bugs, {bug.id for bug in report.bugs})
         report = report.model_copy(
             update={
@@ -356,7 +383,7 @@ def evaluate_run(
         )
         report = BugReport.model_validate(report.model_dump())
         intro = answer.narrative
-    write_evaluation(run, report, render_narrative(report, traces=len(contexts), intro=intro))
+    write_evaluation(run, report, render_narrative(report, traces=traces, intro=intro))
     return report
 
 
