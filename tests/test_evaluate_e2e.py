@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mcpipechekr.artifacts import create_run_dir
+from mcpipechekr.artifacts import create_run_dir, read_trace
 from mcpipechekr.baseline import build_baseline
 from mcpipechekr.config import load_config
 from mcpipechekr.evaluate import evaluate_run
+from mcpipechekr.evaluate.base import call_cost
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.execute import run_phase1
 from mcpipechekr.tasks import load_tasks, select_tasks
@@ -70,6 +71,12 @@ def test_demo_traces_give_the_date_sort_gap_and_the_fts_rank_bug(
     assert any("combined with fields must return the projected fields" in c for c in fts.acceptance_criteria)
     gaps = [bug.token_cost_of_gap for bug in report.bugs]
     assert gaps == sorted(gaps, reverse=True)
+    # Four windows are four round trips, each re-reading the conversation: the costliest defect.
+    assert report.bugs[0].id == gap.id and gap.token_cost_of_gap > fts.token_cost_of_gap
+    calls = [
+        sum(call_cost(read_trace(run.root / e.trace).steps[step]) for step in e.steps) for e in gap.evidence
+    ]
+    assert gap.token_cost_of_gap > max(calls), "more than every call of the walk and the listing together"
     assert not [bug for bug in report.bugs if bug.type == "correctness"], (
         "the demo's answers match the baseline"
     )

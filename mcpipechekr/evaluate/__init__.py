@@ -3,7 +3,8 @@
 One module per analyzer (`call_count`, `repeated_calls`, `date_windows`,
 `pagination`, `error_workaround`, `unread_fields`, `wrong_tool`, `oversized`),
 each a small class whose docstring states its rule and its blind spots; then
-`correctness` (answers against the baseline), `costing` (the token prices),
+`correctness` (answers against the baseline), `costing` (the token prices,
+with `turns`: the model requests around each call),
 `aggregate` (findings into bugs), `stats` (Wilson, pass@k, pass^k),
 `narrative` (phase2_narrative.md, and the optional model evaluator) and
 `runner` (`evaluate_run`). docs/evaluation.md explains them for users.

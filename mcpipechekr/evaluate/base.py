@@ -19,9 +19,11 @@ from typing import Any, ClassVar, Protocol
 import orjson
 from pydantic import JsonValue
 
+from mcpipechekr._util.tokens import estimate_tokens
 from mcpipechekr.artifacts.baseline import BaselineEntry
 from mcpipechekr.artifacts.bug_report import BugSeverity, BugType, bug_id
 from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, Trace
+from mcpipechekr.evaluate.turns import Request, requests_of
 from mcpipechekr.tasks import Task
 
 
@@ -50,6 +52,16 @@ class TraceContext:
     @cached_property
     def calls(self) -> list[ToolCall]:
         return [step for step in self.trace.steps if isinstance(step, ToolCall)]
+
+    @cached_property
+    def call_tokens(self) -> dict[int, int]:
+        """`call_cost` of every call by step index, worked out once: analyzers and pricing share it."""
+        return {call.index: call_cost(call) for call in self.calls}
+
+    @cached_property
+    def requests(self) -> list[Request]:
+        """The trace's model requests (`turns.requests_of`): what pricing a wasted call's turns needs."""
+        return requests_of(self.trace)
 
     @cached_property
     def min_calls(self) -> int | None:
@@ -94,6 +106,9 @@ class Finding:
     """Estimated tokens the optimal sequence needs for this part; None: the cheapest wasted-free step."""
     observed_tokens: int | None = None
     """Set when the analyzer prices the observation itself (e.g. an oversized result)."""
+    extra_calls: int | None = None
+    """How many of the `wasted` calls the optimum would not make, when the analyzer cannot say which
+    (call_count: every call, some fewer needed); None: all of them."""
     details: dict[str, JsonValue] = field(default_factory=dict)
     analyzer: str = ""
 
@@ -112,8 +127,6 @@ class Analyzer(Protocol):
 
 def call_cost(call: ToolCall) -> int:
     """Estimated tokens of one call as the agent pays for it: its arguments plus its result."""
-    from mcpipechekr._util.tokens import estimate_tokens
-
     return estimate_tokens(call.arguments) + call.result_tokens_estimated
 
 

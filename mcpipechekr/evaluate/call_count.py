@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from mcpipechekr.evaluate.base import Finding, TraceContext, call_cost
+from mcpipechekr.evaluate.base import Finding, TraceContext
 
 
 @dataclass
@@ -26,7 +26,7 @@ class CallCount:
 
     name: ClassVar[str] = "call_count"
     # Priced as: all calls' tokens against the baseline's reference_tokens (or, without them,
-    # the observed tokens scaled by minimum / observed).
+    # the observed tokens scaled by minimum / observed); the model turns of the extra calls on top.
     min_extra: int = 2
     min_ratio: float = 1.5
 
@@ -38,7 +38,7 @@ class CallCount:
         task_id = ctx.trace.task_id
         tool = ctx.task.expected_tool if ctx.task and ctx.task.expected_tool else None
         ratio = observed / minimum
-        spent = sum(call_cost(call) for call in ctx.calls)
+        spent = sum(ctx.call_tokens.values())
         reference = ctx.baseline.reference_tokens if ctx.baseline else None
         optimal = reference if reference is not None else round(spent / ratio)
         if optimal >= spent:
@@ -57,6 +57,7 @@ class CallCount:
                 ],
                 steps=[call.index for call in ctx.calls],
                 wasted=[call.index for call in ctx.calls],
+                extra_calls=observed - minimum,
                 optimal_tokens=optimal,
                 details={"calls": observed, "min_calls": minimum, "ratio": round(ratio, 3)},
             )

@@ -35,7 +35,7 @@ from mcpipechekr.evaluate.aggregate import Occurrence, drop_explained, merge, so
 from mcpipechekr.evaluate.base import Analyzer, Budgets, Finding, TraceContext
 from mcpipechekr.evaluate.call_count import CallCount
 from mcpipechekr.evaluate.correctness import check_deterministic, similarity
-from mcpipechekr.evaluate.costing import price, sequence_tokens, trace_tokens
+from mcpipechekr.evaluate.costing import price, trace_tokens
 from mcpipechekr.evaluate.date_windows import DateWindows
 from mcpipechekr.evaluate.error_workaround import ErrorWorkaround
 from mcpipechekr.evaluate.narrative import ask_evaluator, digest, llm_bugs, render_narrative
@@ -99,7 +99,7 @@ def _correctness(ctx: TraceContext, threshold: float) -> tuple[bool, Finding | N
     if verdict.correct:
         return True, None, None
     last = ctx.trace.steps[-1].index if ctx.trace.steps else None
-    spent = sequence_tokens(ctx.calls)
+    spent = sum(ctx.call_tokens.values())
     finding = Finding(
         type="correctness",
         slug=("wrong-answer", trace.task_id),
@@ -212,7 +212,7 @@ def task_stats(outcomes: list[TraceOutcome], k: int = DEFAULT_K) -> list[TaskSta
         tokens = [trace_tokens(outcome.ctx.trace) for outcome in group]
         sources = {source for _, source in tokens}
         reference = ctx.baseline.reference_tokens if ctx.baseline else None
-        won = [sequence_tokens(outcome.ctx.calls) for outcome in group if outcome.success]
+        won = [sum(outcome.ctx.call_tokens.values()) for outcome in group if outcome.success]
         mean_won = sum(won) / len(won) if won else None
         stats.append(
             TaskStats(
