@@ -121,6 +121,10 @@ def prepare(text: str) -> tuple[str, frozenset[str]]:
 @lru_cache(maxsize=65536)
 def as_day(value: str) -> str | None:
     """The day of an ISO date or date-time string, else None."""
+    return _day_of(value)
+
+
+def _day_of(value: str) -> str | None:
     match = _ISO_DAY.fullmatch(value.strip())
     return _day(match[1], int(match[2]), match[3]) if match else None
 
@@ -231,6 +235,6 @@ def _pattern(text: str) -> tuple[bool, str, str | None, tuple[str, ...] | None]:
     return (
         len(text.strip()) < MIN_LENGTH,
         f" {needle} " if needle else "",
-        as_day(text),
+        _day_of(text),
         tuple(needle.split(" ")) if len(text) > LONG_VALUE else None,
     )
