@@ -3,8 +3,11 @@
 Each attempt gets its own journal (`journals/…jsonl`), its own proxied server
 (`capture.CaptureHub`), a private scratch folder outside the run (agent
 configs and the proxy's secrets live there and are deleted afterwards), and a
-runner chosen per provider. When the runner returns, the trace is assembled
-from its output and the journal and written to `traces/`.
+runner chosen per provider (one per provider for the whole run, so what it
+keeps between attempts, such as the native runner's model and HTTP client, is
+built once). When the runner returns, the trace is assembled from its output
+and the journal and written to `traces/`, in a worker thread: file work does
+not hold up the event loop the attempts and the HTTP proxy share.
 
 Rules, in the order they apply:
 - **per attempt**: the runner is given `timeouts.task_s` and a maximum number of

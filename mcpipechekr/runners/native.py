@@ -1,7 +1,8 @@
 """The native runner: a pydantic-ai agent whose only tools are the server's, reached over MCP.
 
 One attempt is one `Agent.run`: the model named by the provider string (built by
-`mcpipechekr.llm.build_model`), the exact task prompt as the user message, and the
+`mcpipechekr.llm.build_model` on the provider's first attempt and shared by the
+runner's later ones), the exact task prompt as the user message, and the
 server under test as an `MCPToolset` pointing at `request.server`, the capture
 proxy (its stdio command, or its HTTP URL with headers). Nothing else is given to
 the model: the instructions are `NATIVE_INSTRUCTIONS`, a neutral line that says
