@@ -595,7 +595,7 @@ def run_loop(**params: Any) -> None:
     from mcpipechekr.stages import report_step
 
     settings = current_settings()
-    config = load_graph_config(settings)
+    config, _, _ = graph_inputs.__wrapped__(settings).require()  # config and task selection problems first
     require_baseline(config)  # before any cost: the loop needs the accepted answers to judge against
     session: list[RunDir] = []
     stop = ""

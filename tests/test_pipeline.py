@@ -16,6 +16,7 @@ from project import copy_project, doit
 from mcpipechekr.artifacts import (
     Manifest,
     list_runs,
+    list_traces,
     read_model,
 )
 from mcpipechekr.cli import main
@@ -161,8 +162,12 @@ def test_the_loop_stops_at_the_lint_gate_until_the_risk_is_accepted(project: Pat
     )
     assert accept.returncode == 0, accept.stdout + accept.stderr
     passed = doit(project, env, "loop", "--config", str(config))
-    assert passed.returncode == 0, passed.stdout + passed.stderr
-    manifest = read_model(list_runs(tmp_path / "runs")[-1].manifest, Manifest)
+    # past the gate: traced and evaluated, then stopped at the review, which nobody answers without a terminal
+    assert "stopped before Phase 1" not in passed.stdout
+    assert "stopped at the review" in passed.stdout, passed.stdout + passed.stderr
+    last = list_runs(tmp_path / "runs")[-1]
+    assert list_traces(last) and last.bug_report.exists()
+    manifest = read_model(last.manifest, Manifest)
     assert manifest.status == "completed"
     assert [(r.tool, r.reason) for r in manifest.accepted_risks] == [
         ("sync_notes", "vendored tool, reviewed")
