@@ -79,7 +79,11 @@ class Bug(ArtifactModel):
     acceptance_criteria: list[str] = Field(
         default_factory=list, description="Checks that pass once the bug is fixed."
     )
-    token_cost_observed: int = Field(ge=0, description="Tokens the observed call sequence cost.")
+    token_cost_observed: int = Field(
+        ge=0,
+        description="Tokens the steps showing this bug cost: their calls, plus the model turns around "
+        "wasted calls.",
+    )
     token_cost_optimal: int = Field(ge=0, description="Tokens the optimal call sequence would cost.")
     token_cost_of_gap: int = Field(ge=0, description="Tokens lost to this bug per occurrence.")
     occurrences: int = Field(default=1, ge=1, description="How many times it was seen in this run.")
