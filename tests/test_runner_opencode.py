@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,18 +35,20 @@ from fakes.agent_scenarios import (
     openai_responder,
     write_config,
 )
+from fakes.net import free_port, wait_port
 from fakes.openai_server import FakeOpenAI, last_user_text
 
 from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, read_trace, write_trace
 from mcpipechekr.capture import journal_tool_calls
-from mcpipechekr.config import Config, ServerConfig
+from mcpipechekr.config import Config, ServerConfig, TimeoutsConfig
 from mcpipechekr.errors import UserError
-from mcpipechekr.providers import ProviderSpec
+from mcpipechekr.providers import EndpointConfig, ProviderSpec
 from mcpipechekr.runners.assemble import assemble_trace
 from mcpipechekr.runners.base import AgentServer
 from mcpipechekr.runners.claude_code import ClaudeCodeRunner
 from mcpipechekr.runners.cliagent import AgentCliMissing, SecretEnv, SessionFormatError, find_cli, run_cli
 from mcpipechekr.runners.demo import DemoRunner
+from mcpipechekr.runners.execute import run_phase1
 from mcpipechekr.runners.opencode import (
     OpencodeRunner,
     build_opencode_config,
@@ -56,6 +59,7 @@ from mcpipechekr.runners.opencode import (
     session_id_from_events,
 )
 from mcpipechekr.runners.registry import runner_factory
+from mcpipechekr.tasks import Task
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "opencode"
 
@@ -322,3 +326,42 @@ def test_keep_builtin_tools_reaches_the_agent_cli_runners_only(tmp_path: Path) -
     assert isinstance(demo, DemoRunner), "the demo model runs natively whatever the runner"
     with pytest.raises(UserError, match="the native runner's agent has no tools but the server's"):
         runner_factory(config, "native", keep_builtin_tools=True)
+
+
+def test_opencode_reaches_an_http_server_through_the_run_proxy(
+    tmp_path: Path, emailindex_dir: Path, emailindex_env: dict[str, str]
+) -> None:
+    """A Node HTTP client, not only httpx, through the HTTP capture proxy on the run's event loop."""
+    binary = require_cli("opencode", "MCPIPECHEKR_OPENCODE")
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "server.py", "--http", str(port)],
+        cwd=emailindex_dir,
+        env=emailindex_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_port(port, server, timeout_s=30)
+        with FakeOpenAI(openai_responder("emailindex_", ScriptLog())) as fake:
+            config = Config(
+                server=ServerConfig(name="emailindex", url=f"http://127.0.0.1:{port}/mcp"),
+                providers={"endpoints": {"fake": EndpointConfig(base_url=fake.base_url)}},
+                timeouts=TimeoutsConfig(task_s=120),
+            )
+            runner = OpencodeRunner(binary=binary, env=isolated_home(tmp_path / "home"))
+            (path,) = run_phase1(
+                config,
+                tmp_path / "run",
+                [Task(task_id=TASK_ID, prompt=PROMPT, task_type="deterministic")],
+                [ProviderSpec(provider="fake", model="fake-model")],
+                runner_for=lambda spec: runner,
+                progress=False,
+            )
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    trace = read_trace(path)
+    assert (trace.status, trace.final_answer, trace.status_reason) == ("completed", FINAL, None)
+    calls = [(step.tool, step.arguments, step.is_error) for step in trace.steps if isinstance(step, ToolCall)]
+    assert calls == [("count_emails", FIRST_ARGS, False), ("query_email_database", SECOND_ARGS, True)]

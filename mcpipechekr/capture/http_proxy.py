@@ -437,6 +437,8 @@ class HttpCaptureProxy:
                 pass
         except (_BadMessage, ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass  # the agent sent something unframeable or left: nothing more to do on this connection
+        except asyncio.CancelledError:
+            pass  # the proxy is closing; ending here spares asyncio's stream callback a cancelled task
         finally:
             self._connections.discard(task)
             writer.close()
