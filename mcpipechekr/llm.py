@@ -32,6 +32,14 @@ from mcpipechekr.errors import UserError
 from mcpipechekr.providers import ProviderSpec
 
 
+def quiet_agents() -> None:
+    """pydantic-ai greets a terminal with a banner on a process's first agent run; in the middle of
+    the loop's output it would read as ours. Called wherever our agents are built."""
+    import pydantic_ai
+
+    pydantic_ai.BANNER_ENABLED = False
+
+
 @functools.cache
 def tls_context() -> ssl.SSLContext:
     """The process's one TLS context for HTTP clients, with httpx's defaults (SSL_CERT_FILE, system CAs).
@@ -50,6 +58,7 @@ def build_model(spec: ProviderSpec, config: Config, *, purpose: str = "this phas
     """
     if spec.is_demo:
         raise UserError(f"provider `demo` is the scripted demo model, not an LLM; it cannot serve {purpose}")
+    quiet_agents()
     endpoint = config.providers.endpoint_for(spec)
     try:
         if endpoint is not None:

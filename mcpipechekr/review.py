@@ -32,6 +32,7 @@ from rich.table import Table
 from rich.text import Text
 
 from mcpipechekr._util.hashing import sha256_bytes
+from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import (
     Annotation,
     Bug,
@@ -339,7 +340,7 @@ def _decide(
     run_dir: RunDir, console: Console, decision: ReviewDecision, notes: list[str], digest: str
 ) -> Review:
     review = record_decision(run_dir, decision, notes, bug_report_hash=digest)
-    console.print(Text(describe_decision(review) + f" → {run_dir.review}"))
+    console.print(Text(describe_decision(review) + f" → {display_path(run_dir.review)}"))
     return review
 
 

@@ -10,6 +10,7 @@ import click
 from rich.text import Text
 
 from mcpipechekr._util.console import console
+from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import RunDir, open_run
 from mcpipechekr.cli.common import config_options, effective_config
 from mcpipechekr.errors import UserError
@@ -74,7 +75,7 @@ def review_command(
             raise UserError("--interactive asks for the decision at the prompt; drop --approve/--exit.")
         show_review(run_dir, console)
         review = record_decision(run_dir, decision, annotations)
-        console.print(Text(describe_decision(review) + f" → {run_dir.review}"))
+        console.print(Text(describe_decision(review) + f" → {display_path(run_dir.review)}"))
     elif interactive or (interactive is None and sys.stdin.isatty()):
         review = interactive_review(run_dir, console, _prompt_with(annotations))
     else:
@@ -90,7 +91,7 @@ def review_command(
         console.print(Text(f"next: `mcpipechekr fix {run_dir.run_id}` works through the approved bugs."))
     else:
         summary = write_session_summary([run_dir], run_dir.session_summary)
-        console.print(Text(f"session summary → {summary}"))
+        console.print(Text(f"session summary → {display_path(summary)}"))
 
 
 def _resolve_run(ctx: click.Context, run: str) -> RunDir:

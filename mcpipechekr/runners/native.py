@@ -50,7 +50,7 @@ from pydantic_ai.usage import UsageLimits
 
 from mcpipechekr.config import Config, Redactor
 from mcpipechekr.errors import ServerHalt
-from mcpipechekr.llm import build_model, tls_context
+from mcpipechekr.llm import build_model, quiet_agents, tls_context
 from mcpipechekr.runners.base import AgentServer, RunnerName, RunnerOutput, RunRequest, TraceStatus
 from mcpipechekr.runners.messages import final_answer, steps_from_messages
 
@@ -62,6 +62,8 @@ TOOL_RETRIES = 2
 
 CONNECTION_CLOSED = -32000
 """The MCP SDK's error code for a connection that closed under a pending request."""
+
+quiet_agents()  # the demo model runs through here too, and never reaches build_model
 
 
 class ServerLost(Exception):
