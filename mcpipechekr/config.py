@@ -26,7 +26,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     Field,
@@ -39,6 +39,7 @@ from pydantic import (
 
 from mcpipechekr._util.fields import StrictModel
 from mcpipechekr._util.hashing import sha256_json
+from mcpipechekr._util.redact import Redactor
 from mcpipechekr._util.yamlsrc import (
     ConfigFileError,
     Loc,
@@ -399,53 +400,6 @@ class FixConfig(StrictModel):
                 "(remove `command`, or set `agent: shell`)"
             )
         return self
-
-
-T = TypeVar("T")
-
-
-class Redactor:
-    """Replaces secret values in text or JSON-like data before it is written anywhere.
-
-    Secrets shorter than `min_length` characters are left alone: a value such as
-    `1`, `info` or a port number would match all over unrelated text (a tool
-    result, a model's answer) and corrupt it without protecting anything. Where
-    the structure is known, whole strings of any length down to
-    `exact_min_length` are still replaced (the recorded config does this).
-    """
-
-    MIN_LENGTH = 6
-
-    def __init__(
-        self,
-        replacements: list[tuple[str, str]] | None = None,
-        *,
-        min_length: int = MIN_LENGTH,
-        exact_min_length: int | None = None,
-    ):
-        exact_min = min_length if exact_min_length is None else exact_min_length
-        unique = {value: replacement for value, replacement in (replacements or []) if value}
-        self._exact = {value: repl for value, repl in unique.items() if len(value) >= exact_min}
-        # Longest first, so a secret that contains another is replaced whole.
-        self._embedded = sorted(
-            ((value, repl) for value, repl in unique.items() if len(value) >= min_length),
-            key=lambda pair: -len(pair[0]),
-        )
-
-    def redact(self, value: T) -> T:
-        """The same value with every secret replaced: strings, and strings inside dicts/lists/tuples."""
-        if isinstance(value, str):
-            if value in self._exact:
-                return self._exact[value]  # type: ignore[return-value]
-            for secret, replacement in self._embedded:
-                if secret in value:
-                    value = value.replace(secret, replacement)  # type: ignore[assignment]
-            return value
-        if isinstance(value, dict):
-            return {self.redact(key): self.redact(item) for key, item in value.items()}  # type: ignore[return-value]
-        if isinstance(value, list | tuple):
-            return type(value)(self.redact(item) for item in value)  # type: ignore[return-value]
-        return value
 
 
 class Config(StrictModel):

@@ -32,8 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     if not command:
         parser.error("give the server's command after `--`")
 
+    from mcpipechekr._util.redact import Redactor
     from mcpipechekr.capture.stdio_proxy import run_stdio_proxy
-    from mcpipechekr.config import Redactor
 
     env: dict[str, str] = {}
     redactor = None

@@ -55,8 +55,8 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from mcpipechekr._util.redact import Redactor
 from mcpipechekr.capture.journal import JournalWriter, time_monotonic
-from mcpipechekr.config import Redactor
 
 _HOP_BY_HOP = frozenset(
     {

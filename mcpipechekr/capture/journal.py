@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from mcpipechekr.config import Redactor
+from mcpipechekr._util.redact import Redactor
 
 _NO_REDACTION = Redactor([])
 

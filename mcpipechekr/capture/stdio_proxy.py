@@ -39,8 +39,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from mcpipechekr._util.redact import Redactor
 from mcpipechekr.capture.journal import JournalWriter, time_monotonic
-from mcpipechekr.config import Redactor
 
 GRACE_S = 3.0
 
