@@ -331,10 +331,10 @@ class HttpCaptureProxy:
             self._server.close()
         for task in list(self._connections):
             task.cancel()
-        if self._connections:
-            await asyncio.wait(list(self._connections), timeout=5)
         self._upstream.close()
         self._server = None
+        if self._connections:  # a cancelled caller stops waiting here; everything is closed already
+            await asyncio.wait(list(self._connections), timeout=5)
 
     def _finish(self) -> None:
         if self._socket is not None:
