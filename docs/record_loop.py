@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,16 +26,11 @@ from rich.console import Console
 from rich.text import Text
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from project import copy_project  # noqa: E402  (the tests' project copy: the same files a user has)
+
 WIDTH = 110
-
-
-def copy_project(root: Path) -> None:
-    for name in ("dodo.py", "config.yaml", "tasks.yaml"):
-        shutil.copy(ROOT / name, root / name)
-    shutil.copytree(ROOT / "checks", root / "checks")
-    shutil.copytree(
-        ROOT / "examples", root / "examples", ignore=shutil.ignore_patterns("*.db", "__pycache__")
-    )
 
 
 def record(project: Path) -> str:

@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from mcpipechekr import __version__
 from mcpipechekr.artifacts import (
@@ -54,10 +55,18 @@ def server_ref(config: Config) -> ServerRef:
     return ServerRef(name=server.name, transport="http", url=config.redactor.redact(server.url))
 
 
-def _new_manifest(config: Config, run_dir: RunDir, tasks: list[Task]) -> Manifest:
+def new_manifest(
+    config: Config,
+    run_id: str,
+    tasks: list[Task],
+    *,
+    identity: str | None = None,
+    parameters: dict[str, Any] | None = None,
+) -> Manifest:
+    """A run's manifest as it starts: everything that can change its outcome, pinned."""
     state = repo_state(config.server)
     return Manifest(
-        run_id=run_dir.run_id,
+        run_id=run_id,
         started_at=utc_now(),
         harness_version=__version__,
         mcp_server_sha=state.sha,
@@ -68,6 +77,8 @@ def _new_manifest(config: Config, run_dir: RunDir, tasks: list[Task]) -> Manifes
         config=config.redacted_dump(),
         server=server_ref(config),
         task_ids=[task.task_id for task in tasks],
+        identity=identity,
+        parameters=parameters or {},
     )
 
 
@@ -79,7 +90,7 @@ def harness_run(
     selected = select_tasks(load_tasks(config.paths.tasks), task_ids, tags)
     prepare_repo(config.server)
     run_dir = create_run_dir(config.paths.runs)
-    manifest = _new_manifest(config, run_dir, selected)
+    manifest = new_manifest(config, run_dir.run_id, selected)
     write_model(run_dir.manifest, manifest)
     server = ServerUnderTest(config.server, run_dir.server_stderr_log)
     status, reason = "completed", None

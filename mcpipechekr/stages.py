@@ -28,50 +28,29 @@ from mcpipechekr.artifacts import (
     ToolsSnapshot,
     read_model,
     snapshot_tools,
-    utc_now,
     write_model,
 )
 from mcpipechekr.artifacts.atomic import atomic_write_text
-from mcpipechekr.config import PHASES, Config
+from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import HOME_ENV, Home
-from mcpipechekr.pipeline import server_ref
+from mcpipechekr.pipeline import new_manifest
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runplan import RunPlan, claim_run_dir, read_manifest
 from mcpipechekr.server.lifecycle import ServerUnderTest
 from mcpipechekr.server.workspace import prepare_repo, repo_state
-from mcpipechekr.tasks import Task, task_file_hash
+from mcpipechekr.tasks import Task
 
 if TYPE_CHECKING:
     from mcpipechekr.runners.execute import Attempt
 
 
-def _manifest_for(config: Config, plan: RunPlan, tasks: list[Task]) -> Manifest:
-    from mcpipechekr import __version__
-    from mcpipechekr.artifacts import PhaseProviders
-
-    state = repo_state(config.server)
-    return Manifest(
-        run_id=plan.run_id,
-        started_at=utc_now(),
-        harness_version=__version__,
-        mcp_server_sha=state.sha,
-        mcp_server_dirty=state.dirty,
-        task_file_hash=task_file_hash(config.paths.tasks),
-        providers=PhaseProviders(**{phase: str(config.providers.for_phase(phase)) for phase in PHASES}),
-        config_hash=config.config_hash,
-        config=config.redacted_dump(),
-        server=server_ref(config),
-        task_ids=[task.task_id for task in tasks],
-        identity=plan.identity,
-        parameters=plan.parameters,
-    )
-
-
 def open_planned_run(config: Config, plan: RunPlan, tasks: list[Task]) -> Manifest:
     """Create the planned run folder and its manifest, or return the manifest of the reused run."""
     if claim_run_dir(plan):
-        manifest = _manifest_for(config, plan, tasks)
+        manifest = new_manifest(
+            config, plan.run_id, tasks, identity=plan.identity, parameters=plan.parameters
+        )
         write_model(plan.run_dir.manifest, manifest.finished("completed", "created; no step has run yet"))
         return read_model(plan.run_dir.manifest, Manifest)
     return read_model(plan.run_dir.manifest, Manifest)
