@@ -91,6 +91,13 @@ PARAMS: list[dict[str, Any]] = [
         "help": "Phase 1 agent for real models: native (pydantic-ai), opencode or claude-code.",
     },
     {
+        "name": "keep_builtin_tools",
+        "long": "keep-builtin-tools",
+        "type": bool,
+        "default": False,
+        "help": "opencode / claude-code runners: leave the agent's own tools (shell, files) on.",
+    },
+    {
         "name": "new_run",
         "long": "new-run",
         "type": bool,
@@ -127,6 +134,7 @@ class Settings:
     repeat: int = 1
     concurrency: int = 4
     runner: str = "native"
+    keep_builtin_tools: bool = False
     new_run: bool = False
     regenerate_baseline: bool = False
     providers: tuple[tuple[str, str], ...] = ()
@@ -135,7 +143,16 @@ class Settings:
         """The flags that differ from their defaults, as the manifest records them."""
         defaults = Settings()
         given: dict[str, Any] = {}
-        for name in ("config", "task_ids", "tags", "repeat", "concurrency", "runner", "new_run"):
+        for name in (
+            "config",
+            "task_ids",
+            "tags",
+            "repeat",
+            "concurrency",
+            "runner",
+            "keep_builtin_tools",
+            "new_run",
+        ):
             if getattr(self, name) != getattr(defaults, name):
                 value = getattr(self, name)
                 given[name] = list(value) if isinstance(value, tuple) else value
@@ -183,6 +200,7 @@ def settings_from_argv(argv: list[str]) -> Settings:
         repeat=max(1, values.get("repeat", 1)),
         concurrency=max(1, values.get("concurrency", 4)),
         runner=values.get("runner", "native"),
+        keep_builtin_tools=values.get("keep_builtin_tools", False),
         new_run=values.get("new_run", False),
         regenerate_baseline=values.get("regenerate_baseline", False),
         providers=tuple(sorted(values["providers"].items())),
@@ -232,7 +250,7 @@ def graph_inputs(settings: Settings) -> GraphInputs:
         plan = plan_run(
             config,
             task_ids=[task.task_id for task in tasks],
-            phase1=[str(config.providers.phase1), settings.runner],
+            phase1=[str(config.providers.phase1), settings.runner, f"builtin={settings.keep_builtin_tools}"],
             repeat=settings.repeat,
             new_run=settings.new_run,
             parameters=settings.given(),
@@ -414,7 +432,15 @@ def task_trace() -> Iterator[dict[str, Any]]:
             def attempt(one: Task = task, number: int = repetition) -> None:  # doit reserves `task`
                 from mcpipechekr.stages import trace_step
 
-                trace_step(config, plan.run_dir, one, spec, number, runner=inputs.settings.runner)
+                trace_step(
+                    config,
+                    plan.run_dir,
+                    one,
+                    spec,
+                    number,
+                    runner=inputs.settings.runner,
+                    keep_builtin_tools=inputs.settings.keep_builtin_tools,
+                )
 
             yield {
                 "name": target.stem,

@@ -160,6 +160,7 @@ def trace_step(
     repetition: int,
     *,
     runner: str = "native",
+    keep_builtin_tools: bool = False,
 ) -> Path | None:
     """Phase 1, one attempt: the task run blind by `spec` → traces/<task>__<provider>__rNNN.json."""
     import functools
@@ -167,10 +168,10 @@ def trace_step(
     import anyio
 
     from mcpipechekr.runners.execute import Attempt, run_attempts
-    from mcpipechekr.runners.registry import get_runner
+    from mcpipechekr.runners.registry import runner_factory
 
     attempt = Attempt(task, spec, repetition)
-    runner_for = functools.partial(get_runner, config=config, runner=runner)
+    runner_for = runner_factory(config, runner, keep_builtin_tools=keep_builtin_tools)
     with run_stage(config, run_dir, f"trace {attempt.label}"):
         state = anyio.run(functools.partial(run_attempts, config, run_dir, [attempt], runner_for))
     record_call_evidence(config, run_dir, state.attempts)
