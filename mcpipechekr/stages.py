@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -40,9 +39,6 @@ from mcpipechekr.runplan import RunPlan, claim_run_dir, read_manifest
 from mcpipechekr.server.lifecycle import ServerUnderTest
 from mcpipechekr.server.workspace import prepare_repo, repo_state
 from mcpipechekr.tasks import Task
-
-if TYPE_CHECKING:
-    from mcpipechekr.runners.execute import Attempt
 
 
 def open_planned_run(config: Config, plan: RunPlan, tasks: list[Task]) -> Manifest:
@@ -174,7 +170,13 @@ def trace_step(
     runner_for = runner_factory(config, runner, keep_builtin_tools=keep_builtin_tools)
     with run_stage(config, run_dir, f"trace {attempt.label}"):
         state = anyio.run(functools.partial(run_attempts, config, run_dir, [attempt], runner_for))
-    record_call_evidence(config, run_dir, state.attempts)
+    from mcpipechekr.artifacts.journal import journal_path
+
+    record_call_evidence(
+        config,
+        run_dir,
+        [journal_path(run_dir, a.task.task_id, str(a.provider), a.repetition) for a in state.attempts],
+    )
     done = state.attempts[0]
     where = display_path(done.trace) if done.trace else "no trace"
     console.print(f"trace {done.label}: {done.state}, {done.tokens:,} tokens → {where}")
@@ -186,14 +188,13 @@ def findings_home(config: Config) -> Home:
     return Home.resolve(os.environ.get(HOME_ENV) or config.paths.home)
 
 
-def record_call_evidence(config: Config, run_dir: RunDir, attempts: list[Attempt]) -> None:
-    """Hand each attempt's journal to the findings home, so recurring failures across runs are seen."""
-    from mcpipechekr.artifacts.journal import journal_path
+def record_call_evidence(config: Config, run_dir: RunDir, journals: Iterable[Path]) -> None:
+    """Hand Phase 1 capture journals to the findings home as call records, so that failures recurring
+    across runs (and real use) are seen; event ids are derived, so handing one over twice adds nothing."""
     from mcpipechekr.findings.records import append_records, records_from_journal
 
     home = findings_home(config)
-    for attempt in attempts:
-        journal = journal_path(run_dir, attempt.task.task_id, str(attempt.provider), attempt.repetition)
+    for journal in journals:
         if journal.exists():
             session = f"{run_dir.run_id}/{journal.stem}"
             append_records(home, records_from_journal(journal, config.server.name, session, home=home))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -16,6 +17,8 @@ from fakes.openai_server import FakeOpenAI, text_reply, tool_call_reply
 from mcpipechekr.artifacts.trace import ToolCall, read_trace
 from mcpipechekr.capture import journal_tool_calls
 from mcpipechekr.cli import main
+from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.index import open_index, refresh_index
 
 REPO = Path(__file__).resolve().parents[1]
 FIRST = "find-first-email-ron-chinn"
@@ -84,6 +87,15 @@ def test_demo_run_on_the_example(tmp_path: Path, emailindex_dir: Path, emailinde
     projection = [s for s in traces[PROJECTION].steps if isinstance(s, ToolCall)]
     assert projection[0].is_error and "no such column: fts.rank" in (projection[0].error_text or "")
     assert "fields" in projection[0].arguments
+
+    # every call of the run reached the findings home as a call record, shapes only
+    home = Home.resolve(tmp_path / ".mcpipechekr")
+    refresh_index(home)
+    with contextlib.closing(open_index(home)) as index:
+        rows = index.execute("SELECT tool, outcome, arg_shape FROM calls ORDER BY session, seq").fetchall()
+    assert len(rows) == sum(len(_calls(trace.steps)) for trace in traces.values())
+    assert ("query_email_database", "error") in {(tool, outcome) for tool, outcome, _ in rows}
+    assert "Ron Chinn" not in "".join(shape for _, _, shape in rows)
 
 
 def test_native_agent_and_demo_compared_in_one_run(

@@ -17,6 +17,7 @@ from mcpipechekr.providers import ProviderSpec, parse_provider
 from mcpipechekr.runners.base import DEMO_MODEL_LABEL
 from mcpipechekr.runners.execute import DEFAULT_CONCURRENCY, phase1_for_run
 from mcpipechekr.runners.registry import AGENT_RUNNERS, DEFAULT_RUNNER, runner_factory
+from mcpipechekr.stages import record_call_evidence
 
 
 def phase1_providers(config: Config, given: tuple[str, ...]) -> list[ProviderSpec]:
@@ -147,5 +148,6 @@ def run_command(
             keep_builtin_tools=keep_builtin_tools,
             max_requests=max_requests or config.timeouts.max_requests,
         )
+        record_call_evidence(config, run.run_dir, sorted((run.run_dir.root / "journals").glob("*.jsonl")))
     console.print(_summary(paths), soft_wrap=True)
     console.print(f"{len(paths)} trace(s) in {run.run_dir.traces}")
