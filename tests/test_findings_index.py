@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import random
 import sqlite3
 import uuid
@@ -17,7 +18,7 @@ from mcpipechekr.cli import main
 from mcpipechekr.findings.errors import EXIT_EVIDENCE_UNAVAILABLE, EvidenceUnavailable, JournalRejected
 from mcpipechekr.findings.home import HOME_ENV, Home
 from mcpipechekr.findings.index import open_index, refresh_index
-from mcpipechekr.findings.journal_rows import fast_row, model_row
+from mcpipechekr.findings.journal_rows import canonical_row, fast_row, model_row, parse_lines
 from mcpipechekr.findings.records import MAX_RECORD_BYTES, CallRecord, template_id
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -328,3 +329,129 @@ def test_the_fast_path_is_taken_for_written_records(home: Home) -> None:
     for seq in range(50):
         sample = record(home, "s", seq, error="x" if rng.random() < 0.3 else None)
         assert fast_row(orjson.loads(sample.to_line()), "j", 1) is not None
+
+
+def line_mutations(line: str, rng: random.Random) -> list[str]:
+    """Spellings of a canonical line: a few valid records, most not, many at the line pattern's edges."""
+    out = []
+    for old, new in [
+        ('"seq":', '"seq": '),
+        ('"seq":', '"seq":0'),
+        ('"seq":', '"seq":1' + "0" * 18),
+        ('{"version":1,', '{"version":1.0,'),
+        ('{"version":1,', '{"version":"1",'),
+        ('{"version":1,', ""),
+        ('Z"', '+00:00"'),
+        ('Z"', '+01:30"'),
+        ('Z"', '"'),
+        ("T09:", "T24:"),
+        ("T09:", "t09:"),
+        ("2026-03-01", "2026-02-30"),
+        ("2026-03-01", "2026-3-01"),
+        ("2026-03-01", "0000-03-01"),
+        ('"server":"notes"', '"server":"n\\u00f6tes"'),
+        ('"server":"notes"', '"server":"nötes"'),
+        ('"server":"notes"', '"server":"no\\/tes"'),
+        ('"server":"notes"', '"server":""'),
+        ('"server":"notes"', '"server":"' + "n" * 200 + '"'),
+        ('"server":"notes"', '"server":"' + "n" * 201 + '"'),
+        ('"server":"notes"', '"server":"no\ttes"'),
+        ('"session":"s1"', '"session":"s\\/1"'),
+        ('"session":"s1"', '"session":"s 1"'),
+        ('"arg_shape":{"query":"string"}', '"arg_shape":{}'),
+        ('"arg_shape":{"query":"string"}', '"arg_shape":{"q":"integer","a":"string"}'),
+        ('"arg_shape":{"query":"string"}', '"arg_shape":{"q":"integer","q":"string"}'),
+        ('"arg_shape":{"query":"string"}', '"arg_shape":{"q":"date"}'),
+        ('"arg_shape":{"query":"string"}', '"arg_shape":{"":"null","\\"":"array"}'),
+        ('"latency_ms":2.5', '"latency_ms":2.50'),
+        ('"latency_ms":2.5', '"latency_ms":25e-1'),
+        ('"latency_ms":2.5', '"latency_ms":1E+2'),
+        ('"latency_ms":2.5', '"latency_ms":1e400'),
+        ('"latency_ms":2.5', '"latency_ms":-0.0'),
+        ('"latency_ms":2.5', '"latency_ms":-2.5'),
+        ('"latency_ms":2.5', '"latency_ms":02.5'),
+        ('"latency_ms":2.5', '"latency_ms":3'),
+        ('"latency_ms":2.5,', ""),
+        ('"request_bytes":90', '"request_bytes":9' + "0" * 18),
+        ('"request_bytes":90', '"request_bytes":-90'),
+        ('"request_bytes":90', '"request_bytes":090'),
+        ('"request_bytes":90', '"request_bytes":90.0'),
+        ('"response_bytes":300,', ""),
+        ('"probe":false', '"probe":0'),
+        ('"probe":false', '"probe":true'),
+        ('"outcome":"ok"', '"outcome":"unknown"'),
+        ('"outcome":"ok"', '"outcome":"error"'),
+        ('"outcome":"error"', '"outcome":"ok"'),
+        ('"outcome":"error"', '"outcome":"unknown"'),
+        (',"retryable":true', ',"retryable":null'),
+        (',"retryable":true', ""),
+        ('"err_code":"not_found"', '"err_code":"not found"'),
+        (',"err_code":"not_found"', ""),
+    ]:
+        if old in line:
+            out.append(line.replace(old, new, 1))
+    pool = '0123456789abcdefxyzAZ:.,-+eE "\\{}[]\t\x00é\udcff'
+    for _ in range(300):
+        at = rng.randrange(len(line))
+        out.append(line[:at] + rng.choice(pool) + line[at + rng.choice((0, 1)) :])
+    return out
+
+
+def test_the_line_pattern_agrees_with_the_model_on_every_mutated_line(home: Home) -> None:
+    """`canonical_row` accepts a line only when CallRecord does, and builds the same row; so do the others."""
+    rng = random.Random(11)
+    base = record(home, "s1", 4, error="nope")
+    samples = [
+        record(home, "s1", 0),
+        base,
+        base.model_copy(update={"retryable": True, "err_code": "not_found", "probe": True}),
+        base.model_copy(update={"at": T0, "latency_ms": 1e-7, "response_bytes": None}),
+        record(home, "s1", 1).model_copy(update={"arg_shape": {"z": "integer", "a": "object"}}),
+    ]
+    checked = canonical = 0
+    for sample in samples:
+        line = sample.to_line().decode().rstrip("\n")
+        for text in [line, *line_mutations(line, rng)]:
+            raw = text.encode("utf-8", "surrogateescape")
+            try:
+                expected = model_row(raw, Path("j.jsonl"), 1)
+            except JournalRejected:
+                expected = None
+            fast = canonical_row(text, "j.jsonl", 1)
+            if fast is not None:
+                canonical += 1
+                assert fast == expected, text
+            try:
+                parsed = parse_lines(raw + b"\n", Path("j.jsonl"), 0)
+            except JournalRejected:
+                parsed = None
+            if text.strip():
+                assert parsed == (None if expected is None else [expected]), text
+            checked += 1
+    assert checked > 1_500 and canonical >= 40
+
+
+def test_written_records_take_the_line_pattern(home: Home) -> None:
+    rng = random.Random(3)
+    for seq in range(50):
+        sample = record(home, "s", seq, error="x" if rng.random() < 0.3 else None)
+        if seq % 3 == 0:
+            sample = sample.model_copy(update={"at": T0, "latency_ms": None, "response_bytes": None})
+        if seq % 4 == 0 and sample.outcome == "error":
+            sample = sample.model_copy(update={"retryable": False, "probe": True})
+        line = sample.to_line().decode().rstrip("\n")
+        assert canonical_row(line, "j", 1) == model_row(line.encode(), Path("j"), 1)
+
+
+def test_a_refresh_puts_back_the_process_settings_it_changes(home: Home) -> None:
+    (home.journals / "20260301T000000.000000Z-a.jsonl").write_bytes(session_lines(home, "s1", 5))
+    adapters = dict(sqlite3.adapters)
+    assert gc.isenabled()
+    refresh_index(home)
+    assert gc.isenabled() and sqlite3.adapters == adapters
+    gc.disable()
+    try:
+        refresh_index(home, rebuild=True)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
