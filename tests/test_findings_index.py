@@ -122,6 +122,7 @@ def test_identical_replacement_bytes_reuse_the_index(home: Home) -> None:
     [
         ("truncate", "was truncated"),
         ("edit", "indexed bytes of journal 20260301T000000.000000Z-a.jsonl changed"),
+        ("edit_and_append", "indexed bytes of journal 20260301T000001.000000Z-b.jsonl changed"),
         ("remove", "was removed"),
         ("append_earlier", "grew but is not the last one indexed"),
         ("new_earlier", "sorts before indexed ones"),
@@ -141,6 +142,11 @@ def test_changes_before_the_end_of_the_log_rebuild_from_scratch(
     elif change == "edit":
         at = data.index(b'"latency_ms":2.5')
         first.write_bytes(data[:at] + b'"latency_ms":3.5' + data[at + 16 :])  # same length, one byte differs
+    elif change == "edit_and_append":  # looks like an append until the indexed bytes are hashed
+        tail = last.read_bytes()
+        at = tail.index(b'"latency_ms":2.5')
+        edited = tail[:at] + b'"latency_ms":3.5' + tail[at + 16 :]
+        last.write_bytes(edited + session_lines(home, "s2", 2, start=20))
     elif change == "remove":
         first.unlink()
     elif change == "append_earlier":
@@ -150,7 +156,7 @@ def test_changes_before_the_end_of_the_log_rebuild_from_scratch(
     stats = refresh_index(home)
     assert stats.mode == "full" and reason in (stats.reason or "")
     assert dump(home) == rebuilt(home, tmp_path)
-    if change == "edit":
+    if change in ("edit", "edit_and_append"):
         assert {row[11] for row in dump(home)["calls"]} == {2.5, 3.5}
 
 

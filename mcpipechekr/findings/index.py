@@ -16,7 +16,10 @@ the SHA-256 of exactly those bytes: content, never file times. A refresh:
   than the last one (an append to an earlier file): the log changed before
   its end, and an incremental result could then differ from a rebuild;
 - otherwise parses only the bytes past the checkpoints (the last journal's
-  tail and any new journals) in one transaction;
+  tail and any new journals) in one transaction. The re-hashing runs on
+  threads meanwhile (it is most of the work, and needs no GIL); the
+  transaction commits only once every prefix proved unchanged, and rolls
+  back for a full rebuild when one did not;
 - leaves an incomplete last line (no newline yet) for the next run;
 - refuses, with the file and line, a complete line that is not a valid
   `CallRecord`, one over `MAX_RECORD_BYTES`, or an event id already indexed
@@ -25,6 +28,9 @@ the SHA-256 of exactly those bytes: content, never file times. A refresh:
 
 A full rebuild writes a new file beside index.db and renames it over the old
 one, so readers see the old index or the new one, never a half-built one.
+It inserts the rows in one transaction, then builds the indexes (sorting
+once is cheaper than keeping them in order row by row), with no rollback
+journal and no syncs until the finished file is synced before the rename.
 
 Failure windows are derived in `windows.py`, for every session that got new
 calls; journal lines become rows in `journal_rows.py`.
@@ -39,7 +45,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -94,12 +100,15 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     lines INTEGER NOT NULL
 );
 """
-INDEXES = """
+CALL_INDEXES = """
 CREATE UNIQUE INDEX IF NOT EXISTS calls_by_event ON calls (event_id);
 CREATE INDEX IF NOT EXISTS calls_by_session ON calls (session, seq);
 CREATE INDEX IF NOT EXISTS calls_by_group ON calls (server, tool, template_id);
+"""
+WINDOW_INDEXES = """
 CREATE INDEX IF NOT EXISTS windows_by_session ON failure_windows (session);
 """
+INDEXES = CALL_INDEXES + WINDOW_INDEXES
 """Built after a full build's rows are in: sorting once is cheaper than keeping a B-tree in order row by
 row. `calls_by_event` makes event ids unique (an incremental refresh relies on it, `INSERT OR IGNORE`)."""
 _COLUMNS = ", ".join(CALL_COLUMNS)
@@ -162,7 +171,6 @@ class _Tail:
     journal: _Journal
     start: int
     lines: int
-    prefix_hash: Any = None  # hashlib object over the bytes before `start`
 
 
 @dataclass
@@ -170,6 +178,7 @@ class _Plan:
     mode: Literal["full", "incremental", "unchanged"]
     reason: str | None
     tails: list[_Tail] = field(default_factory=list)
+    prefixes: _Prefixes | None = None
 
 
 # --- reading ---------------------------------------------------------------------------------------
@@ -220,13 +229,23 @@ def refresh_index(home: Home, rebuild: bool = False) -> IndexStats:
     """
     started = time.perf_counter()
     home.root.mkdir(parents=True, exist_ok=True)
-    with indexer_lock(home), _bulk_settings():
+    workers = min(os.cpu_count() or 1, _HASH_THREADS)
+    with (
+        indexer_lock(home),
+        _bulk_settings(),
+        ThreadPoolExecutor(workers, thread_name_prefix="index-hash") as pool,
+    ):
         journals = _snapshot(home)
-        plan = _Plan("full", "rebuild requested") if rebuild else _plan(home, journals)
-        if plan.mode == "full":
-            stats = _full(home, journals, plan.reason)
-        elif plan.mode == "incremental":
-            stats = _incremental(home, plan.tails)
+        plan = _Plan("full", "rebuild requested") if rebuild else _plan(home, journals, pool)
+        outcome: IndexStats | _Plan = plan
+        if plan.mode == "incremental":
+            outcome = _incremental(home, plan)  # or a full plan, when indexed bytes turned out changed
+        if isinstance(outcome, IndexStats):
+            stats = outcome
+        elif outcome.mode == "full":
+            if outcome.prefixes is not None:
+                outcome.prefixes.cancel()
+            stats = _full(home, journals, outcome.reason)
         else:
             stats = IndexStats("unchanged")
             with contextlib.closing(sqlite3.connect(home.index_db)) as connection:
@@ -285,8 +304,13 @@ def _snapshot(home: Home) -> list[_Journal]:
     return sorted(found, key=lambda journal: journal.name)
 
 
-def _plan(home: Home, journals: list[_Journal]) -> _Plan:
-    """Full, incremental or nothing to do; the reason says what forced a full rebuild."""
+def _plan(home: Home, journals: list[_Journal], pool: ThreadPoolExecutor) -> _Plan:
+    """Full, incremental or nothing to do; the reason says what forced a full rebuild.
+
+    The indexed bytes are re-hashed on `pool` while the rest of the refresh
+    goes on: a plan other than a full rebuild holds their `_Prefixes`, which
+    `_incremental` checks before it commits (and an unchanged plan here).
+    """
     if not home.index_db.exists():
         return _Plan("full", "no index yet")
     try:
@@ -307,47 +331,79 @@ def _plan(home: Home, journals: list[_Journal]) -> _Plan:
         if name not in by_name:
             return _Plan("full", f"journal {name} was removed")
     last = max(checkpoints, default=None)
-    digests = _hash_prefixes(
+    prefixes = _Prefixes(
+        pool,
         [
-            (journal.path, checkpoints[journal.name].size)
+            (journal, checkpoints[journal.name])
             for journal in journals
             if journal.name in checkpoints and journal.size >= checkpoints[journal.name].size
-        ]
+        ],
     )
     tails: list[_Tail] = []
     for journal in journals:
         checkpoint = checkpoints.get(journal.name)
         if checkpoint is None:
             if last is not None and journal.name < last:
-                return _Plan("full", f"new journal {journal.name} sorts before indexed ones")
-            tails.append(_Tail(journal, 0, 0, hashlib.sha256()))
+                return prefixes.full_plan(
+                    journal.name, f"new journal {journal.name} sorts before indexed ones"
+                )
+            tails.append(_Tail(journal, 0, 0))
             continue
         if journal.size < checkpoint.size:
-            return _Plan("full", f"journal {journal.name} was truncated")
-        digest = digests[journal.path]
-        if digest is None or digest.hexdigest() != checkpoint.sha256:
-            return _Plan("full", f"indexed bytes of journal {journal.name} changed")
+            return prefixes.full_plan(journal.name, f"journal {journal.name} was truncated")
         if journal.size > checkpoint.size:
             if journal.name != last and _has_newline(journal.path, checkpoint.size, journal.size):
-                return _Plan("full", f"journal {journal.name} grew but is not the last one indexed")
-            tails.append(_Tail(journal, checkpoint.size, checkpoint.lines, digest))
+                return prefixes.full_plan(
+                    journal.name, f"journal {journal.name} grew but is not the last one indexed"
+                )
+            tails.append(_Tail(journal, checkpoint.size, checkpoint.lines))
     if not any(_has_newline(tail.journal.path, tail.start, tail.journal.size) for tail in tails):
-        return _Plan("unchanged", None)
-    return _Plan("incremental", None, tails)
+        changed = prefixes.full_plan()
+        return changed if changed.reason else _Plan("unchanged", None)
+    return _Plan("incremental", None, tails, prefixes)
 
 
-def _hash_prefixes(prefixes: list[tuple[Path, int]]) -> dict[Path, Any]:
-    """`_hash_prefix` of each (path, size), several files at once.
+class _Prefixes:
+    """The SHA-256 of every journal's indexed bytes, computed on threads while the refresh goes on.
 
     Re-hashing what was indexed is most of an incremental refresh's work, and
-    both reading and hashing run outside the GIL, so threads use every core.
+    reading and hashing both run outside the GIL, so it overlaps with parsing
+    the new lines and writing them to the index.
     """
-    if len(prefixes) <= 1:
-        return {path: _hash_prefix(path, size) for path, size in prefixes}
-    workers = min(len(prefixes), os.cpu_count() or 1, _HASH_THREADS)
-    with ThreadPoolExecutor(workers, thread_name_prefix="index-hash") as pool:
-        digests = pool.map(lambda prefix: _hash_prefix(*prefix), prefixes)
-        return {path: digest for (path, _size), digest in zip(prefixes, digests, strict=True)}
+
+    def __init__(self, pool: ThreadPoolExecutor, prefixes: list[tuple[_Journal, _Checkpoint]]) -> None:
+        self._expected = {journal.name: checkpoint.sha256 for journal, checkpoint in prefixes}
+        self._digests: dict[str, Future[Any]] = {
+            journal.name: pool.submit(_hash_prefix, journal.path, checkpoint.size)
+            for journal, checkpoint in prefixes
+        }
+
+    def changed(self, through: str | None = None) -> str | None:
+        """The first journal (up to `through`, in name order) whose indexed bytes changed, if any."""
+        for name in sorted(self._digests):
+            if through is not None and name > through:
+                break
+            digest = self._digests[name].result()
+            if digest is None or digest.hexdigest() != self._expected[name]:
+                return name
+        return None
+
+    def full_plan(self, through: str | None = None, reason: str | None = None) -> _Plan:
+        """A full rebuild for `reason`, or for the first changed journal up to `through` (found first
+        when the journals are read in order); a plan with no reason when neither applies."""
+        changed = self.changed(through)
+        if changed is not None:
+            return _Plan("full", f"indexed bytes of journal {changed} changed", prefixes=self)
+        return _Plan("full", reason, prefixes=self)
+
+    def digest(self, name: str) -> Any:
+        """The hashlib object over `name`'s indexed bytes, to continue over what is read after them."""
+        return self._digests[name].result()
+
+    def cancel(self) -> None:
+        """Drop the hashing not started yet: a full rebuild hashes everything it reads anyway."""
+        for future in self._digests.values():
+            future.cancel()
 
 
 def _hash_prefix(path: Path, size: int) -> Any:
@@ -381,10 +437,25 @@ def _has_newline(path: Path, start: int, end: int) -> bool:
 
 @dataclass
 class _Parsed:
+    """One tail's rows, and what its checkpoint needs."""
+
+    tail: _Tail
     rows: list[Row]
-    checkpoint: _Checkpoint
     parsed_bytes: int
+    new_lines: int
     pending_bytes: int
+    digest: Any  # hashlib object over the tail's complete lines when it starts its journal, else None
+    complete: bytes | None  # otherwise the lines, to hash once the prefix's hash is known
+
+    def checkpoint(self, prefix: Any = None) -> _Checkpoint:
+        """The checkpoint after these lines; `prefix` hashes the bytes before them, if there are any."""
+        digest = self.digest
+        if digest is None:
+            digest = prefix.copy()
+            digest.update(self.complete)
+        return _Checkpoint(
+            self.tail.start + self.parsed_bytes, digest.hexdigest(), self.tail.lines + self.new_lines
+        )
 
 
 def _parse_tail(tail: _Tail) -> _Parsed:
@@ -401,13 +472,17 @@ def _parse_tail(tail: _Tail) -> _Parsed:
             tail.lines + complete.count(b"\n") + 1,
             f"an unfinished record is already {len(pending)} bytes, over the {MAX_RECORD_BYTES}-byte limit",
         )
-    rows = list(parse_lines(complete, journal.path, tail.lines))
-    digest = tail.prefix_hash.copy() if tail.prefix_hash is not None else hashlib.sha256()
-    digest.update(complete)
-    checkpoint = _Checkpoint(
-        tail.start + len(complete), digest.hexdigest(), tail.lines + complete.count(b"\n")
+    rows = parse_lines(complete, journal.path, tail.lines)
+    fresh = tail.start == 0
+    return _Parsed(
+        tail,
+        rows,
+        len(complete),
+        complete.count(b"\n"),
+        len(pending),
+        hashlib.sha256(complete) if fresh else None,
+        None if fresh else complete,
     )
-    return _Parsed(rows, checkpoint, len(complete), len(pending))
 
 
 def _dedupe(home: Home, parsed: list[_Parsed]) -> tuple[list[Row], int]:
@@ -495,7 +570,9 @@ def _full(home: Home, journals: list[_Journal], reason: str | None) -> IndexStat
     """Build a new index beside the old one and rename it into place only when it is complete.
 
     Rows are deduplicated in memory, so the build needs no lookups, and the
-    secondary indexes are built after the rows are in.
+    indexes are built after the rows are in. The file is written with no
+    rollback journal and no syncs: until the rename nothing reads it, and a
+    failed build is deleted. It is synced once, complete, before the rename.
     """
     stats = IndexStats("full", reason)
     tails = [_Tail(journal, 0, 0) for journal in journals]
@@ -504,7 +581,7 @@ def _full(home: Home, journals: list[_Journal], reason: str | None) -> IndexStat
     target = home.index_db
     tmp = target.parent / temp_name_for(target)
     try:
-        connection = sqlite3.connect(tmp, isolation_level=None)
+        connection = sqlite3.connect(tmp, isolation_level=None, check_same_thread=False)
         try:
             connection.execute("PRAGMA journal_mode = OFF")
             connection.execute("PRAGMA synchronous = OFF")
@@ -512,15 +589,22 @@ def _full(home: Home, journals: list[_Journal], reason: str | None) -> IndexStat
             connection.executescript(DDL)
             connection.execute("BEGIN")
             connection.executemany(_INSERT_NEW_CALL, rows)
-            for tail, part in zip(tails, parsed, strict=True):
-                _save_checkpoint(connection, tail.journal.name, part.checkpoint)
-            connection.executemany(_INSERT_WINDOW, failure_windows(_window_input(rows)))
+            connection.execute("COMMIT")
+            with ThreadPoolExecutor(1, thread_name_prefix="index-build") as pool:
+                # SQLite sorts the calls' indexes without the GIL while the windows are worked out here.
+                indexing = pool.submit(connection.executescript, CALL_INDEXES)
+                windows = list(failure_windows(_window_input(rows)))
+                indexing.result()
+            connection.execute("BEGIN")
+            connection.executemany(_INSERT_WINDOW, windows)
+            for part in parsed:
+                _save_checkpoint(connection, part.tail.journal.name, part.checkpoint())
+            connection.execute("COMMIT")
+            connection.executescript(WINDOW_INDEXES)
             connection.executemany(
                 "INSERT INTO meta (key, value) VALUES (?, ?)",
                 [("schema", SCHEMA_VERSION), ("complete", "1")],
             )
-            connection.execute("COMMIT")
-            connection.executescript(INDEXES)
             stats.added = len(rows)
             stats.calls, stats.windows = _counts(connection)
         finally:
@@ -538,24 +622,47 @@ def _full(home: Home, journals: list[_Journal], reason: str | None) -> IndexStat
     return stats
 
 
-def _incremental(home: Home, tails: list[_Tail]) -> IndexStats:
-    """Parse only the tails and add them in one transaction; a rejected record rolls everything back."""
+def _incremental(home: Home, plan: _Plan) -> IndexStats | _Plan:
+    """Parse only the tails and add them in one transaction; a rejected record rolls everything back.
+
+    The indexed bytes are still being re-hashed meanwhile (`_Prefixes`): the
+    transaction commits only once they proved unchanged. Otherwise it rolls
+    back and the plan becomes a full rebuild, which is returned instead, as
+    it is when a record is refused in a log that changed before its end.
+    """
+    assert plan.prefixes is not None
+    prefixes = plan.prefixes
     stats = IndexStats("incremental")
-    parsed = _parse_all(tails, stats)
-    rows, repeats = _dedupe(home, parsed)
+    try:
+        parsed = _parse_all(plan.tails, stats)
+        rows, repeats = _dedupe(home, parsed)
+    except JournalRejected:
+        if prefixes.changed() is not None:
+            return prefixes.full_plan()
+        raise
     connection = sqlite3.connect(home.index_db, isolation_level=None)
     try:
         connection.execute("BEGIN IMMEDIATE")
         try:
             known = _add_to_existing(connection, home, rows)
-            stats.added = len(rows) - known
-            for tail, part in zip(tails, parsed, strict=True):
-                _save_checkpoint(connection, tail.journal.name, part.checkpoint)
             _rederive_windows(connection, sorted({row[1] for row in rows}))
+            if prefixes.changed() is not None:
+                connection.execute("ROLLBACK")
+                return prefixes.full_plan()
+            for part in parsed:
+                name = part.tail.journal.name
+                prefix = prefixes.digest(name) if part.digest is None else None
+                _save_checkpoint(connection, name, part.checkpoint(prefix))
             connection.execute("COMMIT")
+        except JournalRejected:
+            connection.execute("ROLLBACK")
+            if prefixes.changed() is not None:
+                return prefixes.full_plan()
+            raise
         except BaseException:
             connection.execute("ROLLBACK")
             raise
+        stats.added = len(rows) - known
         stats.duplicates = repeats + known
         stats.calls, stats.windows = _counts(connection)
     finally:

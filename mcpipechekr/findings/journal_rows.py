@@ -26,6 +26,7 @@ mutated records and mutated lines.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, get_args
@@ -103,7 +104,7 @@ _ASCII_TEXT = r"[ !#-\[\]-~]"  # printable ASCII but `"` and `\`: a JSON string'
 _INT = r"(0|[1-9][0-9]{0,17})"  # non-negative, and small enough for SQLite's 64-bit integers
 _NUMBER = r"((?:0|[1-9][0-9]{0,15})" + _optional(r"\.[0-9]{1,17}") + _optional("[eE][+-]?[0-9]{1,2}") + ")"
 _SHAPE_ENTRY = '"' + _ASCII_TEXT + '*":"(?:' + "|".join(get_args(ArgType)) + ')"'
-_CANONICAL = re.compile(
+_CANONICAL_TEXT = (
     r'\{"version":1'
     + f',"event_id":"({_bare(UUID_PATTERN)})"'
     + f',"session":"({_bare(SESSION_PATTERN)})"'
@@ -123,14 +124,16 @@ _CANONICAL = re.compile(
     + _optional(f',"latency_ms":{_NUMBER}')
     + f',"request_bytes":{_INT}'
     + _optional(f',"response_bytes":{_INT}')
-    + r',"probe":(true|false)\}',
-    re.ASCII,
-).fullmatch
+    + r',"probe":(true|false)\}'
+)
 """`CallRecord.to_line`'s spelling of a record, each field's pattern or type inline; the groups are the
 row's text.
 
 Only ASCII names and keys (their byte and character counts agree, and need no escapes), a `Z` time with
 no or six fraction digits, and numbers within bounds any JSON parser reads exactly as `float`/`int` do."""
+_CANONICAL = re.compile(_CANONICAL_TEXT, re.ASCII).fullmatch
+_CANONICAL_LINES = re.compile("^" + _CANONICAL_TEXT + "\n", re.ASCII | re.MULTILINE).finditer
+"""The canonical lines of a text, each with its newline; a line that does not match is skipped over."""
 _BOOL = {"true": 1, "false": 0}
 _CACHE_MAX = 1_024
 _dates: dict[str, bool] = {}
@@ -248,8 +251,11 @@ def fast_row(data: Any, source: str, line: int) -> Row | None:
 def canonical_row(line: str, source: str, number: int) -> Row | None:
     """The row of a line in `CallRecord.to_line`'s spelling, or None to let `fast_row` decide."""
     match = _CANONICAL(line)
-    if match is None:
-        return None
+    return None if match is None else _match_row(match, source, number)
+
+
+def _match_row(match: re.Match[str], source: str, number: int) -> Row | None:
+    """`canonical_row` of a line the pattern matched."""
     (event_id, session, seq, at, day, server, tool, template, shape, outcome, code, retryable, latency,
      request, response, probe) = match.groups()  # fmt: skip
     if outcome == "error":
@@ -332,30 +338,52 @@ def parse_lines(complete: bytes, path: Path, lines_before: int) -> list[Row]:
     Line numbers continue from `lines_before`. A line over MAX_RECORD_BYTES or
     not a valid record stops the parse with JournalRejected.
 
-    The bytes are decoded once, as a whole: a line that is not UTF-8 keeps its
-    bytes as escapes, matches no fast path, and reaches the model as it was.
+    The bytes are decoded once, as a whole, and the canonical lines found in
+    one scan (`canonical_row` on each); the lines between them go one by one
+    through `fast_row` or the model. A line that is not UTF-8 keeps its bytes
+    as escapes, matches no fast path, and reaches the model as it was.
     """
     source = path.name
+    text = complete.decode("utf-8", "surrogateescape")
     rows: list[Row] = []
     append = rows.append
     number = lines_before
-    for line in complete.decode("utf-8", "surrogateescape").split("\n")[:-1]:
+    done = 0  # where the next unread line starts
+    for match in _CANONICAL_LINES(text):
+        start, end = match.span()
+        if start != done:
+            number = _other_lines(text[done:start], path, number, append)
         number += 1
-        row = canonical_row(line, source, number) if len(line) <= MAX_RECORD_BYTES else None
-        if row is None:
-            row = _other_row(line.encode("utf-8", "surrogateescape"), path, number)
-            if row is None:
-                continue
-        append(row)
+        done = end
+        if end - start > MAX_RECORD_BYTES:  # the record and its newline; the line is ASCII
+            raise _oversized(path, number, end - start - 1)
+        row = _match_row(match, source, number)
+        append(row if row is not None else _other_row(text[start : end - 1].encode(), path, number))
+    if done != len(text):
+        _other_lines(text[done:], path, number, append)
     return rows
+
+
+def _other_lines(text: str, path: Path, number: int, append: Callable[[Row], None]) -> int:
+    """Add the rows of lines outside the canonical spelling; returns the number of the last line."""
+    for line in text.split("\n")[:-1]:
+        number += 1
+        row = _other_row(line.encode("utf-8", "surrogateescape"), path, number)
+        if row is not None:
+            append(row)
+    return number
+
+
+def _oversized(path: Path, number: int, size: int) -> JournalRejected:
+    return JournalRejected(
+        path, number, f"the record is {size} bytes, over the {MAX_RECORD_BYTES}-byte limit"
+    )
 
 
 def _other_row(line: bytes, path: Path, number: int) -> Row | None:
     """The row of a line not in the canonical spelling (None for a blank one); JournalRejected if invalid."""
     if len(line) > MAX_RECORD_BYTES:
-        raise JournalRejected(
-            path, number, f"the record is {len(line)} bytes, over the {MAX_RECORD_BYTES}-byte limit"
-        )
+        raise _oversized(path, number, len(line))
     try:
         row = fast_row(orjson.loads(line), path.name, number)
     except orjson.JSONDecodeError:
