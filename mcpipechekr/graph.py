@@ -52,6 +52,7 @@ from mcpipechekr.tasks import Task, load_tasks, select_tasks
 STATE_DIR = Path(".mcpipechekr")
 DEP_FILE = str(STATE_DIR / "doit.sqlite")
 LOCK_FILE = STATE_DIR / "doit.lock"
+STATE_DIR.mkdir(exist_ok=True)  # doit opens its dependency file there before any task runs, even for `list`
 
 DOIT_CONFIG: dict[str, Any] = {
     "default_tasks": ["loop"],

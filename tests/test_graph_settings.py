@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+from pathlib import Path
+
+from project import ROOT, doit
+
 from mcpipechekr.graph import Settings, settings_from_argv
 
 
@@ -45,3 +51,15 @@ def test_no_flags_means_the_defaults_and_nothing_recorded() -> None:
 
 def test_a_flag_without_its_value_at_the_end_is_left_to_doit() -> None:
     assert settings_from_argv(["loop", "--task"]).task_ids == ()
+
+
+def test_a_folder_without_config_lists_the_tasks_and_says_what_is_missing(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "dodo.py", tmp_path / "dodo.py")
+    listed = doit(tmp_path, dict(os.environ), "list")
+    assert listed.returncode == 0, listed.stderr
+    assert {line.split()[0] for line in listed.stdout.splitlines()} >= {"loop", "baseline", "review", "fix"}
+    loop = doit(tmp_path, dict(os.environ), "loop")
+    assert loop.returncode != 0
+    assert (
+        "config.yaml: config file not found" in loop.stdout and "Traceback" not in loop.stdout + loop.stderr
+    )
