@@ -642,6 +642,10 @@ def _incremental(home: Home, plan: _Plan) -> IndexStats | _Plan:
         raise
     connection = sqlite3.connect(home.index_db, isolation_level=None)
     try:
+        # Room for every page the refresh changes: a full cache would spill, syncing the journal each time.
+        connection.execute("PRAGMA cache_size = -65536")
+        # The rollback journal stays (its header zeroed) rather than being created and deleted each time.
+        connection.execute("PRAGMA journal_mode = PERSIST")
         connection.execute("BEGIN IMMEDIATE")
         try:
             known = _add_to_existing(connection, home, rows)
