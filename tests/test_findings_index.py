@@ -201,6 +201,25 @@ def rejected_again(home: Home, payload: bytes) -> JournalRejected:
     return rejected(home, payload)
 
 
+def test_a_refused_record_after_an_edit_is_refused_by_the_rebuild_too(home: Home) -> None:
+    """The tail is read before the indexed bytes are known to be intact; a refusal then waits for them."""
+    journal = home.journals / "20260301T000000.000000Z-a.jsonl"
+    journal.write_bytes(session_lines(home, "s1", 5))
+    refresh_index(home)
+    before = dump(home)
+    data = journal.read_bytes()
+    at = data.index(b'"latency_ms":2.5')
+    edited = data[:at] + b'"latency_ms":3.5' + data[at + 16 :]
+    journal.write_bytes(edited + b'{"version": 1}\n')
+    with pytest.raises(JournalRejected) as caught:
+        refresh_index(home)
+    assert caught.value.line == 6 and "field `event_id`" in str(caught.value)
+    assert dump(home) == before
+    journal.write_bytes(edited)
+    stats = refresh_index(home)
+    assert stats.mode == "full" and "indexed bytes of journal" in (stats.reason or "")
+
+
 def test_a_raw_value_field_is_refused(home: Home) -> None:
     good = orjson.loads(record(home, "s1", 7).to_line())
     error = rejected(home, orjson.dumps({**good, "arguments": {"query": "secret"}}) + b"\n")

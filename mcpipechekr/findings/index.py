@@ -590,11 +590,14 @@ def _full(home: Home, journals: list[_Journal], reason: str | None) -> IndexStat
             connection.execute("BEGIN")
             connection.executemany(_INSERT_NEW_CALL, rows)
             connection.execute("COMMIT")
-            with ThreadPoolExecutor(1, thread_name_prefix="index-build") as pool:
-                # SQLite sorts the calls' indexes without the GIL while the windows are worked out here.
+            with ThreadPoolExecutor(2, thread_name_prefix="index-build") as pool:
+                # While the windows are worked out here, SQLite sorts the calls' indexes without the GIL
+                # and the rows written so far head for the disk.
+                flushing = pool.submit(_sync, tmp)
                 indexing = pool.submit(connection.executescript, CALL_INDEXES)
                 windows = list(failure_windows(_window_input(rows)))
                 indexing.result()
+                flushing.result()
             connection.execute("BEGIN")
             connection.executemany(_INSERT_WINDOW, windows)
             for part in parsed:
@@ -609,8 +612,7 @@ def _full(home: Home, journals: list[_Journal], reason: str | None) -> IndexStat
             stats.calls, stats.windows = _counts(connection)
         finally:
             connection.close()
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
+        _sync(tmp)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(f"{target}-journal")  # a crashed refresh's rollback journal belongs to the old file
         os.replace(tmp, target)
@@ -620,6 +622,11 @@ def _full(home: Home, journals: list[_Journal], reason: str | None) -> IndexStat
             os.unlink(tmp)
         raise
     return stats
+
+
+def _sync(path: Path) -> None:
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
 
 
 def _incremental(home: Home, plan: _Plan) -> IndexStats | _Plan:
