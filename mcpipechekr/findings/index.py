@@ -47,6 +47,8 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,7 +58,7 @@ from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.journal_rows import CALL_COLUMNS, CONTENT, LINE, SOURCE, Row, parse_lines
 from mcpipechekr.findings.locking import JournalLock, indexer_lock
 from mcpipechekr.findings.records import MAX_RECORD_BYTES
-from mcpipechekr.findings.windows import INPUT_SQL, ORDER_SQL, WindowInput, failure_windows
+from mcpipechekr.findings.windows import INPUT_SQL, ORDER_SQL, WINDOW_COLUMNS, WindowInput, failure_windows
 
 SCHEMA_VERSION = "1"
 BATCH = 5_000
@@ -490,8 +492,8 @@ def _dedupe(home: Home, parsed: list[_Parsed]) -> tuple[list[Row], int]:
 
     A repeat with different content is refused, naming the later line and the first.
     """
-    rows = [row for part in parsed for row in part.rows]
-    if len({row[0] for row in rows}) == len(rows):
+    rows = list(chain.from_iterable(part.rows for part in parsed))
+    if len(set(map(itemgetter(0), rows))) == len(rows):
         return rows, 0  # the usual case, settled by one set of ids
     seen: dict[str, Row] = {}
     repeats = 0
@@ -559,9 +561,12 @@ def _parse_all(tails: list[_Tail], stats: IndexStats) -> list[_Parsed]:
     return parsed
 
 
+_WINDOW_FIELDS = itemgetter(*(CALL_COLUMNS.index(name) for name in WINDOW_COLUMNS))
+
+
 def _window_input(rows: list[Row]) -> list[WindowInput]:
     """The windows' input from rows in memory, in `windows.ORDER_SQL` order."""
-    projected = [(row[1], row[2], row[0], row[4], row[5], row[6], row[8]) for row in rows]
+    projected = list(map(_WINDOW_FIELDS, rows))
     projected.sort()
     return projected
 

@@ -24,7 +24,9 @@ windows need."""
 Window = tuple[Any, ...]
 """A `failure_windows` row: (event_id, session, server, tool, template_id, turns, recovered)."""
 
-INPUT_SQL = "SELECT session, seq, event_id, server, tool, template_id, outcome FROM calls"
+WINDOW_COLUMNS = ("session", "seq", "event_id", "server", "tool", "template_id", "outcome")
+"""The `calls` columns a window is derived from, in `WindowInput` order."""
+INPUT_SQL = f"SELECT {', '.join(WINDOW_COLUMNS)} FROM calls"
 ORDER_SQL = " ORDER BY session, seq, event_id"
 
 
