@@ -346,22 +346,19 @@ def _plan(home: Home, journals: list[_Journal], pool: ThreadPoolExecutor) -> _Pl
         checkpoint = checkpoints.get(journal.name)
         if checkpoint is None:
             if last is not None and journal.name < last:
-                return prefixes.full_plan(
-                    journal.name, f"new journal {journal.name} sorts before indexed ones"
-                )
+                return prefixes.rebuild(journal.name, f"new journal {journal.name} sorts before indexed ones")
             tails.append(_Tail(journal, 0, 0))
             continue
         if journal.size < checkpoint.size:
-            return prefixes.full_plan(journal.name, f"journal {journal.name} was truncated")
+            return prefixes.rebuild(journal.name, f"journal {journal.name} was truncated")
         if journal.size > checkpoint.size:
             if journal.name != last and _has_newline(journal.path, checkpoint.size, journal.size):
-                return prefixes.full_plan(
+                return prefixes.rebuild(
                     journal.name, f"journal {journal.name} grew but is not the last one indexed"
                 )
             tails.append(_Tail(journal, checkpoint.size, checkpoint.lines))
     if not any(_has_newline(tail.journal.path, tail.start, tail.journal.size) for tail in tails):
-        changed = prefixes.full_plan()
-        return changed if changed.reason else _Plan("unchanged", None)
+        return prefixes.changed() or _Plan("unchanged", None)
     return _Plan("incremental", None, tails, prefixes)
 
 
@@ -380,23 +377,21 @@ class _Prefixes:
             for journal, checkpoint in prefixes
         }
 
-    def changed(self, through: str | None = None) -> str | None:
-        """The first journal (up to `through`, in name order) whose indexed bytes changed, if any."""
+    def changed(self, through: str | None = None) -> _Plan | None:
+        """A full rebuild for the first journal (up to `through`, in name order) whose indexed bytes
+        changed; None when none did."""
         for name in sorted(self._digests):
             if through is not None and name > through:
                 break
             digest = self._digests[name].result()
             if digest is None or digest.hexdigest() != self._expected[name]:
-                return name
+                return _Plan("full", f"indexed bytes of journal {name} changed", prefixes=self)
         return None
 
-    def full_plan(self, through: str | None = None, reason: str | None = None) -> _Plan:
-        """A full rebuild for `reason`, or for the first changed journal up to `through` (found first
-        when the journals are read in order); a plan with no reason when neither applies."""
-        changed = self.changed(through)
-        if changed is not None:
-            return _Plan("full", f"indexed bytes of journal {changed} changed", prefixes=self)
-        return _Plan("full", reason, prefixes=self)
+    def rebuild(self, through: str, reason: str) -> _Plan:
+        """A full rebuild for `reason`, found at journal `through`, unless an earlier journal changed
+        (reading the log in order would have found that first)."""
+        return self.changed(through) or _Plan("full", reason, prefixes=self)
 
     def digest(self, name: str) -> Any:
         """The hashlib object over `name`'s indexed bytes, to continue over what is read after them."""
@@ -649,8 +644,9 @@ def _incremental(home: Home, plan: _Plan) -> IndexStats | _Plan:
         parsed = _parse_all(plan.tails, stats)
         rows, repeats = _dedupe(home, parsed)
     except JournalRejected:
-        if prefixes.changed() is not None:
-            return prefixes.full_plan()
+        rebuild = prefixes.changed()
+        if rebuild is not None:
+            return rebuild
         raise
     connection = sqlite3.connect(home.index_db, isolation_level=None)
     try:
@@ -662,9 +658,10 @@ def _incremental(home: Home, plan: _Plan) -> IndexStats | _Plan:
         try:
             known = _add_to_existing(connection, home, rows)
             _rederive_windows(connection, sorted({row[1] for row in rows}))
-            if prefixes.changed() is not None:
+            rebuild = prefixes.changed()
+            if rebuild is not None:
                 connection.execute("ROLLBACK")
-                return prefixes.full_plan()
+                return rebuild
             for part in parsed:
                 name = part.tail.journal.name
                 prefix = prefixes.digest(name) if part.digest is None else None
@@ -672,8 +669,9 @@ def _incremental(home: Home, plan: _Plan) -> IndexStats | _Plan:
             connection.execute("COMMIT")
         except JournalRejected:
             connection.execute("ROLLBACK")
-            if prefixes.changed() is not None:
-                return prefixes.full_plan()
+            rebuild = prefixes.changed()
+            if rebuild is not None:
+                return rebuild
             raise
         except BaseException:
             connection.execute("ROLLBACK")

@@ -1,7 +1,7 @@
 """Journal lines → `calls` rows, fast for the lines our writers produce, exact for every other line.
 
 `CallRecord` decides what a valid record is. Validating each line through it
-costs several times more than everything else a full index does, though, so
+would cost about three times as much as everything else a full index does, so
 lines take two fast paths first, each of which accepts a line only if the
 model would accept it too, and yields the same row:
 
