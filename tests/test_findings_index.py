@@ -230,6 +230,10 @@ def test_an_oversized_record_is_refused(home: Home) -> None:
     good = orjson.loads(record(home, "s1", 7).to_line())
     big = orjson.dumps({**good, "server": "x" * MAX_RECORD_BYTES}) + b"\n"
     assert f"over the {MAX_RECORD_BYTES}-byte limit" in str(rejected(home, big))
+    shape = {f"key_{number:04d}_" + "k" * 40: "string" for number in range(400)}
+    wide = record(home, "s1", 7).model_copy(update={"arg_shape": shape}).to_line()  # the writers' spelling
+    assert len(wide) > MAX_RECORD_BYTES and canonical_row(wide.decode().rstrip(), "j", 1) is not None
+    assert f"the record is {len(wide) - 1} bytes" in str(rejected_again(home, wide))
 
 
 def test_one_event_id_with_two_contents_is_refused_and_a_repeat_is_skipped(home: Home) -> None:
