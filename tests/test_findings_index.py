@@ -236,6 +236,15 @@ def test_an_oversized_record_is_refused(home: Home) -> None:
     assert f"the record is {len(wide) - 1} bytes" in str(rejected_again(home, wide))
 
 
+def test_a_record_of_exactly_the_size_limit_is_indexed(home: Home) -> None:
+    base = record(home, "s1", 0).model_copy(update={"arg_shape": {}})
+    key = "k" * (MAX_RECORD_BYTES - len(base.to_line().rstrip()) - len('"":"string"'))
+    line = base.model_copy(update={"arg_shape": {key: "string"}}).to_line()
+    assert len(line.rstrip()) == MAX_RECORD_BYTES
+    (home.journals / "20260301T000000.000000Z-a.jsonl").write_bytes(line)
+    assert refresh_index(home).added == 1
+
+
 def test_one_event_id_with_two_contents_is_refused_and_a_repeat_is_skipped(home: Home) -> None:
     journal = home.journals / "20260301T000000.000000Z-a.jsonl"
     journal.write_bytes(session_lines(home, "s1", 5))

@@ -355,7 +355,7 @@ def parse_lines(complete: bytes, path: Path, lines_before: int) -> list[Row]:
             number = _other_lines(text[done:start], path, number, append)
         number += 1
         done = end
-        if end - start > MAX_RECORD_BYTES:  # the record and its newline; the line is ASCII
+        if end - start - 1 > MAX_RECORD_BYTES:  # the line is ASCII: characters are bytes
             raise _oversized(path, number, end - start - 1)
         row = _match_row(match, source, number)
         append(row if row is not None else _other_row(text[start : end - 1].encode(), path, number))
