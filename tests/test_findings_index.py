@@ -220,6 +220,30 @@ def test_a_refused_record_after_an_edit_is_refused_by_the_rebuild_too(home: Home
     assert stats.mode == "full" and "indexed bytes of journal" in (stats.reason or "")
 
 
+def test_lines_keep_their_numbers_between_spellings_and_blank_lines(home: Home) -> None:
+    spaced = orjson.dumps(orjson.loads(record(home, "s1", 1).to_line()), option=orjson.OPT_INDENT_2)
+    journal = home.journals / "20260301T000000.000000Z-a.jsonl"
+    journal.write_bytes(
+        record(home, "s1", 0).to_line()
+        + b"\n  \n"
+        + spaced.replace(b"\n", b" ")
+        + b"\r\n"
+        + record(home, "s1", 2).to_line()
+    )
+    refresh_index(home)
+    with open_index(home) as connection:
+        assert connection.execute("SELECT seq, line FROM calls ORDER BY seq").fetchall() == [
+            (0, 1),
+            (1, 4),
+            (2, 5),
+        ]
+    with open(journal, "ab") as handle:
+        handle.write(b"\n" + record(home, "s1", 3).to_line() + b"{}\n")
+    with pytest.raises(JournalRejected) as caught:
+        refresh_index(home)
+    assert caught.value.line == 8
+
+
 def test_a_raw_value_field_is_refused(home: Home) -> None:
     good = orjson.loads(record(home, "s1", 7).to_line())
     error = rejected(home, orjson.dumps({**good, "arguments": {"query": "secret"}}) + b"\n")
