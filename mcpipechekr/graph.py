@@ -652,13 +652,9 @@ def run_loop(**params: Any) -> None:
 
 
 def _committed(run_dir: RunDir) -> bool:
-    from mcpipechekr.artifacts import read_model
-    from mcpipechekr.artifacts.fix_record import FixRecord
+    from mcpipechekr.artifacts.fix_record import read_fix_record
 
-    if not run_dir.fix_record.exists():
-        return False
-    record = read_model(run_dir.fix_record, FixRecord)
-    return any(entry.status == "committed" for entry in record.bugs)
+    return run_dir.fix_record.exists() and bool(read_fix_record(run_dir.fix_record).commits)
 
 
 def task_loop() -> dict[str, Any]:

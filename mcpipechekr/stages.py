@@ -47,8 +47,9 @@ def open_planned_run(config: Config, plan: RunPlan, tasks: list[Task]) -> Manife
         manifest = new_manifest(
             config, plan.run_id, tasks, identity=plan.identity, parameters=plan.parameters
         )
-        write_model(plan.run_dir.manifest, manifest.finished("completed", "created; no step has run yet"))
-        return read_model(plan.run_dir.manifest, Manifest)
+        created = manifest.finished("completed", "created; no step has run yet")
+        write_model(plan.run_dir.manifest, created)
+        return created
     return read_model(plan.run_dir.manifest, Manifest)
 
 
