@@ -18,6 +18,11 @@ the model latency alone, waves x 2 x 200 ms = 2.0 s; the gap between the two is
 per-attempt work, which on a small machine (the server under test, the agents
 and the proxy share its cores) is CPU time, not waiting.
 
+The run uses Phase 1's worker processes as `mcpipechekr run` does (one per
+usable CPU, runners/workers.py). The same attempts in one process are measured
+too, as the baseline they improve on: there every attempt's CPU time (~70 ms of
+agent stack) queues for one interpreter.
+
 `--runner client` measures the engine alone (capture proxy, journals, assembly,
 trace writing, concurrency) with the tests' scripted MCP client in place of the
 agent, waiting --latency per simulated model request.
@@ -53,6 +58,7 @@ from mcpipechekr.config import Config, ServerConfig, TimeoutsConfig  # noqa: E40
 from mcpipechekr.providers import EndpointConfig, ProviderSpec  # noqa: E402
 from mcpipechekr.runners.execute import run_phase1  # noqa: E402
 from mcpipechekr.runners.native import NativeRunner  # noqa: E402
+from mcpipechekr.runners.workers import worker_count  # noqa: E402
 from mcpipechekr.tasks import Task  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "emailindex"
@@ -99,7 +105,9 @@ def client_runner(latency_s: float) -> Any:
     return ClientRunner(lambda request: [("count_emails", {"sender": "Dana Whitfield"})], delay_s=latency_s)
 
 
-def run(config: Config, out: Path, tasks: int, concurrency: int, runner: Any) -> tuple[float, list[Path]]:
+def run(
+    config: Config, out: Path, tasks: int, concurrency: int, runner: Any, workers: int | None = None
+) -> tuple[float, list[Path]]:
     spec = ProviderSpec(provider="fake", model="fake-model")
     started = time.perf_counter()
     paths = run_phase1(
@@ -113,6 +121,7 @@ def run(config: Config, out: Path, tasks: int, concurrency: int, runner: Any) ->
         concurrency=concurrency,
         runner_for=lambda s: runner(),
         progress=False,
+        workers=workers,
     )
     return time.perf_counter() - started, paths
 
@@ -152,13 +161,18 @@ def main() -> None:
                 timeouts=TimeoutsConfig(task_s=60),
             )
             run(config, Path(tmp) / "warmup", 1, 1, runner)  # imports and first connections out of the way
-            singles, walls, paths = [], [], []
-            for index in range(opts.runs):  # alternated, so a change of load hits both alike
+            singles, walls, in_one, paths = [], [], [], []
+            for index in range(opts.runs):  # alternated, so a change of load hits all alike
                 singles.append(run(config, Path(tmp) / f"single-{index}", 1, 1, runner)[0])
                 took, written = run(config, Path(tmp) / f"many-{index}", opts.tasks, opts.concurrency, runner)
                 walls.append(took)
                 paths += written
-            single, wall = statistics.median(singles), statistics.median(walls)
+                took, written = run(
+                    config, Path(tmp) / f"one-{index}", opts.tasks, opts.concurrency, runner, workers=1
+                )
+                in_one.append(took)
+                paths += written
+            single, wall, one = (statistics.median(values) for values in (singles, walls, in_one))
         finally:
             server.terminate()
             server.wait(timeout=10)
@@ -174,6 +188,10 @@ def main() -> None:
     print(
         f"wall {wall:.2f} s; ideal {ideal_wall:.2f} s ({waves} waves x one attempt alone {single:.2f} s) "
         f"-> ratio {wall / ideal_wall:.2f} (target <= {TARGET})"
+    )
+    print(
+        f"in one process (no workers): wall {one:.2f} s -> ratio {one / ideal_wall:.2f}; "
+        f"workers ({worker_count(opts.concurrency, opts.tasks)}) take {wall / one:.2f} of that time"
     )
     print(
         f"model latency alone {ideal:.2f} s -> ratio {wall / ideal:.2f}; one attempt spends "

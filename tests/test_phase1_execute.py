@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from fakes.mcp_runner import ClientRunner
 from fakes.net import free_port, wait_port
@@ -82,7 +83,9 @@ def test_traces_carry_the_journal_evidence_with_concurrency_and_redaction(
         concurrency=2,
         runner_for=lambda spec: reporting if spec == A else silent,
         progress=False,
+        workers=1,  # the runners' record of what they were given is read back below, in this process
     )
+    assert len(reporting.seen) == len(silent.seen) == 2
 
     assert [p.name for p in paths] == [
         f"task-{n}__openai_model-{m}__r001.json" for n in range(2) for m in ("a", "b")
@@ -120,7 +123,8 @@ def test_traces_carry_the_journal_evidence_with_concurrency_and_redaction(
     assert not any(Path(request.workdir).exists() for request in reporting.seen + silent.seen)
 
 
-def test_timeouts_and_runner_failures_end_only_their_attempt(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 3])
+def test_timeouts_and_runner_failures_end_only_their_attempt(tmp_path: Path, workers: int) -> None:
     class Broken(ClientRunner):
         async def run(self, request: RunRequest) -> Any:
             raise RuntimeError("runner bug")
@@ -145,6 +149,7 @@ def test_timeouts_and_runner_failures_end_only_their_attempt(tmp_path: Path) -> 
         concurrency=3,
         runner_for=lambda spec: ByTask(),
         progress=False,
+        workers=workers,
     )
     traces = {read_trace(p).task_id: read_trace(p) for p in paths}
     assert traces["hang"].status == "timeout"
@@ -156,7 +161,8 @@ def test_timeouts_and_runner_failures_end_only_their_attempt(tmp_path: Path) -> 
     assert traces["ok"].status == "completed" and traces["ok"].final_answer == "fine"
 
 
-def test_a_server_crash_halts_the_run_naming_the_task(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_server_crash_halts_the_run_naming_the_task(tmp_path: Path, workers: int) -> None:
     scripts = {
         "quick": [("echo", {"text": "done"})],
         "crasher": [("slow", {"seconds": 3}), ("crash", {"code": 3})],
@@ -174,6 +180,7 @@ def test_a_server_crash_halts_the_run_naming_the_task(tmp_path: Path) -> None:
             concurrency=3,
             runner_for=lambda spec: runner,
             progress=False,
+            workers=workers,
         )
     message = caught.value.message
     assert message.startswith(
@@ -210,15 +217,18 @@ runner = ClientRunner(lambda request: [("echo", {{"text": "working"}})], hang=Tr
 config = Config(server=ServerConfig(name="cap", command="python", args=[{server!r}]))
 tasks = [Task(task_id=name, prompt="p", task_type="deterministic") for name in ("one", "two")]
 run_phase1(config, Path({out!r}), tasks, [ProviderSpec(provider="demo")], runner_for=lambda s: runner,
-           progress=False)
+           progress=False, workers={workers})
 """
 
 
-def test_ctrl_c_marks_the_attempts_in_flight_incomplete(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_marks_the_attempts_in_flight_incomplete(tmp_path: Path, workers: int) -> None:
     script = tmp_path / "phase1.py"
     script.write_text(
         textwrap.dedent(
-            CTRL_C_SCRIPT.format(tests=str(REPO / "tests"), server=str(SERVER), out=str(tmp_path))
+            CTRL_C_SCRIPT.format(
+                tests=str(REPO / "tests"), server=str(SERVER), out=str(tmp_path), workers=workers
+            )
         )
     )
     process = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE)
@@ -267,7 +277,9 @@ def test_an_http_server_is_reached_through_the_run_proxy(http_url: str, tmp_path
         concurrency=2,
         runner_for=lambda s: runner,
         progress=False,
+        workers=1,  # the runner's record of what it was given is read back below, in this process
     )
+    assert len(runner.seen) == 2
     assert all(request.server.transport == "http" for request in runner.seen)
     assert all(request.server.url.startswith("http://127.0.0.1:") for request in runner.seen)  # type: ignore[union-attr]
     assert all(not request.server.headers for request in runner.seen), "server headers stay with the proxy"
@@ -280,3 +292,156 @@ def test_an_http_server_is_reached_through_the_run_proxy(http_url: str, tmp_path
         journal = read_journal(tmp_path / "journals" / f"{path.stem}.jsonl")
         assert journal[0].event == "proxy_started" and journal[-1].event == "proxy_stopped"
         assert SERVER_SECRET not in path.read_text()
+
+
+# --- worker processes: the attempts shared by forked workers, and every way such a run ends ----------
+
+
+def test_workers_share_the_attempts_and_a_slow_one_holds_up_only_its_slot(
+    http_url: str, tmp_path: Path
+) -> None:
+    def script(request: RunRequest) -> list[tuple[str, dict[str, Any]]]:
+        calls = [("echo", {"text": str(os.getpid())})]  # the process that ran the attempt
+        return calls + [("slow", {"seconds": 5})] if request.task.task_id == "slow" else calls
+
+    runner = ClientRunner(script)
+    names = ["slow", "q-1", "q-2", "q-3", "q-4"]
+    paths = run_phase1(
+        _config(url=http_url),
+        tmp_path,
+        [_task(name) for name in names],
+        [A],
+        concurrency=2,
+        runner_for=lambda s: runner,
+        progress=False,
+        workers=2,
+    )
+    assert [p.name for p in paths] == [f"{name}__openai_model-a__r001.json" for name in names]
+    traces = {read_trace(p).task_id: read_trace(p) for p in paths}
+    pids = {name: trace.final_answer.split(" | ")[0] for name, trace in traces.items()}  # type: ignore[union-attr]
+    assert len(set(pids.values())) == 2 and str(os.getpid()) not in pids.values(), "two forked workers"
+    assert {pids[name] for name in names[1:]} == {pids["q-1"]} != {pids["slow"]}, (
+        "the other worker took every quick attempt while one slot was busy"
+    )
+    assert max(traces[name].ended_at for name in names[1:]) < traces["slow"].ended_at
+    for path in paths:
+        trace = traces[read_trace(path).task_id]
+        assert trace.status == "completed"
+        journal = tmp_path / "journals" / f"{path.stem}.jsonl"
+        assert _calls(trace.steps) == _calls(journal_tool_calls(journal)), "call for call, from the journal"
+
+
+def test_a_configuration_error_in_a_worker_stops_the_run_as_itself(tmp_path: Path) -> None:
+    from mcpipechekr.errors import UserError
+
+    class NoKey:
+        name = "native"
+
+        async def run(self, request: RunRequest) -> Any:
+            raise UserError("no API key for openai: set OPENAI_API_KEY")
+
+    with pytest.raises(UserError) as caught:
+        run_phase1(
+            _config(),
+            tmp_path,
+            [_task(f"t-{n}") for n in range(3)],
+            [A],
+            concurrency=2,
+            runner_for=lambda s: NoKey(),
+            progress=False,
+            workers=2,
+        )
+    assert type(caught.value) is UserError and caught.value.message.startswith("no API key for openai")
+
+
+def test_a_worker_that_dies_stops_the_run_naming_what_it_was_running(http_url: str, tmp_path: Path) -> None:
+    from mcpipechekr.runners.workers import WorkerLost
+
+    hanging = ClientRunner(lambda request: [("echo", {"text": "working"})], hang=True)
+    other = tmp_path / "journals" / "long__openai_model-a__r001.jsonl"
+
+    class Killer:
+        name = "native"
+
+        async def run(self, request: RunRequest) -> Any:
+            if request.task.task_id == "killer":
+                with anyio.fail_after(30):  # until the other worker's attempt is calling tools
+                    while not (other.exists() and b'"tools/call"' in other.read_bytes()):
+                        await anyio.sleep(0.05)
+                os.kill(os.getpid(), signal.SIGKILL)
+            return await hanging.run(request)
+
+    with pytest.raises(WorkerLost) as caught:
+        run_phase1(
+            _config(url=http_url),
+            tmp_path,
+            [_task("killer"), _task("long"), _task("never")],
+            [A],
+            concurrency=2,
+            runner_for=lambda s: Killer(),
+            progress=False,
+            workers=2,
+        )
+    message = caught.value.message
+    assert "was killed by SIGKILL while running killer · openai/model-a · r1" in message
+    assert "those attempts have no trace" in message
+    (path,) = (tmp_path / "traces").glob("*.json")
+    trace = read_trace(path)
+    assert trace.task_id == "long" and trace.status == "incomplete"
+    assert trace.status_reason.startswith("the run stopped: a Phase 1 worker process (pid ")  # type: ignore[union-attr]
+    working = [{"type": "text", "text": "working"}]
+    assert _calls(trace.steps) == [("echo", {"text": "working"}, False, working)]
+
+
+ORPHAN_SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+from pathlib import Path
+from mcpipechekr.config import Config, ServerConfig
+from mcpipechekr.providers import ProviderSpec
+from mcpipechekr.runners.execute import run_phase1
+from mcpipechekr.tasks import Task
+from fakes.mcp_runner import ClientRunner
+
+runner = ClientRunner(lambda request: [("echo", {{"text": "working"}})], hang=True)
+config = Config(server=ServerConfig(name="cap", url={url!r}))
+tasks = [Task(task_id=name, prompt="p", task_type="deterministic") for name in ("one", "two")]
+run_phase1(config, Path({out!r}), tasks, [ProviderSpec(provider="demo")], runner_for=lambda s: runner,
+           progress=False, workers=2)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux only")
+def test_workers_whose_parent_is_killed_write_their_traces_and_exit(http_url: str, tmp_path: Path) -> None:
+    script = tmp_path / "phase1.py"
+    script.write_text(
+        textwrap.dedent(ORPHAN_SCRIPT.format(tests=str(REPO / "tests"), url=http_url, out=str(tmp_path)))
+    )
+    process = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.DEVNULL)
+    journals = [tmp_path / "journals" / f"{name}__demo__r001.jsonl" for name in ("one", "two")]
+    deadline = time.monotonic() + 30
+    while not all(j.exists() and b'"tools/call"' in j.read_bytes() for j in journals):
+        assert process.poll() is None and time.monotonic() < deadline, "both attempts should be calling tools"
+        time.sleep(0.05)
+    children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+    workers = [int(pid) for pid in children]
+    assert len(workers) == 2
+    process.kill()
+    process.wait(timeout=10)
+    traces = [tmp_path / "traces" / f"{name}__demo__r001.json" for name in ("one", "two")]
+    deadline = time.monotonic() + 30
+    while not all(t.exists() for t in traces) or any(_alive(pid) for pid in workers):
+        assert time.monotonic() < deadline, "orphaned workers should write their traces and exit"
+        time.sleep(0.05)
+    for path in traces:
+        trace = read_trace(path)
+        assert trace.status == "incomplete"
+        assert trace.status_reason == "the run stopped: its main process went away"

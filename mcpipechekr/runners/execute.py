@@ -39,7 +39,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,6 +74,8 @@ JOURNAL_SETTLE_S = 10.0
 """Longest wait for a stdio proxy to finish its journal after the agent let go of it."""
 
 RunnerFor = Callable[[ProviderSpec], Runner]
+Claim = Callable[[], int | None]
+"""The next attempt (an index into the run's attempts) a slot should run, or None when there are none left."""
 
 
 @dataclass
@@ -221,16 +223,16 @@ class _Engine:
             self.state.stop_reason = f"the run halted: {message.splitlines()[0]}"
         tg.cancel_scope.cancel()
 
-    async def attempt(self, attempt: Attempt, limiter: anyio.Semaphore, tg: anyio.abc.TaskGroup) -> None:
-        async with limiter:
-            if self.state.halt is not None:
-                return
+    async def slot(self, claim: Claim, tg: anyio.abc.TaskGroup) -> None:
+        """One of `concurrency` slots: runs the attempts it claims, one after another, until none are left."""
+        while self.state.halt is None and (index := claim()) is not None:
+            attempt = self.state.attempts[index]
             attempt.state = "running"
             self.on_change(None)
             halt_message = await self._run(attempt)
-            self.on_change(attempt)
-            if halt_message is not None:
+            if halt_message is not None:  # before the change is reported, so a listener sees the halt
                 self._halt(halt_message, tg)
+            self.on_change(attempt)
 
     async def _run(self, attempt: Attempt) -> str | None:
         """Run one attempt and write its trace; returns a halt message if the server failed."""
@@ -366,6 +368,12 @@ def plan_attempts(tasks: Sequence[Task], providers: Sequence[ProviderSpec], repe
     ]
 
 
+def claim_in_order(attempts: Sequence[Attempt]) -> Claim:
+    """Hands out the attempts' indices in plan order, each once: the claim of a single process."""
+    indices = iter(range(len(attempts)))
+    return lambda: next(indices, None)
+
+
 async def run_attempts(
     config: Config,
     run_dir: RunDir | Path,
@@ -375,8 +383,19 @@ async def run_attempts(
     concurrency: int = DEFAULT_CONCURRENCY,
     max_requests: int = DEFAULT_MAX_REQUESTS,
     on_change: Callable[[Phase1State, Attempt | None], None] | None = None,
+    claim: Claim | None = None,
+    stop_signal: Callable[[], Awaitable[str]] | None = None,
+    phase_s: float | None = None,
 ) -> Phase1State:
-    """The async core of `run_phase1`, for callers that already run an event loop."""
+    """The async core of `run_phase1`, for callers that already run an event loop.
+
+    `concurrency` slots each run the attempts `claim` hands them (default: all
+    of `attempts`, in plan order). A worker process shares the claim with the
+    others (`runners.workers`) and passes `stop_signal`, which returns a reason
+    when the run must stop (another worker's server halt, Ctrl-C): the
+    attempts in flight are then written as `incomplete` with that reason.
+    `phase_s` is the time left of `timeouts.phase_s` (default: all of it).
+    """
     if concurrency < 1:
         raise UserError(f"concurrency must be >= 1, got {concurrency}")
     providers = list({str(a.provider): a.provider for a in attempts}.values())
@@ -384,10 +403,10 @@ async def run_attempts(
     state = Phase1State(attempts)
     root = run_dir.root if isinstance(run_dir, RunDir) else Path(run_dir)
     notify = (lambda attempt: on_change(state, attempt)) if on_change else (lambda attempt: None)
+    claim = claim or claim_in_order(attempts)
+    phase_s = config.timeouts.phase_s if phase_s is None else phase_s
     async with CaptureHub(config.server, redactions=pairs, stderr_log=root / "server.stderr.log") as hub:
         engine = _Engine(config, run_dir, runner_for, hub, Redactor(pairs), state, max_requests, notify)
-        limiter = anyio.Semaphore(concurrency)
-        phase_s = config.timeouts.phase_s
         try:
             async with anyio.create_task_group() as outer:
                 async with anyio.create_task_group() as tg:
@@ -395,14 +414,22 @@ async def run_attempts(
                     async def phase_watchdog() -> None:
                         await anyio.sleep(phase_s)
                         state.stop_reason = (
-                            state.stop_reason or f"the phase ran past timeouts.phase_s ({phase_s:g} s)"
+                            state.stop_reason
+                            or f"the phase ran past timeouts.phase_s ({config.timeouts.phase_s:g} s)"
                         )
                         tg.cancel_scope.cancel()
 
+                    async def stop_watch(signal: Callable[[], Awaitable[str]]) -> None:
+                        reason = await signal()
+                        state.stop_reason = state.stop_reason or reason
+                        tg.cancel_scope.cancel()
+
                     outer.start_soon(phase_watchdog)
-                    for attempt in attempts:
-                        tg.start_soon(engine.attempt, attempt, limiter, tg)
-                outer.cancel_scope.cancel()  # every attempt is over: the watchdog has nothing left to guard
+                    if stop_signal is not None:
+                        outer.start_soon(stop_watch, stop_signal)
+                    for _ in range(min(concurrency, len(attempts))):
+                        tg.start_soon(engine.slot, claim, tg)
+                outer.cancel_scope.cancel()  # every attempt is over: the watchdogs have nothing left to guard
         except BaseExceptionGroup as group:
             raise _user_error_in(group) from None
         finally:
@@ -425,19 +452,44 @@ def run_phase1(
     keep_builtin_tools: bool = False,
     max_requests: int | None = None,
     progress: bool = True,
+    workers: int | None = None,
 ) -> list[Path]:
     """Run every task with every provider `repeat` times; returns the trace files written, in plan order.
 
     `runner_for` picks the runner per provider (default: the registry, with
     `runner` for non-demo providers, and the agent CLIs' built-in tools left
     to them when `keep_builtin_tools`). `progress` shows done / running /
-    failed and tokens on stderr. Raises ServerHalt when the server fails (see
+    failed and tokens on stderr. `workers` processes share the attempts
+    (default: one per usable CPU, up to `concurrency`; see `runners.workers`);
+    1 keeps them all in this process. Raises ServerHalt when the server fails (see
     the module doc) and KeyboardInterrupt on Ctrl-C, after writing the traces
     of the attempts in flight.
     """
     attempts = plan_attempts(tasks, providers, repeat)
     if runner_for is None:
         runner_for = runner_factory(config, runner, keep_builtin_tools=keep_builtin_tools)
+    max_requests = max_requests or config.timeouts.max_requests
+    from mcpipechekr.runners.workers import WorkerPool, worker_count
+
+    count = worker_count(concurrency, len(attempts)) if workers is None else workers
+    if count > 1 and concurrency > 1 and len(attempts) > 1:
+        pool = WorkerPool(
+            config,
+            run_dir,
+            attempts,
+            runner_for,
+            workers=count,
+            concurrency=concurrency,
+            max_requests=max_requests,
+        )
+        with pool:  # forked before the display starts its thread
+            display = Phase1Progress(err_console) if progress else None
+            try:
+                state = pool.run(display.update if display else None)
+            finally:
+                if display is not None:
+                    display.close()
+        return [attempt.trace for attempt in state.attempts if attempt.trace is not None]
     display = Phase1Progress(err_console) if progress else None
     try:
         state = anyio.run(
@@ -448,7 +500,7 @@ def run_phase1(
                 attempts,
                 runner_for,
                 concurrency=concurrency,
-                max_requests=max_requests or config.timeouts.max_requests,
+                max_requests=max_requests,
                 on_change=display.update if display else None,
             )
         )
