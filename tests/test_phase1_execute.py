@@ -221,8 +221,13 @@ run_phase1(config, Path({out!r}), tasks, [ProviderSpec(provider="demo")], runner
 """
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_ctrl_c_marks_the_attempts_in_flight_incomplete(tmp_path: Path, workers: int) -> None:
+@pytest.mark.parametrize(
+    ("workers", "target"),
+    [(1, "process"), (2, "process"), (2, "group"), (2, "worker")],
+    ids=["one-process", "workers", "workers-terminal", "one-worker"],
+)
+def test_ctrl_c_marks_the_attempts_in_flight_incomplete(tmp_path: Path, workers: int, target: str) -> None:
+    """SIGINT to the run's process, to its whole process group (as a terminal sends it), or to one worker."""
     script = tmp_path / "phase1.py"
     script.write_text(
         textwrap.dedent(
@@ -231,14 +236,20 @@ def test_ctrl_c_marks_the_attempts_in_flight_incomplete(tmp_path: Path, workers:
             )
         )
     )
-    process = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE)
+    process = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE, start_new_session=True)
     journals = [tmp_path / "journals" / f"{name}__demo__r001.jsonl" for name in ("one", "two")]
     deadline = time.monotonic() + 30
     while not all(j.exists() and b'"tools/call"' in j.read_bytes() for j in journals):
         assert process.poll() is None and time.monotonic() < deadline, "both attempts should be calling tools"
         time.sleep(0.05)
     time.sleep(0.2)  # let the answers arrive
-    process.send_signal(signal.SIGINT)
+    if target == "group":
+        os.killpg(process.pid, signal.SIGINT)
+    elif target == "worker":
+        worker = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()[0]
+        os.kill(int(worker), signal.SIGINT)
+    else:
+        process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=30)
     assert process.returncode != 0 and b"KeyboardInterrupt" in stderr
     for name in ("one", "two"):

@@ -16,7 +16,7 @@ How:
   in plan order, so a slow task holds up only its own slot.
 - Workers report each attempt that starts or ends over a pipe; the parent keeps
   the run's `Phase1State` (the progress display reads it) and returns it.
-- Stopping is the parent's job; workers ignore SIGINT. On Ctrl-C, a server
+- Stopping is the parent's job; workers let SIGINT pass. On Ctrl-C, a server
   halt reported by one worker, or a worker that fails or dies, the parent takes
   the remaining attempts away (nothing new starts) and tells the others why;
   they write their attempts in flight as `incomplete` with that reason, as a
@@ -130,6 +130,7 @@ class WorkerPool:
         self.state = Phase1State(attempts)
         self.stopping = False
         self.interrupted = False
+        self.abandoned = False
         self.failure: BaseException | None = None
 
     def __enter__(self) -> WorkerPool:
@@ -155,7 +156,7 @@ class WorkerPool:
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         pending = any(not worker.done for worker in self.workers)
-        again = exc_type is KeyboardInterrupt and self.interrupted  # a second Ctrl-C: leave now
+        again = self.abandoned  # a second Ctrl-C: leave now
         if pending and exc_type is not None and not again:
             self.stop(INTERRUPTED if exc_type is KeyboardInterrupt else "the run stopped")
             with contextlib.suppress(KeyboardInterrupt):
@@ -199,7 +200,11 @@ class WorkerPool:
         except KeyboardInterrupt:
             self.interrupted = True
             self.stop(INTERRUPTED)
-            self._collect(notify)  # a second Ctrl-C leaves through __exit__, which kills what is left
+            try:
+                self._collect(notify)
+            except KeyboardInterrupt:  # a second Ctrl-C: __exit__ kills what is left
+                self.abandoned = True
+                raise
         if self.failure is not None:
             raise self.failure
         if self.interrupted:
@@ -232,6 +237,9 @@ class WorkerPool:
             attempt = self.attempts[index]
             attempt.state, attempt.trace, attempt.tokens = status, Path(trace) if trace else None, tokens
             notify(self.state, attempt)
+        elif kind == "interrupted":  # Ctrl-C reached a worker: the run is interrupted, as if it reached us
+            self.interrupted = True
+            self.stop(INTERRUPTED)
         elif kind == "halt":
             _, halt_message, reason = message
             if self.state.halt is None:
@@ -265,11 +273,17 @@ class WorkerPool:
         self.stop(f"the run stopped: {_first_line(lost.message)}")
 
 
+def _ignore(signum: int, frame: object) -> None:
+    pass
+
+
 def _worker_main(
     conn: Connection, inherited: list[Connection], pool: WorkerPool, slots: int, started: float
 ) -> None:
     """A worker's life: run attempts until none are left, report each, then say how it ended."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; see the module doc
+    # The parent decides when to stop (see the module doc). A handler, not SIG_IGN: dispositions set to
+    # SIG_IGN survive exec, and the agents and servers this worker starts should take Ctrl-C as usual.
+    signal.signal(signal.SIGINT, _ignore)
     for other in inherited:  # the parent's ends of the pipes, its own included: kept open, they would hide
         # the parent's death (no EOF) from this worker
         other.close()
@@ -292,7 +306,7 @@ def _worker_main(
             trace = str(attempt.trace) if attempt.trace is not None else None
             conn.send(("finished", index, attempt.state, trace, attempt.tokens))
 
-    async def stop_signal() -> str:
+    async def from_parent() -> str:
         while True:
             await anyio.wait_readable(conn.fileno())
             try:
@@ -301,6 +315,30 @@ def _worker_main(
                 return PARENT_GONE
             if message[0] == "stop":
                 return str(message[1])
+
+    async def from_terminal() -> str:
+        """Ctrl-C at a terminal signals the whole process group, this worker included: it stops at once,
+        without waiting for the parent's word, and tells the parent (which may not have been signalled)."""
+        try:
+            with anyio.open_signal_receiver(signal.SIGINT) as received:
+                async for _ in received:
+                    conn.send(("interrupted",))
+                    return INTERRUPTED
+        finally:  # deaf again once stopping: a second Ctrl-C is the parent's to act on
+            signal.signal(signal.SIGINT, _ignore)
+        return INTERRUPTED
+
+    async def stop_signal() -> str:
+        reasons: list[str] = []
+        async with anyio.create_task_group() as tg:
+
+            async def first(source: Callable[[], Any]) -> None:
+                reasons.append(await source())
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(first, from_parent)
+            tg.start_soon(first, from_terminal)
+        return reasons[0]
 
     phase_s = max(0.0, pool.config.timeouts.phase_s - (time.monotonic() - started))
     try:
@@ -320,7 +358,7 @@ def _worker_main(
             )
         )
         outcome: tuple[Any, ...] = ("done", "ok", None)
-    except ServerHalt:  # reported the moment it happened
+    except (ServerHalt, KeyboardInterrupt):  # a halt was reported as it happened; Ctrl-C is the parent's
         outcome = ("done", "ok", None)
     except UserError as exc:
         outcome = ("done", "user_error", exc)
