@@ -456,3 +456,26 @@ def test_workers_whose_parent_is_killed_write_their_traces_and_exit(http_url: st
         trace = read_trace(path)
         assert trace.status == "incomplete"
         assert trace.status_reason == "the run stopped: its main process went away"
+
+
+def test_without_posix_semaphores_the_attempts_run_in_this_process(
+    http_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import multiprocessing.context
+
+    def no_semaphores(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(38, "Function not implemented")  # what SemLock raises where /dev/shm is missing
+
+    monkeypatch.setattr(multiprocessing.context.BaseContext, "Value", no_semaphores)
+    runner = ClientRunner(lambda request: [("echo", {"text": str(os.getpid())})])
+    paths = run_phase1(
+        _config(url=http_url),
+        tmp_path,
+        [_task("p-1"), _task("p-2")],
+        [A],
+        concurrency=2,
+        runner_for=lambda s: runner,
+        progress=False,
+        workers=2,
+    )
+    assert [read_trace(p).final_answer for p in paths] == [str(os.getpid())] * 2

@@ -472,16 +472,21 @@ def run_phase1(
     from mcpipechekr.runners.workers import WorkerPool, worker_count
 
     count = worker_count(concurrency, len(attempts)) if workers is None else workers
+    pool: WorkerPool | None = None
     if count > 1 and concurrency > 1 and len(attempts) > 1:
-        pool = WorkerPool(
-            config,
-            run_dir,
-            attempts,
-            runner_for,
-            workers=count,
-            concurrency=concurrency,
-            max_requests=max_requests,
-        )
+        try:
+            pool = WorkerPool(
+                config,
+                run_dir,
+                attempts,
+                runner_for,
+                workers=count,
+                concurrency=concurrency,
+                max_requests=max_requests,
+            )
+        except OSError:  # no POSIX semaphores for the shared counter (no /dev/shm): one process runs all
+            pool = None
+    if pool is not None:
         with pool:  # forked before the display starts its thread
             display = Phase1Progress(err_console) if progress else None
             try:
