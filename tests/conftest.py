@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from mcp import StdioServerParameters
 
+from mcpipechekr.findings.home import HOME_ENV, Home
+
 EMAILINDEX_DIR = Path(__file__).resolve().parents[1] / "examples" / "emailindex"
 
 
@@ -60,3 +62,14 @@ def emailindex_stdio(emailindex_dir: Path, emailindex_env: dict[str, str]) -> St
     return StdioServerParameters(
         command=sys.executable, args=["server.py"], env=emailindex_env, cwd=str(emailindex_dir)
     )
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
+    """A findings home of the test's own: $MCPIPECHEKR_HOME names it, the test's folder is the working
+    directory, and the findings test server's switches start unset (the suite's environment may hold them)."""
+    monkeypatch.setenv(HOME_ENV, str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    for name in ("FINDINGS_BROKEN", "FINDINGS_FAIL_EVERY"):
+        monkeypatch.delenv(name, raising=False)
+    return Home.resolve()

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from mcpipechekr.cli import main
 from mcpipechekr.findings.home import Home
@@ -24,6 +24,18 @@ from mcpipechekr.findings.home import Home
 SERVER = Path(__file__).parent / "servers" / "findings_server.py"
 SECRET = "sk-live-7f3a9c41-PLANTED"
 CAPTURE = "from mcpipechekr.cli.capture_cmd import capture_command; capture_command()"
+
+
+def cli(*args: str) -> Result:
+    """A command in this process, as click runs it; an exception that is not the command's own answer
+    (a traceback) fails the test instead of becoming an exit code."""
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    """`cli`, as exit code, stdout and stderr."""
+    result = cli(*args)
+    return result.exit_code, result.stdout, result.stderr
 
 
 def _line(request_id: int, method: str, params: dict) -> bytes:

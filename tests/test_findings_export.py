@@ -5,29 +5,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
-from click.testing import CliRunner, Result
-from findings_sessions import SECRET, SERVER, promoted_lookup_finding, stored_bytes
+from findings_sessions import SECRET, SERVER, cli, promoted_lookup_finding, stored_bytes
 
-from mcpipechekr.cli import main
-from mcpipechekr.findings.home import HOME_ENV, Home
+from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle import current_state
 from mcpipechekr.findings.models import Finding
 from mcpipechekr.findings.store import lifecycle_connection, upsert_finding
 
 MANUAL = "finding-9999999999999999"
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
-    monkeypatch.setenv(HOME_ENV, str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("FINDINGS_BROKEN", raising=False)
-    return Home.resolve()
-
-
-def cli(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def test_without_an_index_the_export_says_evidence_is_unavailable(home: Home, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from mcpipechekr.cli import main
 from mcpipechekr.findings.errors import EXIT_EVIDENCE_UNAVAILABLE, EvidenceUnavailable, JournalRejected
-from mcpipechekr.findings.home import HOME_ENV, Home
+from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.index import open_index, refresh_index
 from mcpipechekr.findings.journal_rows import canonical_row, fast_row, model_row, parse_lines
 from mcpipechekr.findings.records import MAX_RECORD_BYTES, CallRecord, template_id
@@ -25,11 +25,10 @@ T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
-    monkeypatch.setenv(HOME_ENV, str(tmp_path / "home"))
-    found = Home.resolve()
-    found.journals.mkdir(parents=True)
-    return found
+def home(home: Home) -> Home:
+    """The suite's findings home, with its journal folder made."""
+    home.journals.mkdir(parents=True)
+    return home
 
 
 def record(home: Home, session: str, seq: int, tool: str = "search", error: str | None = None) -> CallRecord:

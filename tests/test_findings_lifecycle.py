@@ -32,11 +32,6 @@ from mcpipechekr.findings.reverify import claim_bug_fix, verify_from_bug_report
 FID = "finding-00112233445566aa"
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Home:
-    return Home.resolve(tmp_path / "home")
-
-
 def verify(home: Home, run: str, passed: bool, binding: str = "bind-a"):
     return record_verification(home, FID, run_id=run, passed=passed, binding=binding, probe="m.yaml#c")
 

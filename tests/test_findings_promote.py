@@ -11,14 +11,13 @@ from pathlib import Path
 
 import orjson
 import pytest
-from click.testing import CliRunner
 from findings_journal import T0, Session, write_journal
+from findings_sessions import run
 
 from mcpipechekr.artifacts.bug_report import Bug, BugReport, Evidence, TaskStats
-from mcpipechekr.cli import main
 from mcpipechekr.findings.bugs import register_bug_report
 from mcpipechekr.findings.groups import collect_groups
-from mcpipechekr.findings.home import HOME_ENV, Home
+from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.index import open_index, refresh_index
 from mcpipechekr.findings.promote import promote, score_groups
 from mcpipechekr.findings.scoring import (
@@ -33,17 +32,6 @@ from mcpipechekr.findings.store import load_findings
 
 CORPUS = Path(__file__).parent / "fixtures" / "findings_corpus"
 NOW = T0 + timedelta(hours=1)
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
-    monkeypatch.setenv(HOME_ENV, str(tmp_path / "home"))
-    return Home.resolve()
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def failing_sessions(

@@ -11,13 +11,12 @@ from pathlib import Path
 import anyio
 import orjson
 import pytest
-from click.testing import CliRunner
 from findings_journal import T0, Session, write_journal
+from findings_sessions import run
 from mcp import Client, StdioServerParameters
 
-from mcpipechekr.cli import main
 from mcpipechekr.findings.classes import SEVERITY_ORDER
-from mcpipechekr.findings.home import HOME_ENV, Home
+from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.index import refresh_index
 from mcpipechekr.findings.lifecycle import claim_fix
 from mcpipechekr.findings.promote import promote
@@ -27,17 +26,6 @@ SERVERS = Path(__file__).parent / "servers"
 SECRET = "tok-51f0c2e9-SECRET"
 ACCOUNT = "acct-7734-PRIVATE"
 NOW = T0 + timedelta(hours=1)
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
-    monkeypatch.setenv(HOME_ENV, str(tmp_path / "home"))
-    return Home.resolve()
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 def two_findings(home: Home) -> None:

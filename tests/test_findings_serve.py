@@ -9,7 +9,6 @@ from pathlib import Path
 
 import anyio
 import mcp_types
-import pytest
 from findings_sessions import SECRET, SERVER, promoted_lookup_finding
 from mcp import Client, StdioServerParameters
 
@@ -17,14 +16,6 @@ from mcpipechekr.findings.home import HOME_ENV, Home
 from mcpipechekr.findings.lifecycle import current_state
 
 SERVE = "from mcpipechekr.cli.serve_cmd import serve_command; serve_command()"
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
-    monkeypatch.setenv(HOME_ENV, str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("FINDINGS_BROKEN", raising=False)
-    return Home.resolve()
 
 
 def serve_params(home: Home, cwd: Path) -> StdioServerParameters:

@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
+from findings_sessions import cli
 
-from mcpipechekr.cli import main
-from mcpipechekr.findings.home import HOME_ENV, Home
+from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle import claim_fix, current_state
 from mcpipechekr.findings.models import Finding
 from mcpipechekr.findings.reverify import verify_registered_probes
@@ -28,15 +28,6 @@ SERVERS = Path(__file__).parent / "servers"
 LOOKUP = "finding-0a0a0a0a0a0a0a0a"
 SAVE = "finding-5a5a5a5a5a5a5a5a"
 HINT = "Catch the exception at the tool boundary and answer a tool error that says what to change."
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
-    monkeypatch.setenv(HOME_ENV, str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)
-    for name in ("FINDINGS_BROKEN", "FINDINGS_FAIL_EVERY"):
-        monkeypatch.delenv(name, raising=False)
-    return Home.resolve()
 
 
 @pytest.fixture
@@ -68,10 +59,6 @@ def register(home: Home, finding_id: str = LOOKUP, **changes: object) -> Finding
     with lifecycle_connection(home) as conn, conn:
         upsert_finding(conn, finding)
     return finding
-
-
-def cli(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def generate(finding_id: str, output: Path, *extra: str) -> Result:
