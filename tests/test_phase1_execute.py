@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 SERVER = REPO / "tests" / "servers" / "capture_server.py"
 SERVER_SECRET = "server-secret-5d1e77"
 API_KEY = "sk-planted-test-key-93ab41c0"
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux")
 A, B = ProviderSpec(provider="openai", model="model-a"), ProviderSpec(provider="openai", model="model-b")
 
 
@@ -223,7 +224,7 @@ run_phase1(config, Path({out!r}), tasks, [ProviderSpec(provider="demo")], runner
 
 @pytest.mark.parametrize(
     ("workers", "target"),
-    [(1, "process"), (2, "process"), (2, "group"), (2, "worker")],
+    [(1, "process"), (2, "process"), (2, "group"), pytest.param(2, "worker", marks=linux_only)],
     ids=["one-process", "workers", "workers-terminal", "one-worker"],
 )
 def test_ctrl_c_marks_the_attempts_in_flight_incomplete(tmp_path: Path, workers: int, target: str) -> None:
@@ -308,6 +309,7 @@ def test_an_http_server_is_reached_through_the_run_proxy(http_url: str, tmp_path
 # --- worker processes: the attempts shared by forked workers, and every way such a run ends ----------
 
 
+@linux_only
 def test_workers_share_the_attempts_and_a_slow_one_holds_up_only_its_slot(
     http_url: str, tmp_path: Path
 ) -> None:
@@ -342,6 +344,7 @@ def test_workers_share_the_attempts_and_a_slow_one_holds_up_only_its_slot(
         assert _calls(trace.steps) == _calls(journal_tool_calls(journal)), "call for call, from the journal"
 
 
+@linux_only
 def test_a_configuration_error_in_a_worker_stops_the_run_as_itself(tmp_path: Path) -> None:
     from mcpipechekr.errors import UserError
 
@@ -365,6 +368,7 @@ def test_a_configuration_error_in_a_worker_stops_the_run_as_itself(tmp_path: Pat
     assert type(caught.value) is UserError and caught.value.message.startswith("no API key for openai")
 
 
+@linux_only
 def test_a_worker_that_dies_stops_the_run_naming_what_it_was_running(http_url: str, tmp_path: Path) -> None:
     from mcpipechekr.runners.workers import WorkerLost
 
@@ -430,7 +434,7 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux only")
+@linux_only
 def test_workers_whose_parent_is_killed_write_their_traces_and_exit(http_url: str, tmp_path: Path) -> None:
     script = tmp_path / "phase1.py"
     script.write_text(

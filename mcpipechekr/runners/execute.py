@@ -461,17 +461,18 @@ def run_phase1(
     to them when `keep_builtin_tools`). `progress` shows done / running /
     failed and tokens on stderr. `workers` processes share the attempts
     (default: one per usable CPU, up to `concurrency`; see `runners.workers`);
-    1 keeps them all in this process. Raises ServerHalt when the server fails (see
-    the module doc) and KeyboardInterrupt on Ctrl-C, after writing the traces
-    of the attempts in flight.
+    1 keeps them all in this process, as does a system without a safe fork.
+    Raises ServerHalt when the server fails (see the module doc) and
+    KeyboardInterrupt on Ctrl-C, after writing the traces of the attempts in
+    flight.
     """
     attempts = plan_attempts(tasks, providers, repeat)
     if runner_for is None:
         runner_for = runner_factory(config, runner, keep_builtin_tools=keep_builtin_tools)
     max_requests = max_requests or config.timeouts.max_requests
-    from mcpipechekr.runners.workers import WorkerPool, worker_count
+    from mcpipechekr.runners.workers import WorkerPool, can_fork, worker_count
 
-    count = worker_count(concurrency, len(attempts)) if workers is None else workers
+    count = worker_count(concurrency, len(attempts)) if workers is None else workers if can_fork() else 1
     pool: WorkerPool | None = None
     if count > 1 and concurrency > 1 and len(attempts) > 1:
         try:
