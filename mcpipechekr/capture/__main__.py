@@ -10,8 +10,6 @@ that the harness writes, readable by its owner only, outside the run folder.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from pathlib import Path
 
 import orjson
@@ -50,12 +48,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    code = main()
-    # The pump thread may still be blocked reading the agent's stdin (the server crashed first); a
-    # normal interpreter shutdown would then abort on the stdin lock, so leave without one.
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
+    from mcpipechekr.capture.stdio_proxy import exit_at_once
+
+    exit_at_once(main())

@@ -37,12 +37,26 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 from mcpipechekr._util.redact import Redactor
 from mcpipechekr.capture.journal import JournalWriter, time_monotonic
 
 GRACE_S = 3.0
+
+
+def exit_at_once(code: int) -> NoReturn:
+    """Flush stdout and stderr, then leave without the interpreter's shutdown.
+
+    The thread pumping the agent's stdin may still be blocked reading it (the
+    server left first); a normal shutdown would then abort on the stdin lock.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def _python_env(extra: dict[str, str]) -> dict[str, str]:

@@ -9,12 +9,12 @@ $MCPIPECHEKR_HOME in the config's `env`) should name the home absolutely.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import click
 
+from mcpipechekr.capture.stdio_proxy import exit_at_once
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.passive import run_passive_capture
@@ -63,13 +63,6 @@ def capture_command(home_dir: Path | None, server_name: str | None, command: tup
             f"capture: cannot record calls under {home.root}: {exc.strerror or exc}. "
             "Give a writable folder with --home or $MCPIPECHEKR_HOME."
         ) from None
-    if sys.stdin is sys.__stdin__:
-        # The proxy's reader thread may still be blocked on this process's stdin (the server left first);
-        # an interpreter shutdown would then abort on the stdin lock, so leave without one.
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(code)
+    if sys.stdin is sys.__stdin__:  # a real process, not a test's in-process invocation
+        exit_at_once(code)
     raise SystemExit(code)
