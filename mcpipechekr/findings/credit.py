@@ -70,26 +70,23 @@ def credit_binding(
     case: Case, *, manifest_version: int, timeout_s: float, server: ServerConfig
 ) -> CreditBinding:
     """The binding of one verification run; raises UserError when the stdio executable cannot be found."""
+    files: dict[str, str] = {}
     if server.command is None:
-        return CreditBinding(
-            case_sha=case_sha(case),
-            manifest_version=manifest_version,
-            timeout_s=timeout_s,
-            target=f"http: {server.url}",
-            harness_version=__version__,
-        )
-    cwd = Path(server.cwd) if server.cwd else Path.cwd()
-    executable = resolve_executable(server.resolved_command() or server.command, cwd)
-    files = {str(executable): sha256_file(executable)}
-    for arg in server.args:
-        path = _regular_file(arg, cwd)
-        if path is not None:
-            files[str(path)] = sha256_file(path)
+        target = f"http: {server.url}"
+    else:
+        cwd = Path(server.cwd) if server.cwd else Path.cwd()
+        executable = resolve_executable(server.resolved_command() or server.command, cwd)
+        files[str(executable)] = sha256_file(executable)
+        for arg in server.args:
+            path = _regular_file(arg, cwd)
+            if path is not None:
+                files[str(path)] = sha256_file(path)
+        target = f"stdio: {' '.join([str(executable), *server.args])} (in {cwd})"
     return CreditBinding(
         case_sha=case_sha(case),
         manifest_version=manifest_version,
         timeout_s=timeout_s,
-        target=f"stdio: {' '.join([str(executable), *server.args])} (in {cwd})",
+        target=target,
         harness_version=__version__,
         files=files,
     )

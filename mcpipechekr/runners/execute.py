@@ -34,6 +34,7 @@ the providers in use (`run_redactor`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -470,49 +471,40 @@ def run_phase1(
     if runner_for is None:
         runner_for = runner_factory(config, runner, keep_builtin_tools=keep_builtin_tools)
     max_requests = max_requests or config.timeouts.max_requests
-    from mcpipechekr.runners.workers import WorkerPool, can_fork, worker_count
+    from mcpipechekr.runners.workers import WorkerPool, worker_count
 
-    count = worker_count(concurrency, len(attempts)) if workers is None else workers if can_fork() else 1
     pool: WorkerPool | None = None
-    if count > 1 and concurrency > 1 and len(attempts) > 1:
+    count = worker_count(concurrency, len(attempts), workers)
+    if count > 1:
         try:
             pool = WorkerPool(
-                config,
-                run_dir,
-                attempts,
-                runner_for,
-                workers=count,
-                concurrency=concurrency,
+                config, run_dir, attempts, runner_for, workers=count, concurrency=concurrency,
                 max_requests=max_requests,
-            )
+            )  # fmt: skip
         except OSError:  # no POSIX semaphores for the shared counter (no /dev/shm): one process runs all
             pool = None
-    if pool is not None:
-        with pool:  # forked before the display starts its thread
-            display = Phase1Progress(err_console) if progress else None
-            try:
-                state = pool.run(display.update if display else None)
-            finally:
-                if display is not None:
-                    display.close()
-        return [attempt.trace for attempt in state.attempts if attempt.trace is not None]
-    display = Phase1Progress(err_console) if progress else None
-    try:
-        state = anyio.run(
-            functools.partial(
-                run_attempts,
-                config,
-                run_dir,
-                attempts,
-                runner_for,
-                concurrency=concurrency,
-                max_requests=max_requests,
-                on_change=display.update if display else None,
-            )
-        )
-    finally:
-        if display is not None:
-            display.close()
+    with pool if pool is not None else contextlib.nullcontext():  # workers fork before the display's thread
+        display = Phase1Progress(err_console) if progress else None
+        update = display.update if display else None
+        try:
+            if pool is not None:
+                state = pool.run(update)
+            else:
+                state = anyio.run(
+                    functools.partial(
+                        run_attempts,
+                        config,
+                        run_dir,
+                        attempts,
+                        runner_for,
+                        concurrency=concurrency,
+                        max_requests=max_requests,
+                        on_change=update,
+                    )  # fmt: skip
+                )
+        finally:
+            if display is not None:
+                display.close()
     return [attempt.trace for attempt in state.attempts if attempt.trace is not None]
 
 

@@ -58,18 +58,13 @@ def can_fork() -> bool:
     return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
 
 
-def usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def worker_count(concurrency: int, attempts: int) -> int:
-    """Workers for a run: one per usable CPU, never more than its slots or attempts; 1 where fork is not."""
+def worker_count(concurrency: int, attempts: int, requested: int | None = None) -> int:
+    """Workers for a run: `requested`, else one per usable CPU; never more than its slots or attempts,
+    and 1 where fork is not safe."""
     if not can_fork():
         return 1
-    return max(1, min(concurrency, attempts, usable_cpus()))
+    cpus = len(os.sched_getaffinity(0)) if requested is None else requested
+    return max(1, min(cpus, concurrency, attempts))
 
 
 class WorkerLost(UserError):
@@ -121,7 +116,7 @@ class WorkerPool:
         self.run_dir = run_dir
         self.attempts = attempts
         self.runner_for = runner_for
-        self.count = max(1, min(workers, concurrency, len(attempts)))
+        self.count = workers
         self.concurrency = concurrency
         self.max_requests = max_requests
         self.context = multiprocessing.get_context("fork")
