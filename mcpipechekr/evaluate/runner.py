@@ -15,14 +15,13 @@ success and the report says correctness was not checked.
 
 from __future__ import annotations
 
-import gc
 import multiprocessing as mp
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcpipechekr._util.collector import collector_paused
 from mcpipechekr.artifacts import RunDir, read_model, read_trace, utc_now, write_model
 from mcpipechekr.artifacts.atomic import atomic_write_text
 from mcpipechekr.artifacts.baseline import Baseline
@@ -324,25 +323,6 @@ def resolve_phase2(config: Config, phase2_provider: str | ProviderSpec | None) -
         raise UserError(f"--phase2-provider: {exc}") from exc
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause Python's cycle collector while a run's traces are read and analysed.
-
-    An evaluation holds every trace of the run in memory (a thousand traces are millions of
-    objects) while it allocates steadily, so each full collection walks them all, and finds
-    nothing: traces, findings and reports hold no reference cycles. On 1,000 traces that was a
-    third of the reading time. Reference counting still frees what is dropped; the collector
-    resumes on the way out.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def evaluate_run(
     config: Config, run_dir: RunDir | str | Path, *, phase2_provider: str | ProviderSpec | None = None
 ) -> BugReport:
@@ -352,6 +332,9 @@ def evaluate_run(
         raise UserError(f"{run.root}: no such run folder")
     baseline = read_model(run.baseline, Baseline) if run.baseline.exists() else None
     spec = resolve_phase2(config, phase2_provider)
+    # Every trace of the run is held in memory (a thousand traces are millions of objects) and
+    # traces, findings and reports hold no reference cycles; on 1,000 traces the collector's
+    # fruitless walks were a third of the reading time.
     with collector_paused():
         contexts, notes = load_contexts(config, run, baseline)
         if baseline is None:

@@ -39,7 +39,6 @@ calls; journal lines become rows in `journal_rows.py`.
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import os
 import sqlite3
@@ -52,6 +51,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal
 
+from mcpipechekr._util.collector import collector_paused
 from mcpipechekr.artifacts.atomic import fsync_dir, temp_name_for
 from mcpipechekr.findings.errors import EvidenceUnavailable, JournalRejected
 from mcpipechekr.findings.home import Home
@@ -271,19 +271,16 @@ def _bulk_settings() -> Iterator[None]:
       were a tenth of a full index's work (half of it with the adapter, which
       hands `None` back to be bound as NULL just as before).
     """
-    enabled = gc.isenabled()
-    previous = sqlite3.adapters.get(_NONE_ADAPTER_KEY)
-    gc.disable()
-    sqlite3.adapters[_NONE_ADAPTER_KEY] = _none_as_is
-    try:
-        yield
-    finally:
-        if previous is None:
-            sqlite3.adapters.pop(_NONE_ADAPTER_KEY, None)
-        else:
-            sqlite3.adapters[_NONE_ADAPTER_KEY] = previous
-        if enabled:
-            gc.enable()
+    with collector_paused():
+        previous = sqlite3.adapters.get(_NONE_ADAPTER_KEY)
+        sqlite3.adapters[_NONE_ADAPTER_KEY] = _none_as_is
+        try:
+            yield
+        finally:
+            if previous is None:
+                sqlite3.adapters.pop(_NONE_ADAPTER_KEY, None)
+            else:
+                sqlite3.adapters[_NONE_ADAPTER_KEY] = previous
 
 
 _NONE_ADAPTER_KEY = (type(None), sqlite3.PrepareProtocol)
