@@ -45,6 +45,9 @@ from mcpipechekr.findings.models import Finding, FindingState
 CLOSING_STREAK = 3
 """Consecutive greens under one credit binding that close a finding."""
 
+BUSY_TIMEOUT_S = 30.0
+"""How long a connection waits for another writer's transaction before failing."""
+
 _DDL = """
 CREATE TABLE IF NOT EXISTS lifecycle_events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -125,17 +128,20 @@ class RegressionStats:
 
 
 @contextmanager
-def lifecycle_db(home: Home) -> Iterator[sqlite3.Connection]:
+def lifecycle_db(home: Home, *, autocommit: bool = True) -> Iterator[sqlite3.Connection]:
     """lifecycle.db with this module's tables, in WAL mode; closed on exit.
 
-    Autocommit mode: callers open their own `BEGIN IMMEDIATE` when they read
-    and then write, so two verifiers of one finding cannot both extend a streak.
+    Autocommit mode (the default): callers open their own `BEGIN IMMEDIATE`
+    when they read and then write, so two verifiers of one finding cannot both
+    extend a streak. `autocommit=False` keeps sqlite3's implicit transactions,
+    for writers that wrap each write in `with conn:` (the store).
     """
     home.root.mkdir(parents=True, exist_ok=True)
-    connection = sqlite3.connect(home.lifecycle_db, timeout=30.0, isolation_level=None)
+    connection = sqlite3.connect(
+        home.lifecycle_db, timeout=BUSY_TIMEOUT_S, isolation_level=None if autocommit else ""
+    )
     try:
         connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA busy_timeout=30000")
         connection.executescript(_DDL)
         yield connection
     finally:
@@ -207,11 +213,16 @@ def standings(home: Home) -> dict[str, Standing]:
     if not home.lifecycle_db.exists():
         return {}
     with lifecycle_db(home) as connection:
-        rows = connection.execute(
-            "SELECT e.finding_id, e.to_state, e.streak, e.binding FROM lifecycle_events e "
-            "JOIN (SELECT finding_id, MAX(seq) AS seq FROM lifecycle_events GROUP BY finding_id) last "
-            "ON e.seq = last.seq"
-        ).fetchall()
+        return standings_on(connection)
+
+
+def standings_on(connection: sqlite3.Connection) -> dict[str, Standing]:
+    """`standings` read on a connection already open (one made by `lifecycle_db`)."""
+    rows = connection.execute(
+        "SELECT e.finding_id, e.to_state, e.streak, e.binding FROM lifecycle_events e "
+        "JOIN (SELECT finding_id, MAX(seq) AS seq FROM lifecycle_events GROUP BY finding_id) last "
+        "ON e.seq = last.seq"
+    ).fetchall()
     return {row[0]: Standing(row[1], row[2], row[3]) for row in rows}
 
 

@@ -20,15 +20,13 @@ import contextlib
 import sqlite3
 from collections.abc import Iterator
 from datetime import datetime
-from types import ModuleType
 
 import orjson
 
 from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.lifecycle import lifecycle_db, standings_on
 from mcpipechekr.findings.models import Finding
-
-BUSY_TIMEOUT_S = 30.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS findings (
@@ -57,18 +55,13 @@ _STATE_FIELDS = {"state", "streak"}
 
 @contextlib.contextmanager
 def lifecycle_connection(home: Home) -> Iterator[sqlite3.Connection]:
-    """A connection to lifecycle.db with this module's tables present; closed on exit.
+    """A connection to lifecycle.db with this module's tables (and the lifecycle's) present; closed on exit.
 
     Use ``with conn:`` around each write so it is one short transaction.
     """
-    home.root.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(home.lifecycle_db, timeout=BUSY_TIMEOUT_S)
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
+    with lifecycle_db(home, autocommit=False) as conn:
         conn.executescript(_SCHEMA)
         yield conn
-    finally:
-        conn.close()
 
 
 def finding_body(finding: Finding) -> str:
@@ -100,22 +93,10 @@ def stored_findings(conn: sqlite3.Connection) -> list[Finding]:
     return [Finding.model_validate(orjson.loads(body)) for (body,) in rows]
 
 
-def _lifecycle_module() -> ModuleType | None:
-    """The lifecycle module, or None where it is not installed (every finding is then open)."""
-    try:
-        from mcpipechekr.findings import lifecycle
-    except ModuleNotFoundError as exc:
-        if exc.name == "mcpipechekr.findings.lifecycle":
-            return None
-        raise
-    return lifecycle
-
-
-def _with_states(home: Home, findings: list[Finding]) -> list[Finding]:
-    lifecycle = _lifecycle_module()
-    if lifecycle is None or not findings:
+def _with_states(conn: sqlite3.Connection, findings: list[Finding]) -> list[Finding]:
+    if not findings:
         return findings
-    standing = lifecycle.standings(home)
+    standing = standings_on(conn)
     merged = []
     for finding in findings:
         if finding.id in standing:
@@ -130,8 +111,7 @@ def load_findings(home: Home) -> list[Finding]:
     if not home.lifecycle_db.exists():
         return []
     with lifecycle_connection(home) as conn:
-        findings = stored_findings(conn)
-    return _with_states(home, findings)
+        return _with_states(conn, stored_findings(conn))
 
 
 def load_finding(home: Home, finding_id: str) -> Finding | None:
@@ -140,6 +120,6 @@ def load_finding(home: Home, finding_id: str) -> Finding | None:
         return None
     with lifecycle_connection(home) as conn:
         row = conn.execute("SELECT body FROM findings WHERE id = ?", (finding_id,)).fetchone()
-    if row is None:
-        return None
-    return _with_states(home, [Finding.model_validate(orjson.loads(row[0]))])[0]
+        if row is None:
+            return None
+        return _with_states(conn, [Finding.model_validate(orjson.loads(row[0]))])[0]
