@@ -14,13 +14,14 @@ which bugs went away and which appeared, the plain evidence that a fix worked.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from mcpipechekr import __version__
 from mcpipechekr.artifacts import (
     BugReport,
+    FixRecord,
     Manifest,
     Review,
     RunDir,
@@ -74,7 +75,7 @@ class _RunFacts:
         self.manifest: Manifest | None = None
         self.report: BugReport | None = None
         self.review: Review | None = None
-        self.fix: Any = None  # a FixRecord (mcpipechekr.artifacts.fix_record)
+        self.fix: FixRecord | None = None
 
     @classmethod
     def load(cls, run: RunDir) -> _RunFacts:
@@ -82,7 +83,7 @@ class _RunFacts:
         facts.manifest = facts._read(run.manifest, Manifest)
         facts.report = facts._read(run.bug_report, BugReport)
         facts.review = facts._read(run.review, Review)
-        facts.fix = facts._read_fix()
+        facts.fix = facts._read(run.fix_record, FixRecord)
         return facts
 
     def _read(self, path: Path, model: type[Any]) -> Any:
@@ -93,28 +94,6 @@ class _RunFacts:
         except UserError as exc:
             self.problems.append(exc.message.splitlines()[0])
             return None
-
-    def _read_fix(self) -> Any:
-        if not self.run.fix_record.exists():
-            return None
-        reader = fix_record_reader()
-        if reader is None:
-            self.problems.append(f"{self.run.fix_record}: this installation has no fix loop to read it")
-            return None
-        try:
-            return reader(self.run.fix_record)
-        except UserError as exc:
-            self.problems.append(exc.message.splitlines()[0])
-            return None
-
-
-def fix_record_reader() -> Callable[[Path], Any] | None:
-    """Phase 3's `read_fix_record`, or None in an installation without the fix loop."""
-    try:
-        from mcpipechekr.artifacts.fix_record import read_fix_record
-    except ImportError:
-        return None
-    return read_fix_record
 
 
 def _what_ran(facts: list[_RunFacts]) -> list[str]:
