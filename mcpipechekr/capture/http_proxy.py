@@ -88,12 +88,6 @@ class _BadMessage(Exception):
 
 
 @dataclass
-class _Route:
-    upstream: str
-    writer: JournalWriter
-
-
-@dataclass
 class _Head:
     """A request or response head: its first line's three parts and its headers, as sent."""
 
@@ -296,10 +290,9 @@ class HttpCaptureProxy:
         self, upstream_url: str, headers: dict[str, str] | None = None, redactor: Redactor | None = None
     ):
         self.upstream_url = upstream_url
-        self.headers = dict(headers or {})
         self.redactor = redactor
-        self._upstream = _Upstream(upstream_url, self.headers)
-        self._routes: dict[str, _Route] = {}
+        self._upstream = _Upstream(upstream_url, headers or {})
+        self._routes: dict[str, JournalWriter] = {}  # route token -> the attempt's journal
         self._socket: socket.socket | None = None
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task[None]] = set()
@@ -339,8 +332,8 @@ class HttpCaptureProxy:
     def _finish(self) -> None:
         if self._socket is not None:
             self._socket.close()
-        for route in list(self._routes.values()):
-            route.writer.close()
+        for journal in list(self._routes.values()):
+            journal.close()
         self._routes.clear()
         self._socket = None
 
@@ -416,15 +409,15 @@ class HttpCaptureProxy:
         token = f"{''.join(ch if ch.isalnum() else '-' for ch in label)[:60]}-{secrets.token_hex(4)}"
         writer = JournalWriter(journal, self.redactor)
         writer.event("proxy_started", version=1, detail=f"http: {self.upstream_url}")
-        self._routes[token] = _Route(self.upstream_url, writer)
+        self._routes[token] = writer
         return f"http://127.0.0.1:{self.port}/{token}"
 
     def release(self, url: str) -> None:
         """End an attempt's route: later requests on it get 404, its journal is closed."""
-        route = self._routes.pop(url.rstrip("/").rsplit("/", 1)[-1], None)
-        if route is not None:
-            route.writer.event("proxy_stopped")
-            route.writer.close()
+        journal = self._routes.pop(url.rstrip("/").rsplit("/", 1)[-1], None)
+        if journal is not None:
+            journal.event("proxy_stopped")
+            journal.close()
 
     # --- the agent's side ---------------------------------------------------------------------
 
@@ -458,22 +451,21 @@ class HttpCaptureProxy:
         path = head.start[1].partition(b"?")[0]
         if path.startswith(b"http://"):  # absolute form
             path = b"/" + path[7:].partition(b"/")[2]
-        route = self._routes.get(path.strip(b"/").split(b"/", 1)[0].decode("latin-1"))
-        if route is None:
+        journal = self._routes.get(path.strip(b"/").split(b"/", 1)[0].decode("latin-1"))
+        if journal is None:
             await _plain(writer, 404, b"no such capture route\n", keep)
             return keep
-        return await self._forward(route, head, body, reader, writer) and keep
+        return await self._forward(journal, head, body, reader, writer) and keep
 
     async def _forward(
         self,
-        route: _Route,
+        journal: JournalWriter,
         head: _Head,
         body: bytes,
         agent_reader: asyncio.StreamReader,
         agent: asyncio.StreamWriter,
     ) -> bool:
         t = time_monotonic()
-        journal = route.writer
         if body:
             for part, parsed in _messages(body):
                 journal.message("to_server", part, t, parsed)
@@ -481,7 +473,7 @@ class HttpCaptureProxy:
         try:
             reader, writer, response = await self._send(request)
         except (TimeoutError, OSError, asyncio.IncompleteReadError, _BadMessage) as exc:
-            detail = f"{type(exc).__name__}: {exc or 'no response'} ({route.upstream})"
+            detail = f"{type(exc).__name__}: {exc or 'no response'} ({self._upstream.url})"
             journal.event("upstream_error", detail=detail)
             message = f"capture proxy: the MCP server is unreachable: {type(exc).__name__}: {exc}\n"
             await _plain(agent, 502, message.encode(), head.keep_alive)
