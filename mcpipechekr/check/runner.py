@@ -11,7 +11,6 @@ cases file costs no server start.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from contextlib import nullcontext
 from pathlib import Path
 
 import mcp_types
@@ -49,14 +48,12 @@ def run_check(
     call_timeout_s: float | None = None,
     log_path: Path | None = None,
     progress: Callable[[str], None] | None = None,
-    server: ServerUnderTest | None = None,
 ) -> CheckReport:
     """Check the configured server and return the report (whose `exit_code` the CLI exits with).
 
     `cases_path`, `expected_failures_path` and `call_timeout_s` default to
-    config.check's. `progress` is told what runs now. `server` is a server a
-    harness run already started (it stays up afterwards); without it the check
-    starts and stops its own. Raises UserError (a ServerHalt included) when an
+    config.check's. `progress` is told what runs now. The check starts and
+    stops its own server. Raises UserError (a ServerHalt included) when an
     input is bad or the server cannot be started.
     """
     selected = [layer for layer in LAYERS if layer in set(layers)]
@@ -67,13 +64,11 @@ def run_check(
     timeout_s = call_timeout_s or config.check.call_timeout_s
 
     started_at = utc_now()
-    if server is None:
-        prepare_repo(config.server)
-        if progress is not None:
-            progress(f"starting {config.server.name}")
+    prepare_repo(config.server)
+    if progress is not None:
+        progress(f"starting {config.server.name}")
     sizes: list[ResponseSize] = []
-    owned = ServerUnderTest(config.server, log_path) if server is None else nullcontext(server)
-    with owned as server:
+    with ServerUnderTest(config.server, log_path) as server:
         ctx = CheckContext(config=config, server=server, call_timeout_s=timeout_s, progress=progress)
         if cases is not None:
             ctx.opted_in |= cases.opt_in_tools
