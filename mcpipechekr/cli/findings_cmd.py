@@ -5,9 +5,8 @@ from __future__ import annotations
 import click
 
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.promote import opened_index
+from mcpipechekr.findings.promote import registered_findings
 from mcpipechekr.findings.render import STATE_ORDER, render
-from mcpipechekr.findings.store import load_findings
 
 
 @click.command("findings")
@@ -35,12 +34,7 @@ def findings_command(output_format: str, states: tuple[str, ...]) -> None:
     explanation on stderr when there is nothing to show), 3 when the index is
     missing, corrupt or incomplete (run `mcpipechekr index`).
     """
-    home = Home.resolve()
-    with opened_index(home):
-        pass  # only the evidence's availability matters here; findings live in lifecycle.db
-    findings = load_findings(home)
-    if states:
-        findings = [finding for finding in findings if finding.state in states]
+    findings = registered_findings(Home.resolve(), states)
     if not findings:
         if states:
             click.echo(f"no findings in state {', '.join(states)}.", err=True)

@@ -24,9 +24,8 @@ from mcpipechekr.findings.generate import case_id_for
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle import CLOSING_STREAK
 from mcpipechekr.findings.models import Finding
-from mcpipechekr.findings.promote import opened_index
+from mcpipechekr.findings.promote import registered_findings
 from mcpipechekr.findings.render import ordered
-from mcpipechekr.findings.store import load_findings
 
 _EXPORTED_NAME = re.compile(r"^finding-[0-9a-f]{16}\.md$")
 
@@ -41,9 +40,7 @@ class ExportResult:
 
 def export_issues(home: Home, out_dir: Path) -> ExportResult:
     """Write one file per finding that is not closed; EvidenceUnavailable (exit 3) without a usable index."""
-    with opened_index(home):
-        pass  # the findings live in lifecycle.db; the index must still be there to vouch for them
-    findings = [finding for finding in ordered(load_findings(home)) if finding.state != "closed"]
+    findings = [finding for finding in ordered(registered_findings(home)) if finding.state != "closed"]
     out_dir.mkdir(parents=True, exist_ok=True)
     result = ExportResult()
     current = set()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -36,7 +36,7 @@ from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.models import Finding
 from mcpipechekr.findings.scoring import score, wilson_low
 from mcpipechekr.findings.settings import promotion_threshold
-from mcpipechekr.findings.store import lifecycle_connection, upsert_finding
+from mcpipechekr.findings.store import lifecycle_connection, load_findings, upsert_finding
 
 MIN_SESSIONS = 2
 
@@ -81,6 +81,22 @@ def opened_index(home: Home) -> Iterator[sqlite3.Connection]:
         yield conn
     finally:
         conn.close()
+
+
+def require_index(home: Home) -> None:
+    """`EvidenceUnavailable` (exit 3) unless the index is usable.
+
+    The findings live in lifecycle.db; the index must still be there to vouch
+    for them, so every view of the findings checks it first.
+    """
+    with opened_index(home):
+        pass
+
+
+def registered_findings(home: Home, states: Collection[str] = ()) -> list[Finding]:
+    """The registered findings, only those in `states` when any are given; `require_index` first."""
+    require_index(home)
+    return [finding for finding in load_findings(home) if not states or finding.state in states]
 
 
 def score_groups(groups: list[Group], *, threshold: float, now: datetime) -> list[ScoredGroup]:

@@ -31,9 +31,9 @@ from mcpipechekr.check.cases import Expect
 from mcpipechekr.findings.generate import generate_manifest
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.models import Finding
-from mcpipechekr.findings.promote import opened_index
+from mcpipechekr.findings.promote import registered_findings, require_index
 from mcpipechekr.findings.render import STATE_ORDER, render
-from mcpipechekr.findings.store import load_findings
+from mcpipechekr.findings.store import load_finding
 from mcpipechekr.findings.verify import verify_finding
 from mcpipechekr.server.target import resolve_server
 
@@ -59,12 +59,6 @@ def build_server(home: Home) -> MCPServer:
         "for one, fill its placeholders, then verify your fix (three greens in a row close a finding).",
     )
 
-    def findings(states: list[str] | None = None) -> list[Finding]:
-        with opened_index(home):
-            pass
-        found = load_findings(home)
-        return [finding for finding in found if not states or finding.state in states]
-
     @app.tool(annotations=_READ_ONLY)
     def list_findings(state: str | None = None) -> str:
         """The findings as JSON (class, fix hint, severity, rates, argument shapes); optionally one state.
@@ -73,15 +67,20 @@ def build_server(home: Home) -> MCPServer:
         """
         if state is not None and state not in STATE_ORDER:
             raise ToolError(f"state must be one of {', '.join(STATE_ORDER)}; got {state!r}")
-        return _answer(lambda: render(findings([state] if state else None), "json"))
+        return _answer(lambda: render(registered_findings(home, [state] if state else ()), "json"))
 
     @app.tool(annotations=_READ_ONLY)
     def get_finding(finding_id: str) -> str:
         """One finding as JSON, by its id (finding-<16 hex>)."""
-        matches = [finding for finding in _answer(findings) if finding.id == finding_id]
-        if not matches:
+
+        def one() -> Finding | None:
+            require_index(home)
+            return load_finding(home, finding_id)
+
+        finding = _answer(one)
+        if finding is None:
             raise ToolError(f"no finding {finding_id}: list_findings shows the registered ones")
-        return render(matches, "json")
+        return render([finding], "json")
 
     @app.tool(annotations=_WRITES)
     def generate_case(
