@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 import pytest
+from fakes.agent_cli import process_alive
 from fakes.mcp_runner import ClientRunner
 from fakes.net import free_port, wait_port
 
@@ -426,14 +427,6 @@ run_phase1(config, Path({out!r}), tasks, [ProviderSpec(provider="demo")], runner
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 @linux_only
 def test_workers_whose_parent_is_killed_write_their_traces_and_exit(http_url: str, tmp_path: Path) -> None:
     script = tmp_path / "phase1.py"
@@ -453,7 +446,7 @@ def test_workers_whose_parent_is_killed_write_their_traces_and_exit(http_url: st
     process.wait(timeout=10)
     traces = [tmp_path / "traces" / f"{name}__demo__r001.json" for name in ("one", "two")]
     deadline = time.monotonic() + 30
-    while not all(t.exists() for t in traces) or any(_alive(pid) for pid in workers):
+    while not all(t.exists() for t in traces) or any(process_alive(pid) for pid in workers):
         assert time.monotonic() < deadline, "orphaned workers should write their traces and exit"
         time.sleep(0.05)
     for path in traces:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from fakes.agent_cli import isolated_home, process_alive, require_cli, stalling_binary
+from fakes.agent_cli import isolated_home, require_cli, stalling_binary, wait_gone
 from fakes.agent_scenarios import (
     FINAL,
     FIRST_ARGS,
@@ -245,4 +245,4 @@ def test_a_timed_out_run_keeps_what_the_agent_did(tmp_path: Path, emailindex_dir
     assert (output.status, output.status_reason) == ("timeout", "no final answer within the task's 3 s")
     assert [step.kind for step in output.steps] == ["model", "tool_call"]
     assert output.steps[1].structured_content == {"count": 0}
-    assert not process_alive(int(child_file.read_text()))
+    assert wait_gone(int(child_file.read_text()))

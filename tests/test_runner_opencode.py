@@ -19,7 +19,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from fakes.agent_cli import isolated_home, process_alive, require_cli, stalling_binary
+from fakes.agent_cli import isolated_home, require_cli, stalling_binary, wait_gone
 from fakes.agent_scenarios import (
     FINAL,
     FIRST_ARGS,
@@ -273,10 +273,7 @@ def test_a_timeout_stops_the_whole_process_group_and_keeps_the_output(tmp_path: 
     assert result.timed_out and time.monotonic() - started < 10
     assert result.stdout_lines[1:] == ["working"]
     child = int(result.stdout_lines[0])
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and process_alive(child):
-        time.sleep(0.05)
-    assert not process_alive(child), "the CLI's child survived the timeout"
+    assert wait_gone(child), "the CLI's child survived the timeout"
 
 
 def test_a_cli_gets_its_prompt_on_stdin_and_its_exit_code(tmp_path: Path):
@@ -311,11 +308,7 @@ def test_a_timed_out_run_keeps_what_the_agent_did(tmp_path: Path, emailindex_dir
     assert (output.status, output.status_reason) == ("timeout", "no final answer within the task's 3 s")
     assert [step.kind for step in output.steps] == ["model", "tool_call"]
     assert output.steps[1].tool == "count_emails" and output.steps[0].thinking == [THINKING]
-    child = int(child_file.read_text())
-    deadline = time.monotonic() + 5  # killed as the run ended; the kernel may take a moment to reap it
-    while process_alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not process_alive(child)
+    assert wait_gone(int(child_file.read_text()))  # killed as the run ended
 
 
 def test_keep_builtin_tools_reaches_the_agent_cli_runners_only(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,12 @@ def process_alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/status").read_text().find("State:\tZ") < 0
     except OSError:
         return True
+
+
+def wait_gone(pid: int, timeout_s: float = 5) -> bool:
+    """Whether the process is gone (see process_alive) within `timeout_s`: a killed process may take
+    the kernel a moment to reap."""
+    deadline = time.monotonic() + timeout_s
+    while process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not process_alive(pid)
