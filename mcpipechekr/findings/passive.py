@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from mcpipechekr.capture.stdio_proxy import StdioProxy
+from mcpipechekr.capture.stdio_proxy import StdioProxy, exit_at_once
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.locking import JournalLock
 from mcpipechekr.findings.records import CallRecord, journal_name
@@ -217,10 +217,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    code = main()
-    # As in `python -m mcpipechekr.capture`: the reader thread may still block on stdin; leave without
-    # an interpreter shutdown that would wait for its lock.
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    os._exit(code)
+    exit_at_once(main())
