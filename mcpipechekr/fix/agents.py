@@ -52,7 +52,7 @@ class AgentTemplate:
 
     @property
     def needs_model(self) -> bool:
-        return any(name in ("model", "provider_model") for arg in self.argv for name in template_fields(arg))
+        return _names_model(*self.argv)
 
 
 TEMPLATES: dict[str, AgentTemplate] = {
@@ -193,8 +193,7 @@ def resolve_agent(config: Config, repo: Path) -> FixAgent:
     provider = config.providers.phase3
     if fix.agent == "shell":
         assert fix.command is not None  # FixConfig guarantees it
-        needs_model = any(name in ("model", "provider_model") for name in template_fields(fix.command))
-        _require_model(needs_model, provider, "shell")
+        _require_model(_names_model(fix.command), provider, "shell")
         return FixAgent(
             name="shell",
             repo=repo,
@@ -221,6 +220,11 @@ def resolve_agent(config: Config, repo: Path) -> FixAgent:
         argv=tuple(argv),
         scratch=template.scratch,
     )
+
+
+def _names_model(*templates: str) -> bool:
+    """Whether any of these templates has a `{model}` or `{provider_model}` field to fill in."""
+    return any(name in ("model", "provider_model") for text in templates for name in template_fields(text))
 
 
 def _require_model(needs_model: bool, provider: ProviderSpec, agent: str) -> None:
