@@ -176,20 +176,17 @@ def code_for_message(message: str) -> str | None:
     return None
 
 
-def severity_for(defect: DefectClass, *, rate_low: float, blast_radius: int, probe: bool = True) -> Severity:
+def severity_for(defect: DefectClass, *, rate_low: float, blast_radius: int) -> Severity:
     """The class's base severity, one step up when the failure is common or widespread.
 
     Common: the Wilson lower bound of the failure rate is at least 0.5.
-    Widespread: the same error appears in three or more tools. Without a probe
-    (nothing can check a fix automatically) the result is capped at medium.
+    Widespread: the same error appears in three or more tools. A finding
+    without a probe is capped at medium by ``cap_without_probe``.
     """
     level = SEVERITY_ORDER.index(BASE_SEVERITY[defect])
     if rate_low >= 0.5 or blast_radius >= 3:
         level += 1
-    level = min(level, len(SEVERITY_ORDER) - 1)
-    if not probe:
-        level = min(level, SEVERITY_ORDER.index("medium"))
-    return SEVERITY_ORDER[level]
+    return SEVERITY_ORDER[min(level, len(SEVERITY_ORDER) - 1)]
 
 
 def cap_without_probe(severity: Severity, probe: bool) -> Severity:
