@@ -38,29 +38,43 @@ def run(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def _line(request_id: int, method: str, params: dict) -> bytes:
-    return (
-        json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode() + b"\n"
-    )
+def rpc(request_id: int, method: str, params: dict | None = None) -> bytes:
+    """One JSON-RPC request line."""
+    body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}}
+    return json.dumps(body).encode() + b"\n"
+
+
+def tool_call(request_id: int, name: str, **arguments: object) -> bytes:
+    """A `tools/call` request line."""
+    return rpc(request_id, "tools/call", {"name": name, "arguments": arguments})
+
+
+def converse(
+    command: list[str], lines: list[bytes], *, env: dict[str, str] | None = None, timeout_s: float = 20
+) -> tuple[list[bytes], int]:
+    """Send each line, read one answer per line, close stdin; the answers and the exit code."""
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    assert process.stdin is not None and process.stdout is not None
+    answers = []
+    for line in lines:
+        process.stdin.write(line)
+        process.stdin.flush()
+        answers.append(process.stdout.readline())
+    process.stdin.close()
+    return answers, process.wait(timeout=timeout_s)
 
 
 def capture_session(home: Home, calls: list[tuple[str, dict]], *, broken: bool = True) -> None:
     """One client session through the capture proxy: initialize, then each (tool, arguments) call."""
     env = {**os.environ, "FINDINGS_BROKEN": "1" if broken else "0"}
     command = [sys.executable, "-c", CAPTURE, "--home", str(home.root), "--", sys.executable, str(SERVER)]
-    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-    assert process.stdin is not None and process.stdout is not None
     init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test"}}
-    lines = [_line(0, "initialize", init)]
+    lines = [rpc(0, "initialize", init)]
     lines += [
-        _line(n, "tools/call", {"name": tool, "arguments": args}) for n, (tool, args) in enumerate(calls, 1)
+        rpc(n, "tools/call", {"name": tool, "arguments": args}) for n, (tool, args) in enumerate(calls, 1)
     ]
-    for line in lines:
-        process.stdin.write(line)
-        process.stdin.flush()
-        assert process.stdout.readline()
-    process.stdin.close()
-    assert process.wait(timeout=30) == 0
+    answers, code = converse(command, lines, env=env, timeout_s=30)
+    assert all(answers) and code == 0
 
 
 def promoted_lookup_finding(home: Home) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 from click.testing import CliRunner
+from findings_sessions import converse, rpc, tool_call
 from mcp import Client, StdioServerParameters
 
 from mcpipechekr.cli import main
@@ -35,15 +36,6 @@ SECRET = "hunter2-9f31c7"
 ACCOUNT = "acct-771c-PRIVATE"
 
 
-def rpc(request_id: int, method: str, params: dict | None = None) -> bytes:
-    body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}}
-    return json.dumps(body).encode() + b"\n"
-
-
-def tool_call(request_id: int, name: str, **arguments: object) -> bytes:
-    return rpc(request_id, "tools/call", {"name": name, "arguments": arguments})
-
-
 INIT = rpc(
     0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}
 )
@@ -56,19 +48,6 @@ CALLS = [
     tool_call(6, "bad_result"),
     tool_call(7, "bad_flag"),
 ]
-
-
-def converse(command: list[str], lines: list[bytes]) -> tuple[list[bytes], int]:
-    """Send each line, read one answer per line, close stdin; the answers and the exit code."""
-    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert process.stdin is not None and process.stdout is not None
-    answers = []
-    for line in lines:
-        process.stdin.write(line)
-        process.stdin.flush()
-        answers.append(process.stdout.readline())
-    process.stdin.close()
-    return answers, process.wait(timeout=20)
 
 
 def capture(home: Path, *server: str) -> list[str]:
