@@ -64,9 +64,10 @@ def converse(
     return answers, process.wait(timeout=timeout_s)
 
 
-def capture_session(home: Home, calls: list[tuple[str, dict]], *, broken: bool = True) -> None:
-    """One client session through the capture proxy: initialize, then each (tool, arguments) call."""
-    env = {**os.environ, "FINDINGS_BROKEN": "1" if broken else "0"}
+def capture_session(home: Home, calls: list[tuple[str, dict]]) -> None:
+    """One client session through the capture proxy, the server broken: initialize, then each
+    (tool, arguments) call."""
+    env = {**os.environ, "FINDINGS_BROKEN": "1"}
     command = [sys.executable, "-c", CAPTURE, "--home", str(home.root), "--", sys.executable, str(SERVER)]
     init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test"}}
     lines = [rpc(0, "initialize", init)]
@@ -86,10 +87,9 @@ def promoted_lookup_finding(home: Home) -> str:
         capture_session(
             home, [("lookup", {"key": SECRET}), ("lookup", {"key": SECRET}), ("save", {"note": SECRET})]
         )
-    runner = CliRunner()
-    indexed = runner.invoke(main, ["index"], catch_exceptions=False)
+    indexed = cli("index")
     assert indexed.exit_code == 0, indexed.output
-    promoted = runner.invoke(main, ["promote"], catch_exceptions=False)
+    promoted = cli("promote")
     assert promoted.exit_code == 0, promoted.output
     assert promoted.output.startswith("promoted 1 of 1 issues"), promoted.output
     return promoted.output.split("new ", 1)[1].split()[0]

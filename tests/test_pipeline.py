@@ -24,7 +24,6 @@ from mcpipechekr.config import load_config
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.pipeline import harness_run
 
-ROOT = Path(__file__).resolve().parents[1]
 TINY = Path(__file__).parent / "servers" / "tiny_server.py"
 PLANTED = "sk-test-PLANTED-4f1c9b2e7d"
 
