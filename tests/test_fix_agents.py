@@ -12,6 +12,7 @@ from types import ModuleType
 
 import git
 import pytest
+from fakes.agent_cli import DEV_BIN
 
 from mcpipechekr.artifacts import Bug
 from mcpipechekr.config import Config, ConfigFileError, load_config
@@ -20,7 +21,6 @@ from mcpipechekr.fix import PROMISE, TEMPLATES, build_fix_prompt, has_promise, r
 from mcpipechekr.fix.changes import Exclusions, changed_files, commit_paths, restore, snapshot
 
 REPO = Path(__file__).resolve().parents[1]
-AGENT_BIN = REPO / ".cache" / "agents" / "node_modules" / ".bin"
 EMAILINDEX = REPO / "examples" / "emailindex"
 
 
@@ -180,7 +180,7 @@ def test_a_stalled_agent_is_stopped_at_its_timeout(tmp_path: Path) -> None:
 def test_installed_agent_clis_take_the_template_flags(
     program: str, argv: list[str], flags: list[str]
 ) -> None:
-    binary = AGENT_BIN / program
+    binary = DEV_BIN / program
     if not binary.exists():
         pytest.skip(f"{program} is not installed under .cache/agents")
     shown = subprocess.run([str(binary), *argv], capture_output=True, text=True, timeout=60)
