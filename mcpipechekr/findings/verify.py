@@ -48,18 +48,6 @@ from mcpipechekr.server.lifecycle import ServerUnderTest
 
 DEFAULT_TIMEOUT_S = CheckConfig().call_timeout_s
 
-REASONS = {
-    "error-returned": "the call answered an error where the case expects success",
-    "unexpected-success": "the call succeeded where the case expects an error",
-    "wrong-error-code": "the call failed with another JSON-RPC error code than expected",
-    "invalid-result": "the result failed the MCP SDK's validation",
-    "timeout": "the call did not answer within the timeout",
-    "server-halted": "the server exited or broke the connection during the case",
-    "cleanup-failed": "a cleanup call of the case failed",
-    "expectation-failed": "the answer missed an expectation on its content",
-}
-"""Reason tokens of a red result, the only part of a failure that is stored."""
-
 
 class TransportFailure(UserError):
     """The server could not be started or reached: no evidence either way, so nothing is recorded."""
@@ -70,11 +58,9 @@ class VerifyResult:
     """One verification run: what ran, what it showed, and what was recorded."""
 
     finding: Finding
-    case_id: str
     passed: bool
     attempts: int
     planned: int
-    binding: CreditBinding
     reason: str | None = None
     failures: list[str] = field(default_factory=list)
     transition: Transition | None = None
@@ -128,7 +114,6 @@ def verify_finding(
     timeout_s: float | None = None,
     attempts: int | None = None,
     run_id: str | None = None,
-    log_path: Path | None = None,
 ) -> VerifyResult:
     """Run the case and record the result; see the module docstring for when nothing is recorded.
 
@@ -160,16 +145,12 @@ def verify_finding(
 
     before = bind()
     config = Config(server=server)
-    passed, done, result = _run_attempts(
-        config, loaded.manifest.as_cases_file(case), planned, timeout, log_path
-    )
+    passed, done, result = _run_attempts(config, loaded.manifest.as_cases_file(case), planned, timeout)
     outcome = VerifyResult(
         finding=finding,
-        case_id=case.id,
         passed=passed,
         attempts=done,
         planned=planned,
-        binding=before,
         detection=detection_chance(finding.rate, planned),
     )
     if not passed:
@@ -203,11 +184,11 @@ def probe_label(manifest_path: Path, case_id: str) -> str:
 
 
 def _run_attempts(
-    config: Config, cases: CasesFile, planned: int, timeout_s: float, log_path: Path | None
+    config: Config, cases: CasesFile, planned: int, timeout_s: float
 ) -> tuple[bool, int, CheckResult]:
     """Run the case up to `planned` times on one server; stop at the first failure."""
     try:
-        live = ServerUnderTest(config.server, log_path)
+        live = ServerUnderTest(config.server)
         live.start()
     except ServerHalt as halt:
         raise TransportFailure(f"no evidence recorded: the server could not be reached.\n{halt}") from None
