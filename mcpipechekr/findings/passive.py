@@ -70,17 +70,14 @@ class CallRecordWriter:
         *,
         server: str | None,
         fallback_server: str = "server",
-        session: str | None = None,
-        probe: bool = False,
     ):
         home.journals.mkdir(parents=True, exist_ok=True)
         self.path = home.journals / journal_name("capture")
-        self.session = session or uuid.uuid4().hex
+        self.session = uuid.uuid4().hex
         self.tracker = CallTracker(
             salt=home.salt(),
             server=server or fallback_server,
             session=self.session,
-            probe=probe,
             learn_server=server is None,
         )
         self.written = 0
@@ -167,9 +164,7 @@ def _loads(data: bytes) -> Any:
         return None
 
 
-def run_passive_capture(
-    argv: Sequence[str], home: Home, *, server: str | None = None, probe: bool = False
-) -> int:
+def run_passive_capture(argv: Sequence[str], home: Home, *, server: str | None = None) -> int:
     """Proxy this process's stdin/stdout to the server `argv`, recording calls; returns the exit code.
 
     The server inherits the environment and working folder, and its stderr
@@ -177,9 +172,7 @@ def run_passive_capture(
     """
     if not argv:
         raise ValueError("no server command")
-    with CallRecordWriter(
-        home, server=server, fallback_server=default_server_name(argv), probe=probe
-    ) as writer:
+    with CallRecordWriter(home, server=server, fallback_server=default_server_name(argv)) as writer:
         proxy = StdioProxy(argv, writer)  # type: ignore[arg-type]
 
         def on_signal(signum: int, frame: object) -> None:

@@ -233,8 +233,7 @@ def records_from_journal(
     server: str,
     session: str,
     *,
-    home: Home | None = None,
-    probe: bool = False,
+    home: Home,
 ) -> list[CallRecord]:
     """The call records of one Phase 1 capture journal (`artifacts/journal.py` lines), in request order.
 
@@ -247,7 +246,6 @@ def records_from_journal(
     from mcpipechekr.artifacts.journal import read_journal
     from mcpipechekr.findings.tracker import CallTracker
 
-    resolved = home or Home.resolve()
     path = Path(journal_path)
     journal = sorted(read_journal(path), key=lambda record: record.seq)
     anchor = next((record for record in journal if record.at is not None), None)
@@ -256,10 +254,9 @@ def records_from_journal(
     else:
         base_at, base_t = datetime.fromtimestamp(path.stat().st_mtime, UTC), 0.0
     tracker = CallTracker(
-        salt=resolved.salt(),
+        salt=home.salt(),
         server=server,
         session=_session_token(session),
-        probe=probe,
         event_id=lambda position: event_id_for(session, path.name, position),
     )
     out: list[CallRecord] = []

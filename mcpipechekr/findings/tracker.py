@@ -174,7 +174,6 @@ class CallTracker:
         salt: bytes,
         server: str,
         session: str,
-        probe: bool = False,
         learn_server: bool = False,
         event_id: Callable[[int], str] | None = None,
     ):
@@ -183,7 +182,6 @@ class CallTracker:
         self.salt = salt
         self.server = server
         self.session = session
-        self.probe = probe
         self.learn_server = learn_server
         self._event_id = event_id or (lambda _position: str(uuid.uuid4()))
         self._pending: dict[bytes, _Pending] = {}
@@ -281,5 +279,4 @@ class CallTracker:
             latency_ms=round(max(0.0, t - pending.t) * 1000, 3),
             request_bytes=pending.size,
             response_bytes=size,
-            probe=self.probe,
         )
