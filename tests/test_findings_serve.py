@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import anyio
-import mcp_types
 from findings_sessions import SECRET, SERVER, promoted_lookup_finding
 from mcp import Client, StdioServerParameters
 
+from mcpipechekr.check.pointer import result_text
 from mcpipechekr.findings.home import HOME_ENV, Home
 from mcpipechekr.findings.lifecycle import current_state
 
@@ -21,10 +21,6 @@ SERVE = "from mcpipechekr.cli.serve_cmd import serve_command; serve_command()"
 def serve_params(home: Home, cwd: Path) -> StdioServerParameters:
     env = {**os.environ, HOME_ENV: str(home.root)}
     return StdioServerParameters(command=sys.executable, args=["-c", SERVE], env=env, cwd=str(cwd))
-
-
-def text(result: mcp_types.CallToolResult) -> str:
-    return "\n".join(block.text for block in result.content if isinstance(block, mcp_types.TextContent))
 
 
 def test_without_an_index_the_listing_tools_answer_evidence_unavailable(home: Home, tmp_path: Path) -> None:
@@ -38,7 +34,7 @@ def test_without_an_index_the_listing_tools_answer_evidence_unavailable(home: Ho
             ):
                 result = await client.call_tool(name, args)
                 assert result.is_error
-                assert f"evidence unavailable: {home.index_db}: no index yet" in text(result)
+                assert f"evidence unavailable: {home.index_db}: no index yet" in result_text(result)
 
     anyio.run(session)
 
@@ -52,24 +48,24 @@ def test_an_agent_lists_generates_and_verifies_its_own_fix(home: Home, tmp_path:
         async with Client(serve_params(home, tmp_path)) as client:
             listed = await client.call_tool("list_findings", {"state": "open"})
             assert not listed.is_error
-            (finding,) = json.loads(text(listed))["findings"]
+            (finding,) = json.loads(result_text(listed))["findings"]
             assert finding["id"] == finding_id and finding["tool"] == "lookup"
             assert finding["arg_shapes"] == [{"key": "string"}]
             got = await client.call_tool("get_finding", {"finding_id": finding_id})
-            assert json.loads(text(got))["findings"] == [finding]
+            assert json.loads(result_text(got))["findings"] == [finding]
             missing = await client.call_tool("get_finding", {"finding_id": "finding-ffffffffffffffff"})
-            assert missing.is_error and "no finding finding-ffffffffffffffff" in text(missing)
+            assert missing.is_error and "no finding finding-ffffffffffffffff" in result_text(missing)
 
             unconfirmed = await client.call_tool(
                 "generate_case",
                 {"finding_id": finding_id, "output": str(manifest), "confirm_read_only": False},
             )
-            assert unconfirmed.is_error and "pass --confirm-read-only" in text(unconfirmed)
+            assert unconfirmed.is_error and "pass --confirm-read-only" in result_text(unconfirmed)
             generated = await client.call_tool(
                 "generate_case",
                 {"finding_id": finding_id, "output": str(manifest), "confirm_read_only": True},
             )
-            assert not generated.is_error and text(generated) == manifest.read_text()
+            assert not generated.is_error and result_text(generated) == manifest.read_text()
             manifest.write_text(manifest.read_text().replace("'<fill: string>'", "k1"))
 
             both = await client.call_tool(
@@ -82,7 +78,7 @@ def test_an_agent_lists_generates_and_verifies_its_own_fix(home: Home, tmp_path:
                     "command": ["x"],
                 },
             )
-            assert both.is_error and "give the server once" in text(both)
+            assert both.is_error and "give the server once" in result_text(both)
             for _ in range(3):
                 verified = await client.call_tool(
                     "verify_fix",
@@ -93,11 +89,11 @@ def test_an_agent_lists_generates_and_verifies_its_own_fix(home: Home, tmp_path:
                         "command": [sys.executable, str(SERVER)],
                     },
                 )
-                assert not verified.is_error, text(verified)
-                answers.append(text(verified))
+                assert not verified.is_error, result_text(verified)
+                answers.append(result_text(verified))
             closed = await client.call_tool("list_findings", {"state": "closed"})
-            assert [item["id"] for item in json.loads(text(closed))["findings"]] == [finding_id]
-            answers.extend(text(result) for result in (listed, got, generated, closed))
+            assert [item["id"] for item in json.loads(result_text(closed))["findings"]] == [finding_id]
+            answers.extend(result_text(result) for result in (listed, got, generated, closed))
 
     anyio.run(session)
     assert answers[0].startswith(f"{finding_id}: green (3 of 3 attempt(s) passed); open -> verifying")
