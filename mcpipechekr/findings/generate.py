@@ -15,7 +15,6 @@ tool changes nothing worth protecting.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -25,6 +24,7 @@ from mcpipechekr.errors import UserError
 from mcpipechekr.findings.case_manifest import MANIFEST_VERSION, VerificationManifest, asserts_result
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.models import Finding
+from mcpipechekr.findings.render import shape_text
 from mcpipechekr.findings.store import load_finding
 
 FALSE_SUCCESS_RULE = (
@@ -109,8 +109,7 @@ def render_manifest(finding: Finding, tool: str, expect: Expect, output: Path) -
         expect=expect,
     )
     manifest = VerificationManifest(version=MANIFEST_VERSION, finding=finding.id, cases=[case])
-    data: dict[str, Any] = manifest.model_dump(mode="json", exclude_defaults=True)
-    data["version"] = MANIFEST_VERSION
+    data = manifest.model_dump(mode="json", exclude_defaults=True)
     expect_data = data["cases"][0].setdefault("expect", {})
     expect_data.setdefault("outcome", expect.outcome)
     header = [
@@ -123,19 +122,10 @@ def render_manifest(finding: Finding, tool: str, expect: Expect, output: Path) -
         "-- <server command…>",
     ]
     for other in finding.arg_shapes[1:]:
-        header.append(f"Another argument shape seen: {_shape_text(other)}")
+        header.append(f"Another argument shape seen: {shape_text(other)}")
     comments = "".join(f"# {line}\n" for line in header)
-    body = yaml.safe_dump(
-        {"version": data["version"], "finding": data["finding"], "cases": data["cases"]},
-        sort_keys=False,
-        allow_unicode=True,
-    )
-    return comments + body
+    return comments + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
 def placeholder(kind: str) -> str:
     return f"<fill: {kind}>"
-
-
-def _shape_text(shape: dict[str, str]) -> str:
-    return "{" + ", ".join(f"{key}: {kind}" for key, kind in shape.items()) + "}" if shape else "{}"

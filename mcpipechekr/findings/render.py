@@ -58,7 +58,8 @@ def _where(finding: Finding) -> str:
     return f"{finding.server}/{finding.tool}" if finding.tool else finding.server
 
 
-def _shape(shape: dict[str, str]) -> str:
+def shape_text(shape: dict[str, str]) -> str:
+    """An argument shape as `{key: type, …}`."""
     return "{" + ", ".join(f"{key}: {kind}" for key, kind in shape.items()) + "}"
 
 
@@ -92,7 +93,7 @@ def render_agent(findings: list[Finding]) -> str:
         if finding.origin == "captured":
             lines.append(f"  error: template {finding.template_id or 'none'}; codes {_codes(finding)}")
         for shape in finding.arg_shapes:
-            lines.append(f"  arguments: {_shape(shape)}")
+            lines.append(f"  arguments: {shape_text(shape)}")
         lines.append(f"  fix: {finding.hint}")
         if finding.state != "open":
             lines.append(f"  verification streak: {finding.streak}")
@@ -130,6 +131,6 @@ def render_markdown(findings: list[Finding]) -> str:
         if f.first_seen and f.last_seen:
             out.append(f"- Seen: {f.first_seen.date().isoformat()} to {f.last_seen.date().isoformat()}")
         for shape in f.arg_shapes:
-            out.append(f"- Arguments: `{_cell(_shape(shape))}`")
+            out.append(f"- Arguments: `{_cell(shape_text(shape))}`")
         out += ["", f"Fix: {f.hint}"]
     return "\n".join(out) + "\n"
