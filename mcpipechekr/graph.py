@@ -622,12 +622,14 @@ def run_loop(**params: Any) -> None:
     from mcpipechekr.stages import report_step
 
     settings = current_settings()
-    config, _, _ = graph_inputs.__wrapped__(settings).require()  # config and task selection problems first
+    inputs = graph_inputs.__wrapped__(settings)  # the first iteration's plan, without touching the cache
+    config, _, _ = inputs.require()  # config and task selection problems first
     require_baseline(config)  # before any cost: the loop needs the accepted answers to judge against
     session: list[RunDir] = []
     stop = ""
     for iteration in range(1, config.loop.max_iterations + 1):
-        inputs = graph_inputs.__wrapped__(settings)  # this iteration's plan, without touching the cache
+        if iteration > 1:  # a fix changed the server: plan this iteration's run afresh
+            inputs = graph_inputs.__wrapped__(settings)
         _, _, plan = inputs.require()
         session.append(plan.run_dir)
         console.rule(f"iteration {iteration}: {plan.run_id}")
