@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -28,7 +27,7 @@ from rich.text import Text
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from project import copy_project  # noqa: E402  (the tests' project copy: the same files a user has)
+from project import copy_project, doit  # noqa: E402  (the tests' project copy, the files a user has, and doit)
 
 WIDTH = 110
 
@@ -36,9 +35,10 @@ WIDTH = 110
 def record(project: Path) -> str:
     """The loop's terminal output, with colours, answering the review prompts."""
     env = {**os.environ, "COLUMNS": str(WIDTH), "FORCE_COLOR": "1", "TERM": "xterm-256color"}
-    subprocess.run(
-        [sys.executable, "-m", "doit", "baseline"], cwd=project, env=env, check=True, capture_output=True
-    )
+    baseline = doit(project, env, "baseline", timeout=600)
+    if baseline.returncode != 0:
+        output = baseline.stdout + baseline.stderr
+        raise SystemExit(f"doit baseline exited with {baseline.returncode}:\n{output[-2000:]}")
     child = pexpect.spawn(
         sys.executable,
         ["-m", "doit", "loop"],
