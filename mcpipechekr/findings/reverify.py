@@ -152,7 +152,7 @@ def verify_registered_probes(home: Home, server: ServerConfig, *, run_id: str) -
             outcome.skipped[finding.id] = f"its manifest {manifest} is gone"
             continue
         try:
-            result = verify_finding(home, finding.id, case_id, manifest, server, run_id=run_id)
+            result = verify_finding(home, finding, case_id, manifest, server, run_id=run_id)
         except UserError as exc:
             outcome.skipped[finding.id] = exc.format_message().splitlines()[0]
             continue

@@ -106,7 +106,7 @@ class VerifyResult:
 
 def verify_finding(
     home: Home,
-    finding_id: str,
+    finding: str | Finding,
     case_id: str,
     manifest_path: Path,
     server: ServerConfig,
@@ -117,10 +117,12 @@ def verify_finding(
 ) -> VerifyResult:
     """Run the case and record the result; see the module docstring for when nothing is recorded.
 
+    `finding` is its id, or the finding itself when the caller has it loaded.
     Raises UserError for bad input (unknown finding, manifest problems, a case
     that cannot run) and TransportFailure when the server cannot be reached.
     """
-    finding = find_finding(home, finding_id)
+    if isinstance(finding, str):
+        finding = find_finding(home, finding)
     tool = require_probe(finding)
     loaded = load_manifest(manifest_path)
     manifest = loaded.manifest
