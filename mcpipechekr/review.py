@@ -118,12 +118,19 @@ def read_review(run_dir: RunDir) -> Review | None:
     return read_model(run_dir.review, Review)
 
 
-def current_review(run_dir: RunDir) -> Review | None:
-    """The recorded decision if it was made on the bug report as it is now, else None."""
+def current_review(run_dir: RunDir, digest: str | None = None) -> Review | None:
+    """The recorded decision if it was made on the bug report as it is now, else None.
+
+    ``digest`` is the hash of the bug report a caller has just loaded (from
+    ``load_bug_report``); without it the current file is read and hashed.
+    """
     review = read_review(run_dir)
-    if review is None or not run_dir.bug_report.exists():
+    if review is None:
         return None
-    _, digest = load_bug_report(run_dir)
+    if digest is None:
+        if not run_dir.bug_report.exists():
+            return None
+        _, digest = load_bug_report(run_dir)
     return review if review.bug_report_hash == digest and review.run_id == run_dir.run_id else None
 
 
@@ -188,7 +195,7 @@ def record_decision(
         )
     who = by or reviewer_name()
     now = utc_now()
-    previous = current_review(run_dir)
+    previous = current_review(run_dir, digest)
     kept = list(previous.annotations) if previous else []
     for note in annotations:
         annotation = note if isinstance(note, Annotation) else _annotation(note, who, now)
@@ -304,7 +311,7 @@ def interactive_review(run_dir: RunDir, console: Console, input_fn: InputFn | No
     """
     read = input_fn or console.input
     _, digest = show_review(run_dir, console)
-    previous = current_review(run_dir)
+    previous = current_review(run_dir, digest)
     if previous and previous.annotations:
         console.print(Text("Annotations already recorded for this report:"))
         for note in previous.annotations:
@@ -376,8 +383,8 @@ def review_checkpoint(
         interactive = sys.stdin.isatty()
     if interactive:
         return interactive_review(run_dir, console, input_fn)
-    show_review(run_dir, console)
-    decided = current_review(run_dir)
+    _, digest = show_review(run_dir, console)
+    decided = current_review(run_dir, digest)
     if decided is not None:
         console.print(Text(describe_decision(decided)))
         return decided
