@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
+from mcpipechekr.artifacts.rundir import RunDir, open_run
 from mcpipechekr.config import DEFAULT_CONFIG_FILE, PHASES, Config, ConfigOverrides, load_config
 from mcpipechekr.server.target import ServerFlags
 from mcpipechekr.tasks import DEFAULT_TASKS_FILE
@@ -126,6 +127,20 @@ def effective_config(ctx: click.Context) -> Config:
     overrides = config_overrides(params)
     missing_ok = defaulted and overrides.server is not None and overrides.server.given
     return load_config(path, overrides, missing_ok=missing_ok)
+
+
+def resolve_run(ctx: click.Context, run: str, config: Config | None = None) -> RunDir:
+    """The run a RUN argument names: a run folder, a run id or `latest`.
+
+    A folder path needs no config; an id or `latest` is looked up in the runs
+    of ``config``, or of the command's effective config when none is given.
+    """
+    folder = Path(run)
+    if folder.is_dir():
+        return RunDir(folder.resolve())
+    if config is None:
+        config = effective_config(ctx)
+    return open_run(config.paths.runs, run)
 
 
 def tasks_file(params: dict[str, Any], config: Config | None) -> Path:

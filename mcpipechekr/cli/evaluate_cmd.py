@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from mcpipechekr._util.console import console
-from mcpipechekr.artifacts import RunDir, open_run
 from mcpipechekr.artifacts.atomic import dumps_json
-from mcpipechekr.cli.common import config_options, effective_config
+from mcpipechekr.cli.common import config_options, effective_config, resolve_run
 from mcpipechekr.evaluate import evaluate_run
 
 
@@ -44,8 +41,7 @@ def evaluate_command(
     Exits 0 with or without bugs, 2 for bad input.
     """
     config = effective_config(ctx)
-    folder = Path(run)
-    run_dir = RunDir(folder.resolve()) if folder.is_dir() else open_run(config.paths.runs, run)
+    run_dir = resolve_run(ctx, run, config)
     report = evaluate_run(config, run_dir, phase2_provider=phase2_provider)
     if output_format == "json":
         click.echo(dumps_json(report.model_dump(mode="json")).decode(), nl=False)

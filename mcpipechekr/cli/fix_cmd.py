@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 from rich.table import Table
 
 from mcpipechekr._util.console import console
-from mcpipechekr.artifacts import RunDir, open_run
 from mcpipechekr.artifacts.fix_record import FixRecord
-from mcpipechekr.cli.common import config_options, effective_config
+from mcpipechekr.cli.common import config_options, effective_config, resolve_run
 from mcpipechekr.fix import run_fix_loop
 from mcpipechekr.server.workspace import prepare_repo
 
@@ -49,8 +46,7 @@ def fix_command(ctx: click.Context, run: str, again: bool, **_: object) -> None:
     not clean, or the server is unhealthy after a fix (the commit is named).
     """
     config = effective_config(ctx)
-    folder = Path(run)
-    run_dir = RunDir(folder.resolve()) if folder.is_dir() else open_run(config.paths.runs, run)
+    run_dir = resolve_run(ctx, run, config)
     prepare_repo(config.server)
     record = run_fix_loop(config, run_dir, console=console, again=again)
     console.print(fix_table(record))

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import click
 from rich.text import Text
 
 from mcpipechekr._util.console import console
 from mcpipechekr._util.yamlsrc import display_path
-from mcpipechekr.artifacts import RunDir, open_run
-from mcpipechekr.cli.common import config_options, effective_config
+from mcpipechekr.cli.common import config_options, resolve_run
 from mcpipechekr.errors import UserError
 from mcpipechekr.review import (
     describe_decision,
@@ -68,7 +66,7 @@ def review_command(
     """
     if approve and exit_:
         raise UserError("--approve and --exit are mutually exclusive: choose one decision.")
-    run_dir = _resolve_run(ctx, run)
+    run_dir = resolve_run(ctx, run)  # a run folder given as a path needs no config
     decision = "approve" if approve else "exit" if exit_ else None
     if decision is not None:
         if interactive:
@@ -92,14 +90,6 @@ def review_command(
     else:
         summary = write_session_summary([run_dir], run_dir.session_summary)
         console.print(Text(f"session summary → {display_path(summary)}"))
-
-
-def _resolve_run(ctx: click.Context, run: str) -> RunDir:
-    """A run folder given as a path needs no config; an id or `latest` is looked up in the config's runs."""
-    folder = Path(run)
-    if folder.is_dir():
-        return RunDir(folder.resolve())
-    return open_run(effective_config(ctx).paths.runs, run)
 
 
 def _prompt_with(annotations: tuple[str, ...]) -> Callable[[str], str]:
