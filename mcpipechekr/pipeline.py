@@ -11,7 +11,7 @@ a halted server or Ctrl-C still closes the manifest as `failed` or
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -28,8 +28,9 @@ from mcpipechekr.artifacts import (
     utc_now,
     write_model,
 )
+from mcpipechekr.artifacts.manifest import RunStatus
 from mcpipechekr.config import PHASES, Config
-from mcpipechekr.server.lifecycle import ServerUnderTest
+from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest
 from mcpipechekr.server.workspace import prepare_repo, repo_state
 from mcpipechekr.tasks import Task, load_tasks, select_tasks, task_file_hash
 
@@ -93,27 +94,51 @@ def harness_run(
     manifest = new_manifest(config, run_dir.run_id, selected)
     write_model(run_dir.manifest, manifest)
     server = ServerUnderTest(config.server, run_dir.server_stderr_log)
-    status, reason = "completed", None
-    try:
+
+    def finish(status: RunStatus, reason: str | None) -> None:
+        try:
+            server.stop()
+        finally:
+            write_model(run_dir.manifest, manifest.finished(status, reason))
+
+    with recording_end(config, finish):
         health = server.start()
-        tools = snapshot_tools(
-            config.server.name,
-            server.list_tools(),
-            protocol_version=health.protocol_version,
-            server_info=health.server_info,
-        )
+        tools = server_tools(config, server, health)
         write_model(run_dir.tools, tools)
         yield HarnessRun(config, selected, run_dir, manifest, server, tools)
+
+
+@contextmanager
+def recording_end(
+    config: Config, finish: Callable[[RunStatus, str | None], None], step: str = ""
+) -> Iterator[None]:
+    """Run the body, then tell ``finish`` how it ended, whether it returned or raised.
+
+    `completed`; `interrupted` on Ctrl-C; else `failed` with the error's first
+    line, redacted. A ``step`` names what ran at the start of the reason.
+    """
+    prefix = f"{step}: " if step else ""
+    status: RunStatus = "completed"
+    reason: str | None = None
+    try:
+        yield
     except KeyboardInterrupt:
-        status, reason = "interrupted", "interrupted by the user (Ctrl-C)"
+        status, reason = "interrupted", f"{prefix}interrupted by the user (Ctrl-C)"
         raise
     except BaseException as exc:
         status = "failed"
         text = str(getattr(exc, "message", exc)) or type(exc).__name__
-        reason = config.redactor.redact(text.splitlines()[0])
+        reason = config.redactor.redact(f"{prefix}{text.splitlines()[0]}")
         raise
     finally:
-        try:
-            server.stop()
-        finally:
-            write_model(run_dir.manifest, manifest.finished(status, reason))  # type: ignore[arg-type]
+        finish(status, reason)
+
+
+def server_tools(config: Config, server: ServerUnderTest, health: HealthReport) -> ToolsSnapshot:
+    """The tools the started server offers, with its health check's protocol version and server info."""
+    return snapshot_tools(
+        config.server.name,
+        server.list_tools(),
+        protocol_version=health.protocol_version,
+        server_info=health.server_info,
+    )

@@ -26,14 +26,14 @@ from mcpipechekr.artifacts import (
     RunDir,
     ToolsSnapshot,
     read_model,
-    snapshot_tools,
     write_model,
 )
 from mcpipechekr.artifacts.atomic import atomic_write_text
+from mcpipechekr.artifacts.manifest import RunStatus
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import HOME_ENV, Home
-from mcpipechekr.pipeline import new_manifest
+from mcpipechekr.pipeline import new_manifest, recording_end, server_tools
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runplan import RunPlan, claim_run_dir, read_manifest
 from mcpipechekr.server.lifecycle import ServerUnderTest
@@ -59,20 +59,13 @@ def run_stage(config: Config, run_dir: RunDir, step: str) -> Iterator[Manifest]:
     manifest = read_model(run_dir.manifest, Manifest)
     running = manifest.model_copy(update={"status": "running", "status_reason": None, "finished_at": None})
     write_model(run_dir.manifest, running)
-    status, reason = "completed", None
-    try:
-        yield running
-    except KeyboardInterrupt:
-        status, reason = "interrupted", f"{step}: interrupted by the user (Ctrl-C)"
-        raise
-    except BaseException as exc:
-        status = "failed"
-        text = str(getattr(exc, "message", exc)) or type(exc).__name__
-        reason = config.redactor.redact(f"{step}: {text.splitlines()[0]}")
-        raise
-    finally:
+
+    def finish(status: RunStatus, reason: str | None) -> None:
         latest = read_model(run_dir.manifest, Manifest)  # a step may have updated it (accepted risks)
-        write_model(run_dir.manifest, latest.finished(status, reason))  # type: ignore[arg-type]
+        write_model(run_dir.manifest, latest.finished(status, reason))
+
+    with recording_end(config, finish, step):
+        yield running
 
 
 def snapshot_step(config: Config, plan: RunPlan, tasks: list[Task]) -> ToolsSnapshot:
@@ -83,12 +76,7 @@ def snapshot_step(config: Config, plan: RunPlan, tasks: list[Task]) -> ToolsSnap
     with run_stage(config, run_dir, "tools"):
         with ServerUnderTest(config.server, run_dir.server_stderr_log) as server:
             assert server.health is not None
-            tools = snapshot_tools(
-                config.server.name,
-                server.list_tools(),
-                protocol_version=server.health.protocol_version,
-                server_info=server.health.server_info,
-            )
+            tools = server_tools(config, server, server.health)
         write_model(run_dir.tools, tools)
     console.print(
         f"{run_dir.run_id}: server '{config.server.name}' healthy, {len(tools.tools)} tools "
