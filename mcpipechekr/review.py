@@ -24,7 +24,6 @@ import sys
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from pydantic import ValidationError
 from rich import box
 from rich.console import Console
 from rich.markdown import Markdown
@@ -44,6 +43,7 @@ from mcpipechekr.artifacts import (
     utc_now,
     write_model,
 )
+from mcpipechekr.artifacts.atomic import parse_model
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.aggregate import sort_bugs
 from mcpipechekr.session_summary import write_session_summary
@@ -104,11 +104,7 @@ def load_bug_report(run_dir: RunDir) -> tuple[BugReport, str]:
         ) from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read the bug report: {exc.strerror or exc}") from None
-    try:
-        report = BugReport.model_validate_json(raw)
-    except ValidationError:
-        report = read_model(path, BugReport)  # raises with file, line and field
-    return report, sha256_bytes(raw)
+    return parse_model(path, raw, BugReport, fast=True), sha256_bytes(raw)
 
 
 def read_review(run_dir: RunDir) -> Review | None:
