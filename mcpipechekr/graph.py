@@ -33,7 +33,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -142,28 +142,23 @@ class Settings:
 
     def given(self) -> dict[str, Any]:
         """The flags that differ from their defaults, as the manifest records them."""
-        defaults = Settings()
         given: dict[str, Any] = {}
-        for name in (
-            "config",
-            "task_ids",
-            "tags",
-            "repeat",
-            "concurrency",
-            "runner",
-            "keep_builtin_tools",
-            "new_run",
-        ):
-            if getattr(self, name) != getattr(defaults, name):
-                value = getattr(self, name)
-                given[name] = list(value) if isinstance(value, tuple) else value
+        for flag in fields(self):
+            value = getattr(self, flag.name)
+            if flag.name not in _UNRECORDED and value != flag.default:
+                given[flag.name] = list(value) if isinstance(value, tuple) else value
         given.update({f"{phase}_provider": value for phase, value in self.providers})
         return given
 
 
+# Providers are recorded one flag per phase; regenerate_baseline concerns the baseline, not the run.
+_UNRECORDED = frozenset({"providers", "regenerate_baseline"})
+
+
 def settings_from_argv(argv: list[str]) -> Settings:
     """The known flags wherever they appear on the doit command line; anything else is doit's business."""
-    values: dict[str, Any] = {"task_ids": [], "tags": [], "providers": {}}
+    found: dict[str, Any] = {}
+    providers: dict[str, str] = {}
     index = 0
     while index < len(argv):
         word = argv[index]
@@ -175,7 +170,7 @@ def settings_from_argv(argv: list[str]) -> Settings:
         if param is None:
             continue
         if param.get("type") is bool:
-            values[param["name"]] = True
+            found[param["name"]] = True
             continue
         if not has_value:
             if index >= len(argv):
@@ -184,28 +179,17 @@ def settings_from_argv(argv: list[str]) -> Settings:
             index += 1
         key = param["name"]
         if key.endswith("_provider"):
-            values["providers"][key.removesuffix("_provider")] = inline
+            providers[key.removesuffix("_provider")] = inline
         elif param.get("type") is list:
-            values[key].append(inline)
-        elif param.get("type") is int:
+            found[key] = (*found.get(key, ()), inline)
+        elif param.get("type") is int:  # counts (repeat, concurrency): at least 1
             try:
-                values[key] = int(inline)
+                found[key] = max(1, int(inline))
             except ValueError:
-                values[key] = 0  # reported by doit itself when it parses the task's parameters
+                found[key] = 1  # reported by doit itself when it parses the task's parameters
         else:
-            values[key] = inline
-    return Settings(
-        config=values.get("config", "config.yaml"),
-        task_ids=tuple(values["task_ids"]),
-        tags=tuple(values["tags"]),
-        repeat=max(1, values.get("repeat", 1)),
-        concurrency=max(1, values.get("concurrency", 4)),
-        runner=values.get("runner", "native"),
-        keep_builtin_tools=values.get("keep_builtin_tools", False),
-        new_run=values.get("new_run", False),
-        regenerate_baseline=values.get("regenerate_baseline", False),
-        providers=tuple(sorted(values["providers"].items())),
-    )
+            found[key] = inline
+    return Settings(**found, providers=tuple(sorted(providers.items())))
 
 
 _override: Settings | None = None  # set by the loop for its nested invocations
