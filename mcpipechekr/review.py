@@ -57,6 +57,7 @@ __all__ = [
     "load_bug_report",
     "read_review",
     "record_decision",
+    "approved_report",
     "require_approval",
     "review_checkpoint",
     "reviewer_name",
@@ -136,8 +137,14 @@ def require_approval(run_dir: RunDir) -> Review:
     Refuses when review.json is missing, records `exit`, belongs to another run,
     or approved a bug report other than the current bug_report.json.
     """
+    return approved_report(run_dir)[0]
+
+
+def approved_report(run_dir: RunDir) -> tuple[Review, BugReport]:
+    """`require_approval`, with the bug report it approved: read once, so what is fixed is exactly the
+    report whose hash was checked, even if the file is rewritten meanwhile."""
     run = run_dir.run_id
-    _, digest = load_bug_report(run_dir)
+    report, digest = load_bug_report(run_dir)
     review = read_review(run_dir)
     if review is None:
         raise UserError(
@@ -162,7 +169,7 @@ def require_approval(run_dir: RunDir) -> Review:
             f"bug report ({_short(review.bug_report_hash)}); bug_report.json has changed since "
             f"(now {_short(digest)}). Review it again: `mcpipechekr review {run}`."
         )
-    return review
+    return review, report
 
 
 def record_decision(

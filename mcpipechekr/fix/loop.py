@@ -6,7 +6,7 @@ completion promise or `fix.max_iterations` runs are spent. The work tree is
 not reset between runs, so a later run continues where an earlier one stopped.
 
 - Nothing happens without the human's approval of exactly this bug report
-  (`review.require_approval`, checked before anything else).
+  (`review.approved_report`, checked before anything else).
 - A completed bug becomes one commit, `fix: <bug id>`, holding only the files
   the agent changed (`fix.changes`); nothing is ever pushed.
 - A bug whose runs are spent, or whose agent claims success without changing a
@@ -53,7 +53,7 @@ from mcpipechekr.fix.changes import (
     snapshot,
 )
 from mcpipechekr.fix.prompt import build_fix_prompt, has_promise
-from mcpipechekr.review import fix_order, load_bug_report, require_approval
+from mcpipechekr.review import approved_report, fix_order
 from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest
 
 FIX_FOLDER = "fix"
@@ -91,7 +91,7 @@ def run_fix_loop(
     the agent cannot run; ServerHalt when the server is unhealthy after a fix.
     """
     out = console or default_console
-    review = require_approval(run_dir)
+    review, report = approved_report(run_dir)
     previous = _previous_record(run_dir, review.bug_report_hash)
     if previous is not None and not again:
         raise UserError(
@@ -99,9 +99,6 @@ def run_fix_loop(
             f"({len(previous.commits)} commit(s)); its next run checks the fixes. "
             "Pass --again to run the fix loop on this report once more."
         )
-    report, digest = load_bug_report(run_dir)
-    if digest != review.bug_report_hash:  # rewritten between the two reads
-        require_approval(run_dir)
     repo = open_repo(config.server.repo)
     try:
         require_clean(repo)
