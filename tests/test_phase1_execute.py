@@ -205,7 +205,7 @@ def test_a_server_crash_halts_the_run_naming_the_task(tmp_path: Path, workers: i
     )  # type: ignore[union-attr]
 
 
-CTRL_C_SCRIPT = """
+PHASE1_SCRIPT = """
 import sys
 sys.path.insert(0, {tests!r})
 from pathlib import Path
@@ -216,11 +216,32 @@ from mcpipechekr.tasks import Task
 from fakes.mcp_runner import ClientRunner
 
 runner = ClientRunner(lambda request: [("echo", {{"text": "working"}})], hang=True)
-config = Config(server=ServerConfig(name="cap", command="python", args=[{server!r}]))
+config = Config(server={server})
 tasks = [Task(task_id=name, prompt="p", task_type="deterministic") for name in ("one", "two")]
 run_phase1(config, Path({out!r}), tasks, [ProviderSpec(provider="demo")], runner_for=lambda s: runner,
            progress=False, workers={workers})
 """
+"""Phase 1 as its own process: two attempts, "one" and "two", that call `echo` and hang; `server` is the
+ServerConfig(...) expression."""
+
+
+def _start_until_both_call_tools(
+    tmp_path: Path, server: str, workers: int, **popen: Any
+) -> subprocess.Popen[bytes]:
+    """PHASE1_SCRIPT started with `popen`'s options, once both attempts' journals show a tools/call."""
+    script = tmp_path / "phase1.py"
+    script.write_text(
+        textwrap.dedent(
+            PHASE1_SCRIPT.format(tests=str(REPO / "tests"), server=server, out=str(tmp_path), workers=workers)
+        )
+    )
+    process = subprocess.Popen([sys.executable, str(script)], **popen)
+    journals = [tmp_path / "journals" / f"{name}__demo__r001.jsonl" for name in ("one", "two")]
+    deadline = time.monotonic() + 30
+    while not all(j.exists() and b'"tools/call"' in j.read_bytes() for j in journals):
+        assert process.poll() is None and time.monotonic() < deadline, "both attempts should be calling tools"
+        time.sleep(0.05)
+    return process
 
 
 @pytest.mark.parametrize(
@@ -230,20 +251,10 @@ run_phase1(config, Path({out!r}), tasks, [ProviderSpec(provider="demo")], runner
 )
 def test_ctrl_c_marks_the_attempts_in_flight_incomplete(tmp_path: Path, workers: int, target: str) -> None:
     """SIGINT to the run's process, to its whole process group (as a terminal sends it), or to one worker."""
-    script = tmp_path / "phase1.py"
-    script.write_text(
-        textwrap.dedent(
-            CTRL_C_SCRIPT.format(
-                tests=str(REPO / "tests"), server=str(SERVER), out=str(tmp_path), workers=workers
-            )
-        )
+    server = f"ServerConfig(name='cap', command='python', args=[{str(SERVER)!r}])"
+    process = _start_until_both_call_tools(
+        tmp_path, server, workers, stderr=subprocess.PIPE, start_new_session=True
     )
-    process = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE, start_new_session=True)
-    journals = [tmp_path / "journals" / f"{name}__demo__r001.jsonl" for name in ("one", "two")]
-    deadline = time.monotonic() + 30
-    while not all(j.exists() and b'"tools/call"' in j.read_bytes() for j in journals):
-        assert process.poll() is None and time.monotonic() < deadline, "both attempts should be calling tools"
-        time.sleep(0.05)
     time.sleep(0.2)  # let the answers arrive
     if target == "group":
         os.killpg(process.pid, signal.SIGINT)
@@ -409,36 +420,10 @@ def test_a_worker_that_dies_stops_the_run_naming_what_it_was_running(http_url: s
     assert _calls(trace.steps) == [("echo", {"text": "working"}, False, working)]
 
 
-ORPHAN_SCRIPT = """
-import sys
-sys.path.insert(0, {tests!r})
-from pathlib import Path
-from mcpipechekr.config import Config, ServerConfig
-from mcpipechekr.providers import ProviderSpec
-from mcpipechekr.runners.execute import run_phase1
-from mcpipechekr.tasks import Task
-from fakes.mcp_runner import ClientRunner
-
-runner = ClientRunner(lambda request: [("echo", {{"text": "working"}})], hang=True)
-config = Config(server=ServerConfig(name="cap", url={url!r}))
-tasks = [Task(task_id=name, prompt="p", task_type="deterministic") for name in ("one", "two")]
-run_phase1(config, Path({out!r}), tasks, [ProviderSpec(provider="demo")], runner_for=lambda s: runner,
-           progress=False, workers=2)
-"""
-
-
 @linux_only
 def test_workers_whose_parent_is_killed_write_their_traces_and_exit(http_url: str, tmp_path: Path) -> None:
-    script = tmp_path / "phase1.py"
-    script.write_text(
-        textwrap.dedent(ORPHAN_SCRIPT.format(tests=str(REPO / "tests"), url=http_url, out=str(tmp_path)))
-    )
-    process = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.DEVNULL)
-    journals = [tmp_path / "journals" / f"{name}__demo__r001.jsonl" for name in ("one", "two")]
-    deadline = time.monotonic() + 30
-    while not all(j.exists() and b'"tools/call"' in j.read_bytes() for j in journals):
-        assert process.poll() is None and time.monotonic() < deadline, "both attempts should be calling tools"
-        time.sleep(0.05)
+    server = f"ServerConfig(name='cap', url={http_url!r})"
+    process = _start_until_both_call_tools(tmp_path, server, 2, stderr=subprocess.DEVNULL)
     children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
     workers = [int(pid) for pid in children]
     assert len(workers) == 2
