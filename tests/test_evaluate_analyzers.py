@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from trace_builder import call, make_trace, say
+from trace_builder import call, ctx_of, make_trace, say
 
 from mcpipechekr.artifacts import read_trace
 from mcpipechekr.artifacts.baseline import BaselineEntry
-from mcpipechekr.evaluate.base import Budgets, TraceContext
+from mcpipechekr.evaluate.base import Budgets
 from mcpipechekr.evaluate.call_count import CallCount
 from mcpipechekr.evaluate.costing import price
 from mcpipechekr.evaluate.date_windows import DateWindows
@@ -23,12 +23,6 @@ from mcpipechekr.tasks import Task
 
 FIXTURES = Path(__file__).parent / "fixtures" / "traces"
 T0 = "2026-12-01T09:00:00Z"
-
-
-def ctx_of(trace, task: Task | None = None, baseline: BaselineEntry | None = None, **kw) -> TraceContext:
-    return TraceContext(
-        trace=trace, trace_ref=f"traces/{trace.task_id}.json", task=task, baseline=baseline, **kw
-    )
 
 
 def task(task_id: str = "t", **fields) -> Task:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from trace_builder import call, make_trace, say
+from trace_builder import call, ctx_of, make_trace, say
 
 from mcpipechekr._util.tokens import estimate_tokens
 from mcpipechekr.artifacts.trace import ModelTurn, Usage
-from mcpipechekr.evaluate.base import Finding, TraceContext, call_cost
+from mcpipechekr.evaluate.base import Finding, call_cost
 from mcpipechekr.evaluate.call_count import CallCount
 from mcpipechekr.evaluate.costing import price, turn_tokens
 from mcpipechekr.evaluate.date_windows import DateWindows
@@ -14,10 +14,6 @@ from mcpipechekr.evaluate.turns import read_tokens, requests_of
 from mcpipechekr.tasks import Task
 
 OUT = 10  # trace_builder's `say(..., tokens=N)`: N input tokens reported, 10 output
-
-
-def ctx_of(trace) -> TraceContext:
-    return TraceContext(trace=trace, trace_ref="traces/t.json")
 
 
 def finding(steps: list[int], wasted: list[int], **fields) -> Finding:
@@ -169,10 +165,9 @@ def test_call_count_prices_the_turns_of_its_extra_calls_only() -> None:
             say(f"call {i}", tokens=100 * (i + 1)),
             call("count_emails", {"keywords": f"w{i}"}, {"count": i}),
         ]
-    ctx = TraceContext(
-        trace=make_trace("t", [*steps, say("done", tokens=700)]),
-        trace_ref="traces/t.json",
-        task=Task(task_id="t", prompt="p", task_type="deterministic", min_calls=2),
+    ctx = ctx_of(
+        make_trace("t", [*steps, say("done", tokens=700)]),
+        Task(task_id="t", prompt="p", task_type="deterministic", min_calls=2),
     )
     [found] = CallCount().analyze(ctx)
     assert found.extra_calls == 4 and len(found.wasted) == 6

@@ -3,7 +3,8 @@
 `call(tool, args, result)` and `say(text)` build steps; `make_trace` numbers
 them, sizes each result with the same `measure_result` every runner uses, and
 validates the whole thing as a Trace, so a scenario that could not come from a
-real runner fails here rather than passing an analyzer by accident.
+real runner fails here rather than passing an analyzer by accident. `ctx_of` wraps
+a trace as the TraceContext the analyzers and pricing read.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from mcpipechekr.artifacts.baseline import BaselineEntry
 from mcpipechekr.artifacts.trace import ModelTurn, Trace, Usage, tool_call_from_result
+from mcpipechekr.evaluate.base import TraceContext
+from mcpipechekr.tasks import Task
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
@@ -82,4 +86,12 @@ def make_trace(
         status=status,
         steps=built,
         final_answer=answer,
+    )
+
+
+def ctx_of(
+    trace: Trace, task: Task | None = None, baseline: BaselineEntry | None = None, **kw: Any
+) -> TraceContext:
+    return TraceContext(
+        trace=trace, trace_ref=f"traces/{trace.task_id}.json", task=task, baseline=baseline, **kw
     )
