@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import time_machine
 from mcp import StdioServerParameters
 
 from mcpipechekr.findings.home import HOME_ENV, Home
@@ -62,6 +64,22 @@ def emailindex_stdio(emailindex_dir: Path, emailindex_env: dict[str, str]) -> St
     return StdioServerParameters(
         command=sys.executable, args=["server.py"], env=emailindex_env, cwd=str(emailindex_dir)
     )
+
+
+FROZEN_NOW = datetime(2031, 7, 14, 23, 30, tzinfo=UTC)
+"""The frozen clock's instant: another year, and a date that differs between UTC and most time zones."""
+
+
+@pytest.fixture
+def frozen_clock() -> Iterator[Callable[[datetime], None]]:
+    """Stop this process's clock (datetime, date, time) for the test; call it to move the clock.
+
+    A test whose expectations name a date or time freezes the clock instead of
+    reading it, so it passes on any day, in any time zone. The clock starts at
+    FROZEN_NOW; subprocesses keep the real clock.
+    """
+    with time_machine.travel(FROZEN_NOW, tick=False) as traveller:
+        yield traveller.move_to
 
 
 @pytest.fixture

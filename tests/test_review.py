@@ -522,7 +522,10 @@ def test_cli_help_describes_the_decisions() -> None:
 # --- the session summary ------------------------------------------------------------------------
 
 
-def test_session_summary_of_a_loop_that_fixed_two_bugs(project: Path, run_dir: RunDir) -> None:
+def test_session_summary_of_a_loop_that_fixed_two_bugs(
+    project: Path, run_dir: RunDir, frozen_clock: Callable[[datetime], None]
+) -> None:
+    frozen_clock(T0 + timedelta(hours=1))  # the approval comes an hour after the run started
     record_decision(run_dir, "approve", ["prefer a sort_order parameter"], by="dana")
     second = write_run(
         project / "runs",
@@ -540,7 +543,7 @@ def test_session_summary_of_a_loop_that_fixed_two_bugs(project: Path, run_dir: R
     assert f"covering 2 run(s): {RUN_ID}, {NEXT_RUN_ID}." in text
     assert f"| {RUN_ID} | 2026-12-02 09:00 | completed | 0123456789ab | 2 | demo | demo | demo |" in text
     assert "`find-first-email-ron-chinn`, `latest-email-from-ron-chinn`" in text
-    assert "3 bug(s); review: approve by dana at 2026-12-02" in text and "1 annotation(s)" in text
+    assert "3 bug(s); review: approve by dana at 2026-12-02 10:00" in text and "1 annotation(s)" in text
     assert f"`{OVERSIZED.id}` (efficiency, medium, 12,114 tokens x 1)" in text
     assert f"Gone since the previous run: `{FTS_RANK.id}`, `{SORT_GAP.id}`." in text
     assert "New since the previous run: none." in text
