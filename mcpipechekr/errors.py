@@ -16,6 +16,12 @@ class UserError(click.ClickException):
 
     exit_code = 2
 
+    def format_message(self) -> str:
+        """The message as printed: the commands it names spelled so they run from where the user is."""
+        from mcpipechekr._util.commands import runnable
+
+        return runnable(self.message)
+
 
 class ServerHalt(UserError):
     """The server under test is not usable: it failed to start, died, hung or failed its health check.

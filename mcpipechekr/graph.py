@@ -24,6 +24,13 @@ recorded in the one dependency database.
 Flags (`--config`, `--task`, `--phase1-provider`, `--repeat`, `--new-run`, …)
 apply to the whole invocation: they are read when the graph is built, because
 they decide which run folder the targets live in, and every task accepts them.
+
+The project is the folder doit runs in: the folder of the dodo.py it loaded
+(doit changes into it; `doit -d DIR` picks another), or the folder
+`mcpipechekr doit`/`mcpipechekr loop` are pointed at. Every relative path the
+graph uses, `--config` included, is taken from there, and the doit state lives
+in its `.mcpipechekr/`. `mcpipechekr.dodo` is the module doit loads: a project's
+dodo.py only imports it, so the graph always comes from the installed package.
 """
 
 from __future__ import annotations
@@ -52,7 +59,6 @@ from mcpipechekr.tasks import Task, load_tasks, select_tasks
 STATE_DIR = Path(".mcpipechekr")
 DEP_FILE = str(STATE_DIR / "doit.sqlite")
 LOCK_FILE = STATE_DIR / "doit.lock"
-STATE_DIR.mkdir(exist_ok=True)  # doit opens its dependency file there before any task runs, even for `list`
 
 DOIT_CONFIG: dict[str, Any] = {
     "default_tasks": ["loop"],
@@ -193,10 +199,16 @@ def settings_from_argv(argv: list[str]) -> Settings:
 
 
 _override: Settings | None = None  # set by the loop for its nested invocations
+_argv: list[str] | None = None  # doit's arguments when doit runs inside another command (`run_doit`)
+
+
+def doit_argv() -> list[str]:
+    """The arguments of this doit invocation: doit's own command line, or those given to `run_doit`."""
+    return sys.argv[1:] if _argv is None else _argv
 
 
 def current_settings() -> Settings:
-    return _override or settings_from_argv(sys.argv[1:])
+    return _override or settings_from_argv(doit_argv())
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -263,7 +275,16 @@ def _command(argv: list[str]) -> str:
 
 def _preparing() -> bool:
     """True when this invocation may change things (not `doit list`, `doit help`, …)."""
-    return _command(sys.argv[1:]) not in _READ_ONLY_COMMANDS
+    return _command(doit_argv()) not in _READ_ONLY_COMMANDS
+
+
+def open_project() -> None:
+    """Ready the project folder (the working directory) for doit: its state folder, and the lock.
+
+    doit opens its dependency file in the state folder before any task runs, even for `list`.
+    """
+    STATE_DIR.mkdir(exist_ok=True)
+    hold_project_lock()
 
 
 def hold_project_lock() -> None:
@@ -285,7 +306,7 @@ def hold_project_lock() -> None:
         ) from None
     handle.seek(0)
     handle.truncate()
-    handle.write(f"pid {os.getpid()}: doit {' '.join(sys.argv[1:])}".strip())
+    handle.write(f"pid {os.getpid()}: doit {' '.join(doit_argv())}".strip())
     handle.flush()
     _lock_handle = handle
 
@@ -300,7 +321,7 @@ def _action(fn: Callable[..., Any], *args: Any) -> tuple[Callable[..., bool], li
         try:
             fn(*call_args)
         except UserError as exc:
-            console.print(f"[bold red]error:[/] {exc.message}", markup=True, soft_wrap=True)
+            console.print(f"[bold red]error:[/] {exc.format_message()}", markup=True, soft_wrap=True)
             return False
         return True
 
@@ -545,11 +566,18 @@ def task_report() -> dict[str, Any]:
 # Baseline: explicit only, and only the tasks that have no entry yet.
 
 
+def announce_project(config: Config) -> None:
+    """Name the project a long step works on: with `doit -f elsewhere/dodo.py` it is that folder's."""
+    source = display_path(config.source) if config.source else "no config file"
+    console.print(f"project {Path.cwd()}: {source}, server {config.server.name}", markup=False)
+
+
 def _baseline() -> None:
     from mcpipechekr.baseline import build_baseline
 
     settings = current_settings()
     config = load_graph_config(settings)
+    announce_project(config)
     outcome = build_baseline(
         config, task_ids=settings.task_ids, tags=settings.tags, regenerate=settings.regenerate_baseline
     )
@@ -583,6 +611,31 @@ def task_baseline() -> dict[str, Any]:
 # The loop.
 
 
+def run_doit(argv: list[str], project: Path | None = None) -> int:
+    """`doit ARGV` on this graph in `project` (default: the working directory), without a dodo.py there.
+
+    What `mcpipechekr doit …` and `mcpipechekr loop …` run: the same tasks, the
+    same state folder and lock as a dodo.py importing `mcpipechekr.dodo`.
+    """
+    from doit.cmd_base import ModuleTaskLoader
+    from doit.doit_cmd import DoitMain
+
+    from mcpipechekr._util import commands
+
+    global _argv
+    if project is not None:
+        os.chdir(project)
+    _argv = list(argv)
+    graph_inputs.cache_clear()
+    commands.doit_through_cli = True
+    try:
+        open_project()
+        return DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(list(argv))
+    finally:
+        _argv = None
+        commands.doit_through_cli = False
+
+
 def build(targets: list[str], *, settings: Settings, parallel: int = 1) -> int:
     """Run doit on `targets` in this process, re-planning the run first (a fix changes the server)."""
     from doit.cmd_base import ModuleTaskLoader
@@ -608,6 +661,7 @@ def run_loop(**params: Any) -> None:
     settings = current_settings()
     inputs = graph_inputs.__wrapped__(settings)  # the first iteration's plan, without touching the cache
     config, _, _ = inputs.require()  # config and task selection problems first
+    announce_project(config)
     require_baseline(config)  # before any cost: the loop needs the accepted answers to judge against
     session: list[RunDir] = []
     stop = ""

@@ -30,6 +30,7 @@ from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 
+from mcpipechekr._util.commands import script_command
 from mcpipechekr._util.hashing import sha256_bytes
 from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import (
@@ -295,11 +296,12 @@ def bug_table(bugs: list[Bug], width: int = WIDE_TABLE) -> Table:
 def continue_hint(run_dir: RunDir) -> str:
     """How to go on from a review nobody answered (no terminal), in commands to copy."""
     run = run_dir.run_id
+    review = f"{script_command('mcpipechekr')} review {run}"  # unquoted: spelled here, not by the console
     return (
         f"{run}: stopped at the review; nothing is approved without a person. To continue:\n"
-        f"  mcpipechekr review {run}                 decide at the prompt (in a terminal)\n"
-        f"  mcpipechekr review {run} --approve       approve; add --annotate TEXT for the fix agent\n"
-        f"  mcpipechekr review {run} --exit          stop here, nothing is fixed\n"
+        f"  {review}                 decide at the prompt (in a terminal)\n"
+        f"  {review} --approve       approve; add --annotate TEXT for the fix agent\n"
+        f"  {review} --exit          stop here, nothing is fixed\n"
         f"then fix the approved bugs with `mcpipechekr fix {run}`."
     )
 

@@ -11,7 +11,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from mcpipechekr._util.commands import script_command
 from mcpipechekr.cli import main
+from mcpipechekr.cli.init_cmd import DODO_TEMPLATE
 from mcpipechekr.config import load_config
 from mcpipechekr.tasks import load_tasks
 
@@ -58,8 +60,12 @@ def test_init_from_a_command_writes_files_that_reach_the_server(workdir):
     assert result.stdout == (
         "wrote proj/config.yaml\n"
         "wrote proj/tasks.yaml\n"
-        "next: edit proj/tasks.yaml, then run `mcpipechekr validate`\n"
+        "wrote proj/dodo.py\n"
+        "wrote proj/.gitignore\n"
+        f"next: edit proj/tasks.yaml, then run `{script_command('mcpipechekr')} validate`\n"
     )
+    assert (workdir / "proj" / "dodo.py").read_text() == DODO_TEMPLATE
+    assert (workdir / "proj" / ".gitignore").read_text() == "runs/\n.mcpipechekr/\n.env\n"
     text = (workdir / "proj" / "config.yaml").read_text(encoding="utf-8")
     assert "  command: python\n  args: [server.py, --verbose]\n" in text
     assert "# stdio: the command that starts the server." in text  # the file explains itself
@@ -95,7 +101,13 @@ def test_init_from_a_url_keeps_the_header_secret_out_of_config(workdir):
         "remote",
     )
     assert result.exit_code == 0
-    assert result.stdout.splitlines()[:3] == ["wrote config.yaml", "wrote tasks.yaml", "wrote .env"]
+    assert result.stdout.splitlines()[:5] == [
+        "wrote config.yaml",
+        "wrote tasks.yaml",
+        "wrote dodo.py",
+        "wrote .gitignore",
+        "wrote .env",
+    ]
     config_text = (workdir / "config.yaml").read_text(encoding="utf-8")
     assert SECRET not in config_text
     assert yaml.safe_load(config_text)["server"] == {
@@ -176,6 +188,26 @@ def test_init_refuses_to_overwrite_without_force(workdir):
     assert forced.exit_code == 0
     assert "command: python" in (workdir / "config.yaml").read_text(encoding="utf-8")
     validate_offline(".")
+
+
+def test_the_checkouts_dodo_is_the_one_init_writes():
+    assert (Path(__file__).parents[1] / "dodo.py").read_text() == DODO_TEMPLATE
+
+
+def test_init_keeps_a_dodo_and_ignores_of_ones_own(workdir):
+    (workdir / "dodo.py").write_text("def task_hello():\n    return {'actions': ['echo hi']}\n")
+    (workdir / ".gitignore").write_text("*.pyc\n.env")
+    result = run("init", "--command", "python server.py")
+    assert result.exit_code == 0
+    assert "wrote dodo.py" not in result.stdout
+    assert result.stderr == (
+        f"kept dodo.py: it is not MCPipeChekr's; `{script_command('mcpipechekr')} doit …` needs none\n"
+    )
+    assert (workdir / "dodo.py").read_text().startswith("def task_hello")
+    assert (workdir / ".gitignore").read_text() == "*.pyc\n.env\nruns/\n.mcpipechekr/\n"
+
+    again = run("init", "--command", "python server.py", "--force")
+    assert "wrote .gitignore" not in again.stdout  # nothing left to add
 
 
 def test_init_needs_exactly_one_server_source(workdir):

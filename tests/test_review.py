@@ -13,6 +13,7 @@ import yaml
 from click.testing import CliRunner
 from rich.console import Console
 
+from mcpipechekr._util.commands import script_command
 from mcpipechekr._util.hashing import sha256_file
 from mcpipechekr.artifacts import (
     Bug,
@@ -437,7 +438,7 @@ def test_cli_approve_with_annotations(project: Path, run_dir: RunDir) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "approved 3 bug(s) for the fix loop, 2 annotation(s)" in result.output
-    assert f"next: `mcpipechekr fix {RUN_ID}`" in result.output
+    assert f"next: `{script_command('mcpipechekr')} fix {RUN_ID}`" in result.output
     review = require_approval(run_dir)
     assert [note.text for note in review.annotations] == ["prefer a sort_order parameter", "x"]
 
@@ -570,10 +571,11 @@ def test_session_summary_says_what_is_missing(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_person_at_a_real_terminal(project: Path, run_dir: RunDir) -> None:
+def test_a_person_at_a_real_terminal(project: Path, run_dir: RunDir, monkeypatch: pytest.MonkeyPatch) -> None:
     """In a pseudo-terminal the command asks without being told to; Ctrl-D at a second review exits."""
     import pexpect
 
+    monkeypatch.chdir(project)  # where the command runs, and so how it spells the commands it names
     command = [
         sys.executable,
         "-m",
@@ -591,7 +593,7 @@ def test_a_person_at_a_real_terminal(project: Path, run_dir: RunDir) -> None:
     child.expect_exact("noted (1 annotation(s) this review)")
     child.expect_exact(PROMPT)
     child.sendline("approve")
-    child.expect_exact(f"next: `mcpipechekr fix {RUN_ID}`")
+    child.expect_exact(f"next: `{script_command('mcpipechekr')} fix {RUN_ID}`")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0

@@ -35,6 +35,8 @@ COMMANDS: dict[str, str] = {
     "verify": "verify_cmd:verify_command",
     "export-issues": "export_cmd:export_command",
     "serve": "serve_cmd:serve_command",
+    "doit": "doit_cmd:doit_command",
+    "loop": "doit_cmd:loop_command",
 }
 """Command name -> `module:attribute` under mcpipechekr.cli; new commands are registered here."""
 
@@ -64,5 +66,7 @@ def main() -> None:
     """Measure how LLM agents use your MCP server, and fix what costs them.
 
     Start with `mcpipechekr init`, check the files with `mcpipechekr validate`,
-    then run the pipeline with `doit loop`.
+    make the baseline with `doit baseline`, then run the pipeline with `doit
+    loop` (or `mcpipechekr doit baseline` and `mcpipechekr loop`, which need no
+    dodo.py).
     """

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from mcpipechekr._util.commands import runnable
 from mcpipechekr.artifacts.atomic import atomic_write_text
 from mcpipechekr.cli.reference import render_reference
 
@@ -41,7 +42,8 @@ def docs_command(ctx: click.Context, out_path: Path, check: bool) -> None:
         return
     if check:
         state = "missing" if current is None else "out of date"
-        click.echo(f"{out_path} is {state}. Run `mcpipechekr docs --out {out_path}` to update it.", err=True)
+        hint = f"{out_path} is {state}. Run `mcpipechekr docs --out {out_path}` to update it."
+        click.echo(runnable(hint), err=True)
         raise SystemExit(1)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out_path, text)

@@ -1,9 +1,12 @@
-"""`mcpipechekr init`: write a commented config.yaml and tasks.yaml for a server.
+"""`mcpipechekr init`: write a commented config.yaml and tasks.yaml for a server, and a dodo.py.
 
 The files are the documentation a user reads first, so they carry a comment on
 every field. Secrets never land in config.yaml: header values and server
 environment values become `${NAME}` references, and their values go into a
 `.env` file beside it (created private to the user; existing keys are kept).
+The dodo.py only imports the installed package's graph (`mcpipechekr.dodo`),
+so `doit loop` works in the folder; a dodo.py of the user's own is never
+replaced. A .gitignore keeps runs, working state and .env out of git.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import click
 import yaml
 from dotenv import dotenv_values, set_key
 
+from mcpipechekr._util.commands import runnable
 from mcpipechekr.cli.common import server_flags, server_options
 from mcpipechekr.config import DEFAULT_CONFIG_FILE, ServerConfig
 from mcpipechekr.errors import UserError
@@ -42,7 +46,7 @@ _PLAIN = re.compile(r"^[A-Za-z0-9_./@+-][A-Za-z0-9_./@+:=-]*$")
 @click.option("--force", is_flag=True, help="Overwrite config.yaml and tasks.yaml if they exist.")
 @click.pass_context
 def init_command(ctx: click.Context, target_dir: Path, name: str | None, force: bool, **_: object) -> None:
-    """Write config.yaml and tasks.yaml for the server given by --command, --url or --from-mcp-json.
+    """Write config.yaml, tasks.yaml and dodo.py for the server given by --command, --url or --from-mcp-json.
 
     \b
     Examples:
@@ -51,9 +55,10 @@ def init_command(ctx: click.Context, target_dir: Path, name: str | None, force: 
       mcpipechekr init --from-mcp-json ~/.cursor/mcp.json --server github
 
     Header and environment values are written to .env beside config.yaml and
-    referenced as ${NAME}, so config.yaml holds no secret. Existing files are
-    left alone (exit 2) unless --force is given. Then edit tasks.yaml and run
-    `mcpipechekr validate`.
+    referenced as ${NAME}, so config.yaml holds no secret. dodo.py lets `doit
+    baseline` and `doit loop` run in the folder. Existing files are left alone
+    (exit 2) unless --force is given; a dodo.py of your own is never replaced.
+    Then edit tasks.yaml and run `mcpipechekr validate`.
     """
     flags = server_flags(ctx.params)
     if not flags.given:
@@ -63,7 +68,7 @@ def init_command(ctx: click.Context, target_dir: Path, name: str | None, force: 
     written = init_project(target_dir, server, name=name, force=force)
     for path in written:
         click.echo(f"wrote {path}")
-    click.echo(f"next: edit {target_dir / DEFAULT_TASKS_FILE}, then run `mcpipechekr validate`")
+    click.echo(runnable(f"next: edit {target_dir / DEFAULT_TASKS_FILE}, then run `mcpipechekr validate`"))
 
 
 def init_project(
@@ -90,11 +95,33 @@ def init_project(
     )
     tasks_path.write_text(TASKS_TEMPLATE, encoding="utf-8")
     written = [config_path, tasks_path]
+    dodo_path = target_dir / "dodo.py"
+    if not dodo_path.exists() or dodo_path.read_text(encoding="utf-8") == DODO_TEMPLATE:
+        dodo_path.write_text(DODO_TEMPLATE, encoding="utf-8")
+        written.append(dodo_path)
+    else:
+        kept = f"kept {dodo_path}: it is not MCPipeChekr's; `mcpipechekr doit …` needs none"
+        click.echo(runnable(kept), err=True)
+    if _add_ignores(target_dir / ".gitignore"):
+        written.append(target_dir / ".gitignore")
     if secrets:
         dotenv_path = target_dir / ".env"
         if _write_dotenv(dotenv_path, secrets):
             written.append(dotenv_path)
     return written
+
+
+def _add_ignores(path: Path) -> bool:
+    """Add the patterns .gitignore lacks (runs, working state, .env); True if anything was added."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    present = {line.strip() for line in text.splitlines()}
+    missing = [pattern for pattern in GITIGNORE_PATTERNS if pattern not in present]
+    if not missing:
+        return False
+    if text and not text.endswith("\n"):
+        text += "\n"
+    path.write_text(text + "".join(f"{pattern}\n" for pattern in missing), encoding="utf-8")
+    return True
 
 
 def _reference(value: str, wanted_name: str, secrets: dict[str, str]) -> str:
@@ -247,6 +274,17 @@ def render_config(
         "",
     ]
     return "\n".join(lines)
+
+
+DODO_TEMPLATE = '''\
+"""doit's entry point for this folder: `doit list` shows the MCPipeChekr pipeline, `doit loop` runs it."""
+
+from mcpipechekr.dodo import *  # noqa: F403
+'''
+"""The dodo.py `init` writes: the graph comes from the installed package, config from this folder."""
+
+GITIGNORE_PATTERNS = ("runs/", ".mcpipechekr/", ".env")
+"""What a project keeps out of git: run artifacts, working state (doit's database, workspaces), secrets."""
 
 
 TASKS_TEMPLATE = """\

@@ -1,0 +1,39 @@
+"""The module doit loads for a project: the pipeline's tasks and DOIT_CONFIG, from the installed package.
+
+A project's dodo.py (written by `mcpipechekr init`) is one import of this
+module, so `doit list`, `doit baseline` and `doit loop` in that folder build the
+package's graph against the folder's own config.yaml and tasks.yaml, and a
+newer MCPipeChekr brings its graph along without touching the file. Importing
+it readies the project folder (doit runs in it) and takes the project's lock.
+"""
+
+from mcpipechekr.graph import (
+    DOIT_CONFIG,
+    open_project,
+    task__tools,
+    task_baseline,
+    task_check,
+    task_evaluate,
+    task_fix,
+    task_lint,
+    task_loop,
+    task_report,
+    task_review,
+    task_trace,
+)
+
+open_project()
+
+__all__ = [
+    "DOIT_CONFIG",
+    "task__tools",
+    "task_baseline",
+    "task_check",
+    "task_evaluate",
+    "task_fix",
+    "task_lint",
+    "task_loop",
+    "task_report",
+    "task_review",
+    "task_trace",
+]

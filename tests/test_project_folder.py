@@ -1,0 +1,160 @@
+"""The doit graph works from any project folder: a dodo.py that `init` wrote, `doit -f`, `mcpipechekr doit`.
+
+Each project here is made by `mcpipechekr init` around the bookshop server
+(tests/servers/bookshop_server.py), and doit runs as a subprocess in it, so the
+graph is the installed package's and the config is the folder's, never the
+checkout's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcpipechekr._util.commands import runnable, script_command
+from mcpipechekr.errors import UserError
+
+SERVER = Path(__file__).parent / "servers" / "bookshop_server.py"
+BIN = Path(sys.executable).parent
+TASKS = """\
+tasks:
+  - task_id: orders-of-{customer}
+    prompt: How many orders has {customer} placed?
+    task_type: deterministic
+    reference_calls:
+      - tool: order_count
+        arguments: {{customer: {customer}}}
+"""
+
+
+def command(cwd: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / args[0]), *args[1:]],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    clean = {key: value for key, value in os.environ.items() if key not in {"PYTHONPATH", "MCPIPECHEKR_HOME"}}
+    return {**clean, "BOOKSHOP_DB": str(tmp_path / "shop.db"), "COLUMNS": "200"}
+
+
+def make_project(folder: Path, customer: str, env: dict[str, str]) -> Path:
+    folder.mkdir()
+    shutil.copy(SERVER, folder / "server.py")
+    result = command(folder, "mcpipechekr", "init", "--command", "python server.py", env=env)
+    assert result.returncode == 0, result.stderr
+    (folder / "tasks.yaml").write_text(TASKS.format(customer=customer))
+    return folder
+
+
+def test_doit_in_a_folder_made_by_init_builds_that_folders_project(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    shop = make_project(tmp_path / "shop", "alice", env)
+    listed = command(shop, "doit", "list", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == [
+        "baseline",
+        "check",
+        "evaluate",
+        "fix",
+        "lint",
+        "loop",
+        "report",
+        "review",
+        "trace",
+    ]
+    baseline = command(shop, "doit", "baseline", env=env)
+    assert baseline.returncode == 0, baseline.stdout + baseline.stderr
+    assert f"project {shop}: config.yaml, server shop" in baseline.stdout
+    assert "orders-of-alice" in (shop / "runs" / "baseline.json").read_text()
+    assert (shop / ".mcpipechekr" / "doit.sqlite").exists()
+
+
+def test_doit_f_uses_the_folder_of_that_dodo_for_everything(tmp_path: Path, env: dict[str, str]) -> None:
+    here = make_project(tmp_path / "here", "alice", env)
+    there = make_project(tmp_path / "there", "bo", env)
+    result = command(here, "doit", "-f", "../there/dodo.py", "baseline", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"project {there}: config.yaml, server there" in result.stdout
+    assert "orders-of-bo" in (there / "runs" / "baseline.json").read_text()
+    assert not (here / "runs").exists() and not (here / ".mcpipechekr").exists()
+    # A relative --config is the dodo's folder's too: there is no `alt.yaml` there, only here.
+    shutil.copy(here / "config.yaml", here / "alt.yaml")
+    missing = command(here, "doit", "-f", "../there/dodo.py", "baseline", "--config", "alt.yaml", env=env)
+    assert missing.returncode != 0
+    assert "alt.yaml: config file not found" in missing.stdout + missing.stderr
+
+
+def test_mcpipechekr_doit_needs_no_dodo(tmp_path: Path, env: dict[str, str]) -> None:
+    shop = make_project(tmp_path / "shop", "alice", env)
+    (shop / "dodo.py").unlink()
+    listed = command(tmp_path, "mcpipechekr", "doit", "--dir", "shop", "list", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert "loop " in listed.stdout and "baseline " in listed.stdout
+    baseline = command(shop, "mcpipechekr", "doit", "baseline", env=env)
+    assert baseline.returncode == 0, baseline.stdout + baseline.stderr
+    assert "orders-of-alice" in (shop / "runs" / "baseline.json").read_text()
+    # `loop` is `doit loop`: without a terminal it stops at the review, and its hints name commands
+    # that work here, where there is no dodo.py and the scripts are not on PATH.
+    env["PATH"] = "/usr/bin:/bin"
+    loop = command(shop, "mcpipechekr", "loop", "--repeat", "1", env=env)
+    assert loop.returncode == 1, loop.stdout + loop.stderr
+    assert "iteration 1:" in loop.stdout
+    assert f"  {BIN / 'mcpipechekr'} review run-" in loop.stdout
+    assert f"then run `{BIN / 'mcpipechekr'} loop` again to go on." in loop.stdout
+    assert "`doit" not in loop.stdout
+    (report,) = shop.glob("runs/run-*/bug_report.json")
+
+
+def test_a_second_doit_in_the_same_project_is_refused(tmp_path: Path, env: dict[str, str]) -> None:
+    shop = make_project(tmp_path / "shop", "alice", env)
+    (shop / ".mcpipechekr").mkdir()
+    import fcntl
+
+    with open(shop / ".mcpipechekr" / "doit.lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("pid 1: doit loop")
+        held.flush()
+        refused = command(shop, "mcpipechekr", "loop", env=env)
+    assert refused.returncode != 0
+    assert "another doit is running in this project (pid 1: doit loop)" in refused.stderr
+
+
+# --- commands named in messages ------------------------------------------------------------------
+
+
+def test_commands_in_messages_name_this_installation_when_it_is_not_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    ours = BIN / "mcpipechekr"
+    assert script_command("mcpipechekr") == str(ours)
+    assert runnable("run `mcpipechekr review RUN --approve` or `doit loop`; keep mcpipechekr") == (
+        f"run `{ours} review RUN --approve` or `{BIN / 'doit'} loop`; keep mcpipechekr"
+    )
+    assert UserError("then `mcpipechekr validate`").format_message() == f"then `{ours} validate`"
+
+    monkeypatch.chdir(BIN.parent.parent)  # beside the virtual environment, as after the quick start
+    assert runnable("`mcpipechekr validate`") == f"`{BIN.parent.name}/bin/mcpipechekr validate`"
+
+
+def test_commands_in_messages_stay_bare_when_the_name_reaches_this_installation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", f"{BIN}:/usr/bin:/bin")
+    assert runnable("run `mcpipechekr review RUN --approve`") == "run `mcpipechekr review RUN --approve`"
+    assert runnable("`doit loop`") == "`doit loop`"
