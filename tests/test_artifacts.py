@@ -30,6 +30,7 @@ from mcpipechekr.artifacts import (
     Confusion,
     Drift,
     Evidence,
+    ImportedSession,
     Manifest,
     ModelTurn,
     Overlap,
@@ -87,6 +88,17 @@ def make_manifest() -> Manifest:
         server=ServerRef(name="mail", transport="stdio", command="python server.py"),
         task_ids=["query-email-database", "send-reply"],
         accepted_risks=[AcceptedRisk(rule_id="TEF-S001", tool="run_sql", reason="read-only database")],
+        imports=[
+            ImportedSession(
+                trace="send-reply__anthropic_claude-sonnet-4-6__r001.json",
+                task_id="send-reply",
+                runner="claude-code",
+                client_version="2.1.332",
+                source_name="session.jsonl",
+                source_hash=sha256_bytes(b"session"),
+                imported_at=T0 + timedelta(minutes=2),
+            )
+        ],
     ).finished("completed", at=T0 + timedelta(minutes=3))
 
 
@@ -472,7 +484,7 @@ def test_every_model_round_trips_through_a_file(tmp_path: Path, name: str) -> No
     loaded = read_model(path, type(original))
     assert loaded == original
     text = path.read_text()
-    assert text.startswith('{\n  "version": 1,') and text.endswith("}\n")
+    assert text.startswith(f'{{\n  "version": {original.version},') and text.endswith("}\n")
     assert "$schema" not in text
     write_model(tmp_path / "again.json", loaded)
     assert (tmp_path / "again.json").read_bytes() == path.read_bytes()
@@ -493,8 +505,8 @@ def test_every_field_of_every_model_is_described() -> None:
 def test_top_level_files_carry_a_version_and_reject_others(tmp_path: Path, name: str) -> None:
     sample = SAMPLES[name]()
     data = sample.model_dump(mode="json")
-    assert data["version"] == 1
-    data["version"] = 2
+    assert data["version"] == type(sample).model_fields["version"].default
+    data["version"] += 1
     path = tmp_path / "future.json"
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
     with pytest.raises(UserError) as info:
@@ -563,6 +575,21 @@ def test_naive_datetimes_and_malformed_ids_are_rejected() -> None:
         with pytest.raises(ValidationError) as info:
             Manifest.model_validate({**data, field: value})
         assert info.value.errors()[0]["loc"] == (field,)
+
+
+def test_a_version_1_manifest_reads_as_version_2_without_imports(tmp_path: Path) -> None:
+    data = make_manifest().model_dump(mode="json")
+    del data["imports"]
+    data["version"] = 1
+    path = tmp_path / "manifest.json"
+    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    manifest = read_model(path, Manifest)
+    assert (manifest.version, manifest.imports) == (2, [])
+    assert manifest.model_dump(exclude={"version", "imports"}) == make_manifest().model_dump(
+        exclude={"version", "imports"}
+    )
+    assert read_model(write_model(path, manifest), Manifest) == manifest
+    assert path.read_text().startswith('{\n  "version": 2,')
 
 
 def test_manifest_status_rules() -> None:

@@ -4,6 +4,12 @@ Written first when a run starts (status `running`) and rewritten when it ends.
 Everything that can change a run's outcome is pinned here: the harness
 version, the server's commit and whether its tree was dirty, the task file's
 hash, the models per phase and the effective configuration (secrets redacted).
+Traces that were not run by the harness but converted from a session the user
+recorded (`mcpipechekr import`) are listed in `imports`, with the client that
+recorded them and the hash of the file they came from.
+
+Format versions: 2 added `imports`. A version 1 file (written before) is read
+as version 2 with no imports, which is what it was.
 """
 
 from __future__ import annotations
@@ -17,13 +23,15 @@ from mcpipechekr.artifacts._base import (
     VERSION_DESCRIPTION,
     AcceptedRisk,
     ArtifactModel,
-    FormatVersion,
     RunId,
     Sha256,
     utc_now,
 )
 
 RunStatus = Literal["running", "completed", "failed", "interrupted"]
+
+MANIFEST_VERSION = 2
+"""The manifest's format version; see the module docstring for what each version added."""
 
 
 class PhaseProviders(ArtifactModel):
@@ -55,10 +63,36 @@ class ServerRef(ArtifactModel):
         return self
 
 
+class ImportedSession(ArtifactModel):
+    """A trace of the run converted from a session recorded outside the harness (`mcpipechekr import`).
+
+    Such a trace's tool calls are the client's own record of them, not the capture
+    proxy's, so a reader of the run must be able to tell them apart and find the source.
+    """
+
+    trace: str = Field(min_length=1, description="The trace's file name under traces/.")
+    task_id: str = Field(min_length=1, description="The task in tasks.yaml the session worked on.")
+    runner: Literal["opencode", "claude-code"] = Field(
+        description="The agent client that recorded the session (`import --from`)."
+    )
+    client_version: str | None = Field(
+        default=None, description="The client's version as the session file records it, if it does."
+    )
+    source_name: str = Field(
+        min_length=1, description="The session file's name (without its folder, which may be private)."
+    )
+    source_hash: Sha256 = Field(description="Hash of the session file's bytes as imported.")
+    imported_at: AwareDatetime = Field(description="When the session was imported.")
+
+
 class Manifest(ArtifactModel):
     """runs/{run-id}/manifest.json: the identity and outcome of one pipeline run."""
 
-    version: FormatVersion = Field(default=1, description=VERSION_DESCRIPTION)
+    version: Literal[1, 2] = Field(
+        default=MANIFEST_VERSION,
+        description=f"{VERSION_DESCRIPTION} Version 2 added `imports`; a version 1 file is read as "
+        "version 2 with no imports.",
+    )
     run_id: RunId = Field(description="The run's folder name, `run-YYYYMMDD-NNN`.")
     started_at: AwareDatetime = Field(description="When the run started (ISO 8601 with timezone).")
     finished_at: AwareDatetime | None = Field(
@@ -103,6 +137,19 @@ class Manifest(ArtifactModel):
     status_reason: str | None = Field(
         default=None, description="Why the run failed or was interrupted, in one line."
     )
+    imports: list[ImportedSession] = Field(
+        default_factory=list,
+        description="Traces converted from recorded sessions (`mcpipechekr import`), in the order they "
+        "were imported; empty when every trace was run by the harness.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        """Read a version 1 manifest as version 2: it has no imports, the only field version 2 added."""
+        if isinstance(data, dict) and data.get("version") == 1:
+            return {**data, "version": MANIFEST_VERSION}
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> Manifest:

@@ -29,9 +29,14 @@ from mcpipechekr.runners.session_import import SESSION_KINDS, import_session
     "--run",
     "run",
     metavar="RUN",
-    default="latest",
-    show_default=True,
-    help="The run to add the trace to: a run id (run-YYYYMMDD-NNN) or `latest`.",
+    help="The run to add the trace to: a run id (run-YYYYMMDD-NNN) or `latest` "
+    "[default: the latest run, or a new one when there is none].",
+)
+@click.option(
+    "--new-run",
+    "new_run",
+    is_flag=True,
+    help="Import into a new run (manifest, tools.json from the live server), even when runs exist.",
 )
 @click.option(
     "--provider",
@@ -41,24 +46,59 @@ from mcpipechekr.runners.session_import import SESSION_KINDS, import_session
 @config_options
 @click.pass_context
 def import_command(
-    ctx: click.Context, kind: str, file: Path, task_id: str, run: str, provider: str | None, **_: object
+    ctx: click.Context,
+    kind: str,
+    file: Path,
+    task_id: str,
+    run: str | None,
+    new_run: bool,
+    provider: str | None,
+    **_: object,
 ) -> None:
     """Convert a session you already have into a trace of a run.
 
     The trace (runner `import`) goes into the run's traces/ as the next
-    repetition of the task, so Phase 2 evaluates it like any other. The
-    session's MCP tool names (`<server>_<tool>`, `mcp__<server>__<tool>`) are
-    mapped back using the server name in config.yaml. A file that is not a
-    session of the given kind is refused with what is wrong, and nothing is
+    repetition of the task, so Phase 2 evaluates it like any other, and the
+    run's manifest lists it under `imports` (client, its version, the file's
+    hash). With no run yet, or with --new-run, a new run is made for it. Tool
+    names are mapped to the server's tools (the run's tools.json, else the
+    live server's list): the client's prefix (`<server>_`, `mcp__<server>__`)
+    is dropped whatever the server is called in config.yaml; the client's own
+    tools (bash, Read, ...) stay as calls that never reached the server. A
+    file that is not a session of the given kind, or that calls a tool of the
+    server it does not list, is refused with what is wrong, and nothing is
     written. Exits 0 on success, 2 for bad input.
     """
     config = effective_config(ctx)
-    path = import_session(config, kind, file, task_id, run=run, provider=provider)  # type: ignore[arg-type]
-    trace = read_trace(path)
+    imported = import_session(
+        config,
+        kind,
+        file,
+        task_id,
+        run=run,
+        new_run=new_run,
+        provider=provider,  # type: ignore[arg-type]
+    )
+    if imported.created_run:
+        console.print(
+            f"created run {imported.run_dir.run_id} for the import: {imported.run_dir.root}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    trace = read_trace(imported.path)
     console.print(
-        f"wrote {path}: {trace.status}, {trace.totals.model_turns} model turn(s), "
+        f"wrote {imported.path}: {trace.status}, {trace.totals.model_turns} model turn(s), "
         f"{trace.totals.tool_calls} tool call(s), {trace.totals.total_tokens} tokens",
         markup=False,
         highlight=False,
         soft_wrap=True,
     )
+    if imported.mapping.kept:
+        console.print(
+            "note: not the server's tools, kept as calls that never reached it: "
+            + ", ".join(imported.mapping.kept),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )

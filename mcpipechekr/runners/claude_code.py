@@ -279,18 +279,30 @@ def claude_session_prompt(lines: Iterable[str | dict[str, Any]]) -> str | None:
     return None
 
 
+def claude_client_version(lines: Iterable[str | dict[str, Any]]) -> str | None:
+    """The Claude Code version that recorded a stream-json log (its `system`/`init` event), if it says."""
+    for event in _parse_lines(lines, tolerate_bad_lines=True):
+        if event.get("type") == "system" and event.get("subtype") == "init":
+            version = event.get("claude_code_version")
+            return version if isinstance(version, str) and version else None
+    return None
+
+
 def convert_claude_stream(
     lines: Iterable[str | dict[str, Any]],
     *,
     server_name: str | None,
     max_requests: int | None = None,
     tolerate_bad_lines: bool = False,
+    keep_tool_names: bool = False,
 ) -> RunnerOutput:
     """Turn a Claude Code stream-json log into a runner output (see the module docstring).
 
     `server_name`: the MCP server whose tools are renamed back (`mcp__<key>__<tool>`
-    -> `<tool>`); None renames every MCP tool. Raises SessionFormatError when the
-    log is not one (a line that is not a JSON event, no assistant or result event).
+    -> `<tool>`); None renames every MCP tool. `keep_tool_names` renames none:
+    `mcpipechekr import` maps the names against the server's tool list itself
+    (runners/tool_names.py). Raises SessionFormatError when the log is not one
+    (a line that is not a JSON event, no assistant or result event).
     """
     events = _parse_lines(lines, tolerate_bad_lines)
     if not any(event["type"] in ("assistant", "result", "stream_event") for event in events):
@@ -389,9 +401,9 @@ def convert_claude_stream(
             )
         )
         for use in turn.tool_uses:
-            steps.append(
-                _tool_call(use, results.get(str(use.get("id"))), turn.timestamp, server_key, len(steps))
-            )
+            name = str(use.get("name") or "unknown")
+            tool = name if keep_tool_names else _tool_name(name, server_key)
+            steps.append(_tool_call(use, results.get(str(use.get("id"))), turn.timestamp, tool, len(steps)))
 
     status, reason, final_answer = _outcome(result_event, max_requests)
     times = [turn.timestamp for turn in ordered if turn.timestamp]
@@ -417,10 +429,9 @@ def _tool_call(
     use: dict[str, Any],
     result: tuple[list[dict[str, Any]], Any, bool, datetime | None] | None,
     asked_at: datetime | None,
-    server_key: str | None,
+    tool: str,
     index: int,
 ) -> ToolCall:
-    tool = _tool_name(str(use.get("name") or "unknown"), server_key)
     arguments = use.get("input") if isinstance(use.get("input"), dict) else {}
     call_id = str(use.get("id") or index)
     if result is None:

@@ -344,6 +344,12 @@ def opencode_session_prompt(export: dict[str, Any]) -> str | None:
     return None
 
 
+def opencode_client_version(export: dict[str, Any]) -> str | None:
+    """The opencode version that recorded an export (`info.version`), if it says."""
+    version = (export.get("info") or {}).get("version")
+    return version if isinstance(version, str) and version else None
+
+
 def _usage(tokens: Any, completion: Any) -> Usage:
     if not isinstance(tokens, dict):
         return Usage.estimated("", completion)
