@@ -449,6 +449,8 @@ class Config(StrictModel):
     _secrets: list[tuple[str, str]] = PrivateAttr(default_factory=list)
     _dotenv: dict[str, str] = PrivateAttr(default_factory=dict)
     _process_environ: Mapping[str, str] | None = PrivateAttr(default=None)
+    _document: YamlDocument | None = PrivateAttr(default=None)
+    _flag_sources: dict[Loc, str] = PrivateAttr(default_factory=dict)
 
     @property
     def source(self) -> Path | None:
@@ -527,6 +529,19 @@ class Config(StrictModel):
             (environ[name], f"${{{name}}}") for name in self.providers.key_env_names() if environ.get(name)
         ]
         return pairs
+
+    def problem(self, loc: Loc, message: str) -> Problem:
+        """A problem with the value at `loc`: `config.yaml:LINE: field 'a.b': message`.
+
+        A value that came from a command-line flag is named by the flag instead;
+        a config built without a file names the field alone.
+        """
+        for flagged, flag in self._flag_sources.items():
+            if loc[: len(flagged)] == flagged:
+                return Problem(flag, None, f"field '{field_path(loc)}': {message}")
+        if self._document is None:
+            return Problem("config", None, f"field '{field_path(loc)}': {message}")
+        return self._document.problem(loc, f"field '{field_path(loc)}': {message}")
 
     def _masked_values(self) -> list[str]:
         values = [*self.server.headers.values(), *self.server.env.values()]
@@ -610,14 +625,17 @@ def load_config(
             providers[phase] = value
             sources[("providers", phase)] = f"--{phase}-provider"
 
+    flagged = dict(sources)
     if overrides.server is not None and overrides.server.given:
         server, server_problems = _server_with_flags(doc, data.get("server"), overrides.server, base_dir)
         problems.extend(server_problems)
         data["server"] = server
+        flagged[("server",)] = overrides.server.flag_names()
     if overrides.tasks is not None:
         paths = data.get("paths")
         data["paths"] = paths = dict(paths) if isinstance(paths, dict) else {}
         paths["tasks"] = str(Path(overrides.tasks).resolve())
+        flagged[("paths", "tasks")] = "--tasks"
 
     config: Config | None = None
     try:
@@ -639,6 +657,8 @@ def load_config(
     config._secrets = substituted.secrets
     config._dotenv = dotenv
     config._process_environ = environ
+    config._document = doc if config._source is not None else None
+    config._flag_sources = flagged
     return config
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import anyio
 
-from mcpipechekr.config import Config, template_fields
+from mcpipechekr.config import Config, FixConfig, template_fields
 from mcpipechekr.errors import UserError
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.cliagent import find_cli, run_cli
@@ -229,6 +229,14 @@ def resolve_agent(config: Config, repo: Path) -> FixAgent:
         scratch=template.scratch,
         env=config.provider_env(),
     )
+
+
+def uses_model(fix: FixConfig) -> bool:
+    """Whether the configured fix agent's command names the Phase 3 model (`{model}`, `{provider_model}`)."""
+    if fix.command is not None:
+        return _names_model(fix.command)
+    template = TEMPLATES.get(fix.agent)
+    return template is not None and template.needs_model
 
 
 def _names_model(*templates: str) -> bool:
