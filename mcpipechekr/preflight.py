@@ -366,7 +366,10 @@ def _named_paths(launch: LaunchSpec) -> Iterator[tuple[Loc, str]]:
 
 
 def _relative_path(token: str) -> bool:
+    """Whether a token reads as a relative file path (not a flag, a URL, a package, a shell snippet)."""
     if not token or token.startswith(("-", "@", "~", "/")) or "://" in token or "=" in token:
+        return False
+    if any(char.isspace() for char in token):  # `sh -c "python server.py"`: a command line, not a path
         return False
     return "/" in token or Path(token).suffix in SCRIPT_SUFFIXES
 

@@ -220,6 +220,28 @@ def test_a_start_cwd_or_program_that_is_not_there(project: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("start", "problem"),
+    [
+        ("node dist/index.js --port 8765", "'dist/index.js' is not in"),
+        ("./serve.sh", "'./serve.sh' is not in"),
+        ("npx -y @acme/mcp-server --port 8765", None),  # a package, not a path
+        ("sh -c 'python server.py --http 8765'", None),  # a shell snippet is not looked into
+        ("python -m acme.server --http 8765", None),
+        ("python server.py --db data/new.db", None),  # the server may create the file; its folder exists
+    ],
+)
+def test_only_paths_are_looked_for(project: Path, start: str, problem: str | None) -> None:
+    (project / "data").mkdir()
+    write_config(project, HTTP.replace("python server.py --http 8765", start))
+    found = preflight_problems(load_config(project / "config.yaml"))
+    missing = [str(item) for item in found if "is not in" in str(item)]  # (`node` may not be on PATH here)
+    if problem is None:
+        assert missing == []
+    else:
+        assert len(missing) == 1 and problem in missing[0]
+
+
 def test_the_bundled_config_has_no_preflight_problem() -> None:
     config = load_config(Path(__file__).resolve().parents[1] / "config.yaml")
     assert preflight_problems(config) == []
