@@ -16,10 +16,19 @@ Secrets: every value substituted from the environment, and every header and
 server environment value, is a secret. `Config.redacted_dump()` and
 `Config.config_hash` never contain them, and `Config.redactor` scrubs them from
 any text or JSON a later step is about to write.
+
+Provider keys: the `.env` read in step 2 also serves the models. `.env` is
+never loaded into `os.environ`, because the server under test inherits our
+environment and must not be handed secrets it did not ask for; instead
+`Config.environ` is the merged view (`.env` overlaid by the process
+environment) that `llm.build_model`, the agent-CLI runners and the fix agents
+take keys from, and `Config.provider_env()` the provider variables they pass
+on. Every `.env` value, and every provider key in use, is a secret too.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import string
 import sys
@@ -50,9 +59,20 @@ from mcpipechekr._util.yamlsrc import (
     interpolate,
     load_yaml,
     problems_from_validation,
+    read_dotenv,
     unique_problems,
 )
-from mcpipechekr.providers import BUILTIN_ENDPOINTS, DEMO, EndpointConfig, ProviderSpec, parse_provider
+from mcpipechekr.providers import (
+    AGENT_CLI_ENV,
+    BUILTIN_ENDPOINTS,
+    DEMO,
+    PROVIDER_ENV,
+    EndpointConfig,
+    ProviderSpec,
+    endpoint_for,
+    parse_provider,
+    provider_env_names,
+)
 
 if TYPE_CHECKING:
     from mcpipechekr.server.target import ServerFlags
@@ -238,7 +258,17 @@ class ProvidersConfig(StrictModel):
 
     def endpoint_for(self, spec: ProviderSpec) -> EndpointConfig | None:
         """The OpenAI-compatible endpoint a provider names (configured first, then built-in), else None."""
-        return self.endpoints.get(spec.provider) or BUILTIN_ENDPOINTS.get(spec.provider)
+        return endpoint_for(spec, self.endpoints)
+
+    def key_env_names(self) -> list[str]:
+        """Every API key variable a provider of this config may read: the tables' and the endpoints'."""
+        names = {*AGENT_CLI_ENV, *(name for entry in PROVIDER_ENV.values() for name in entry.keys)}
+        names.update(
+            endpoint.api_key_env
+            for endpoint in (*BUILTIN_ENDPOINTS.values(), *self.endpoints.values())
+            if endpoint.api_key_env
+        )
+        return sorted(names)
 
 
 class ThresholdsConfig(StrictModel):
@@ -417,6 +447,10 @@ class Config(StrictModel):
     _source: Path | None = PrivateAttr(default=None)
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
     _secrets: list[tuple[str, str]] = PrivateAttr(default_factory=list)
+    _dotenv: dict[str, str] = PrivateAttr(default_factory=dict)
+    _process_environ: Mapping[str, str] | None = PrivateAttr(default=None)
+    _document: YamlDocument | None = PrivateAttr(default=None)
+    _flag_sources: dict[Loc, str] = PrivateAttr(default_factory=dict)
 
     @property
     def source(self) -> Path | None:
@@ -429,15 +463,85 @@ class Config(StrictModel):
         return self._base_dir
 
     @property
+    def dotenv_path(self) -> Path:
+        """The `.env` whose variables count as environment: beside config.yaml."""
+        return self._base_dir / ".env"
+
+    @property
+    def dotenv(self) -> dict[str, str]:
+        """The variables of `.env` beside config.yaml, as read when the config was loaded."""
+        return dict(self._dotenv)
+
+    @property
+    def environ(self) -> dict[str, str]:
+        """The environment keys are taken from: `.env` overlaid by the process environment (which wins).
+
+        `.env` is read once, by `load_config`; the process environment is read
+        now (or is the mapping `load_config` was given in its place). Never
+        copied into `os.environ`: only what a model or an agent CLI needs is
+        passed on (`provider_env`).
+        """
+        return environment_with_dotenv(self._dotenv, self._process_environ)
+
+    def provider_env(self) -> dict[str, str]:
+        """The provider variables that are set (keys, base URLs, the endpoints' `api_key_env`), by name.
+
+        What an agent CLI (Phase 1 runner, fix agent) is given on top of the
+        process environment, so a key kept in `.env` reaches it; exported values
+        are the same either way, since the process environment wins.
+        """
+        environ = self.environ
+        names = {*provider_env_names(), *self.providers.key_env_names()}
+        return {name: environ[name] for name in sorted(names) if environ.get(name)}
+
+    def provider_env_from_dotenv(self) -> list[str]:
+        """The names in `provider_env` whose value comes from `.env`, not the process environment.
+
+        The capture proxy removes these from what the server under test
+        inherits through an agent CLI: it asked for none of them.
+        """
+        process = os.environ if self._process_environ is None else self._process_environ
+        return [name for name, value in self.provider_env().items() if process.get(name) != value]
+
+    @property
     def redactor(self) -> Redactor:
         """Scrubs this config's secrets: env-substituted values -> `${NAME}`, header/env values -> `***`."""
         return Redactor(self.secret_pairs())
 
     def secret_pairs(self) -> list[tuple[str, str]]:
-        """(secret value, what replaces it) for every secret this config knows; the redactor's input."""
+        """(secret value, what replaces it) for every secret this config knows; the redactor's input.
+
+        The config's own secrets, then every `.env` value and every provider key
+        that is set, each as `${NAME}`.
+        """
+        return self._config_secret_pairs() + self._environment_secret_pairs()
+
+    def _config_secret_pairs(self) -> list[tuple[str, str]]:
         masked = [(value, MASK) for value in self._masked_values()]
         # Substituted values come last and so win over the mask: `${NAME}` says more than `***`.
         return masked + list(self._secrets)
+
+    def _environment_secret_pairs(self) -> list[tuple[str, str]]:
+        """`.env` values and provider keys: secrets whether or not config.yaml names them."""
+        pairs = [(value, f"${{{name}}}") for name, value in sorted(self._dotenv.items()) if value]
+        environ = self.environ
+        pairs += [
+            (environ[name], f"${{{name}}}") for name in self.providers.key_env_names() if environ.get(name)
+        ]
+        return pairs
+
+    def problem(self, loc: Loc, message: str) -> Problem:
+        """A problem with the value at `loc`: `config.yaml:LINE: field 'a.b': message`.
+
+        A value that came from a command-line flag is named by the flag instead;
+        a config built without a file names the field alone.
+        """
+        for flagged, flag in self._flag_sources.items():
+            if loc[: len(flagged)] == flagged:
+                return Problem(flag, None, f"field '{field_path(loc)}': {message}")
+        if self._document is None:
+            return Problem("config", None, f"field '{field_path(loc)}': {message}")
+        return self._document.problem(loc, f"field '{field_path(loc)}': {message}")
 
     def _masked_values(self) -> list[str]:
         values = [*self.server.headers.values(), *self.server.env.values()]
@@ -461,7 +565,10 @@ class Config(StrictModel):
             for key, value in mapping.items():
                 scrubbed = substituted.redact(value)
                 mapping[key] = scrubbed if scrubbed != value else MASK
-        return Redactor(self.secret_pairs(), exact_min_length=1).redact(dump)
+        # The environment's values are replaced only where they occur at length: `.env` may hold short
+        # values (`DEBUG=1`) that would otherwise replace every matching setting.
+        dump = Redactor(self._config_secret_pairs(), exact_min_length=1).redact(dump)
+        return Redactor(self._environment_secret_pairs()).redact(dump)
 
     @property
     def config_hash(self) -> str:
@@ -487,10 +594,10 @@ def load_config(
 ) -> Config:
     """Read config.yaml and return the effective Config; raise ConfigFileError listing every problem.
 
-    `environ` replaces the process environment (tests); `.env` beside the file
-    is read either way. With `missing_ok`, an absent file means "all defaults"
-    (so `--command …` alone can describe a server), with paths relative to the
-    file's would-be folder.
+    `environ` replaces the process environment (tests), for `${NAME}` and for
+    `Config.environ`; `.env` beside the file is read either way, once. With
+    `missing_ok`, an absent file means "all defaults" (so `--command …` alone
+    can describe a server), with paths relative to the file's would-be folder.
     """
     path = Path(path)
     overrides = overrides or ConfigOverrides()
@@ -500,7 +607,8 @@ def load_config(
     else:
         doc = load_yaml(path, what="config file")
 
-    env = environment_with_dotenv(base_dir / ".env", environ)
+    dotenv = read_dotenv(base_dir / ".env")
+    env = environment_with_dotenv(dotenv, environ)
     substituted = interpolate(doc.data, env)
     problems = [
         doc.problem(loc, f"field '{field_path(loc)}': {message}") for loc, message in substituted.problems
@@ -517,14 +625,17 @@ def load_config(
             providers[phase] = value
             sources[("providers", phase)] = f"--{phase}-provider"
 
+    flagged = dict(sources)
     if overrides.server is not None and overrides.server.given:
         server, server_problems = _server_with_flags(doc, data.get("server"), overrides.server, base_dir)
         problems.extend(server_problems)
         data["server"] = server
+        flagged[("server",)] = overrides.server.flag_names()
     if overrides.tasks is not None:
         paths = data.get("paths")
         data["paths"] = paths = dict(paths) if isinstance(paths, dict) else {}
         paths["tasks"] = str(Path(overrides.tasks).resolve())
+        flagged[("paths", "tasks")] = "--tasks"
 
     config: Config | None = None
     try:
@@ -544,6 +655,10 @@ def load_config(
     config._source = None if missing_ok and not path.exists() else path.resolve()
     config._base_dir = base_dir
     config._secrets = substituted.secrets
+    config._dotenv = dotenv
+    config._process_environ = environ
+    config._document = doc if config._source is not None else None
+    config._flag_sources = flagged
     return config
 
 

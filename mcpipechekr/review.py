@@ -12,6 +12,10 @@ approval, recorded in runs/{run-id}/review.json. Three rules hold it together:
 - Annotations are the reviewer's guidance for the fix agent. They are kept with
   the decision, and carried over when the same report is decided again (an
   `exit` today, an `approve` tomorrow keeps what was said).
+- No dead approvals: given the config the fix step will run with, an approval
+  is refused (nothing recorded) while that step could not commit anything, for
+  want of a `server.repo` (`preflight.fix_repo_problems`). Recorded, such an
+  approval would make every later `fix` (and `doit loop`) fail at once.
 
 The fix order shown is the one Phase 3 follows: highest token_cost_of_gap first,
 ties by bug id, which is also the order of bug_report.json.
@@ -45,6 +49,7 @@ from mcpipechekr.artifacts import (
     write_model,
 )
 from mcpipechekr.artifacts.atomic import parse_model
+from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.aggregate import sort_bugs
 from mcpipechekr.session_summary import write_session_summary
@@ -60,6 +65,7 @@ __all__ = [
     "record_decision",
     "approved_report",
     "require_approval",
+    "require_fixable",
     "review_checkpoint",
     "reviewer_name",
     "show_review",
@@ -180,6 +186,7 @@ def record_decision(
     *,
     bug_report_hash: str | None = None,
     by: str | None = None,
+    config: Config | None = None,
 ) -> Review:
     """Write review.json (atomically) and return it.
 
@@ -188,8 +195,11 @@ def record_decision(
     given as text are signed by ``by`` (the local user by default) and dated
     now. Annotations already recorded for the same report come first, so a
     second decision on it does not lose what the reviewer said before; an
-    identical text is kept once.
+    identical text is kept once. With ``config``, an approval is refused (a
+    UserError, nothing written) while the fix step could not run with it.
     """
+    if decision == "approve" and config is not None:
+        require_fixable(run_dir, config)
     report, digest = load_bug_report(run_dir)
     if bug_report_hash is not None and bug_report_hash != digest:
         raise UserError(
@@ -216,6 +226,20 @@ def record_decision(
     )
     write_model(run_dir.review, review)
     return review
+
+
+def require_fixable(run_dir: RunDir, config: Config) -> None:
+    """Refuse an approval the fix step could not act on (no `server.repo`): a UserError naming the fix."""
+    from mcpipechekr.preflight import fix_repo_problems
+
+    problems = fix_repo_problems(config)
+    if problems:
+        listed = "\n".join(f"  {problem}" for problem in problems)
+        raise UserError(
+            f"{run_dir.run_id}: not approved, because the fix step could not run:\n{listed}\n"
+            "Nothing was recorded. Fix config.yaml, then approve again: "
+            f"`mcpipechekr review {run_dir.run_id} --approve`."
+        )
 
 
 def _annotation(text: str, by: str, at: datetime) -> Annotation:
@@ -306,13 +330,17 @@ def continue_hint(run_dir: RunDir) -> str:
     )
 
 
-def interactive_review(run_dir: RunDir, console: Console, input_fn: InputFn | None = None) -> Review:
+def interactive_review(
+    run_dir: RunDir, console: Console, input_fn: InputFn | None = None, *, config: Config | None = None
+) -> Review:
     """Show the report and ask until the person approves or exits; the decision is in review.json.
 
     ``input_fn`` reads one line after printing its prompt (``console.input`` by
     default; tests pass a scripted one). `annotate <text>` adds a note and asks
     again; anything unknown prints the commands and asks again. End of input
-    (Ctrl-D, a closed pipe) counts as `exit`: leaving is never approval.
+    (Ctrl-D, a closed pipe) counts as `exit`: leaving is never approval. With
+    ``config``, `approve` is refused while the fix step could not run
+    (``require_fixable``): the reason is printed and the prompt asks again.
     """
     read = input_fn or console.input
     _, digest = show_review(run_dir, console)
@@ -332,6 +360,12 @@ def interactive_review(run_dir: RunDir, console: Console, input_fn: InputFn | No
         command, _, rest = line.strip().partition(" ")
         command = command.lower()
         if command == "approve" and not rest.strip():
+            if config is not None:
+                try:
+                    require_fixable(run_dir, config)
+                except UserError as exc:
+                    console.print(Text(exc.message))
+                    continue
             return _decide(run_dir, console, "approve", notes, digest)
         if command == "exit" and not rest.strip():
             return _decide(run_dir, console, "exit", notes, digest)
@@ -376,18 +410,20 @@ def review_checkpoint(
     *,
     interactive: bool | None = None,
     input_fn: InputFn | None = None,
+    config: Config | None = None,
 ) -> Review | None:
     """The checkpoint as the loop meets it: ask a person if there is one, else say how to continue.
 
     ``interactive`` defaults to whether stdin is a terminal. Without one, the
     report is shown and a decision already recorded for this very report is
     returned; otherwise the commands to continue are printed and the result is
-    None: the caller stops, nothing approved.
+    None: the caller stops, nothing approved. ``config`` is the fix step's, for
+    ``interactive_review``.
     """
     if interactive is None:
         interactive = sys.stdin.isatty()
     if interactive:
-        return interactive_review(run_dir, console, input_fn)
+        return interactive_review(run_dir, console, input_fn, config=config)
     _, digest = show_review(run_dir, console)
     decided = current_review(run_dir, digest)
     if decided is not None:

@@ -239,7 +239,7 @@ def review_step(config: Config, run_dir: RunDir, *, out: Console = console) -> s
     """The human review checkpoint: approve (with annotations) or exit; never approves by default."""
     from mcpipechekr.review import review_checkpoint
 
-    review = review_checkpoint(run_dir, out)
+    review = review_checkpoint(run_dir, out, config=config)
     if review is None:
         raise UserError(
             f"the loop stopped at the review of {run_dir.run_id}; decide as shown above, then run "

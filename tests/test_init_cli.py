@@ -184,6 +184,8 @@ def test_init_refuses_to_overwrite_without_force(workdir):
     both = run("init", "--command", "python server.py")
     assert both.stderr == "Error: config.yaml and tasks.yaml already exist: pass --force to overwrite\n"
 
+    # validate checks that the script the command names is there
+    (workdir / "server.py").write_text(textwrap.dedent(PROBE_SERVER), encoding="utf-8")
     forced = run("init", "--command", "python server.py", "--force")
     assert forced.exit_code == 0
     assert "command: python" in (workdir / "config.yaml").read_text(encoding="utf-8")

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import git
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -29,6 +30,7 @@ from mcpipechekr.artifacts import (
     write_model,
 )
 from mcpipechekr.cli import main
+from mcpipechekr.config import load_config
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.narrative import render_narrative
 from mcpipechekr.review import (
@@ -151,9 +153,13 @@ def write_run(runs: Path, run_id: str, bugs: list[Bug], tasks: list[TaskStats] |
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """A project folder with a config whose runs/ holds one evaluated run."""
-    config = {"server": {"command": "python", "args": ["server.py"]}, "paths": {"runs": "runs"}}
+    """A project folder with a config whose runs/ holds one evaluated run, and the server's repository."""
+    config = {
+        "server": {"command": "python", "args": ["server.py"], "repo": "server"},
+        "paths": {"runs": "runs"},
+    }
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    git.Repo.init(tmp_path / "server", initial_branch="main").close()
     write_run(tmp_path / "runs", RUN_ID, [SORT_GAP, FTS_RANK, OVERSIZED])
     return tmp_path
 
@@ -441,6 +447,25 @@ def test_cli_approve_with_annotations(project: Path, run_dir: RunDir) -> None:
     assert f"next: `{script_command('mcpipechekr')} fix {RUN_ID}`" in result.output
     review = require_approval(run_dir)
     assert [note.text for note in review.annotations] == ["prefer a sort_order parameter", "x"]
+
+
+def test_an_approval_the_fix_step_could_not_act_on_is_never_recorded(project: Path, run_dir: RunDir) -> None:
+    config_path = project / "config.yaml"
+    config_path.write_text(yaml.safe_dump({"server": {"command": "python"}, "paths": {"runs": "runs"}}))
+    result = invoke(project, RUN_ID, "--approve")
+    assert result.exit_code == 2
+    assert f"{RUN_ID}: not approved, because the fix step could not run:" in result.output
+    assert "config.yaml:3: field 'server.repo': is not set, and the `fix` step commits" in result.output
+    assert not run_dir.review.exists()
+    with pytest.raises(UserError, match="Nothing was recorded"):
+        record_decision(run_dir, "approve", config=load_config(config_path))
+    assert not run_dir.review.exists()
+
+    # at the prompt the refusal is shown and the question asked again; `exit` is still recorded
+    result = invoke(project, RUN_ID, "--interactive", input="approve\nexit\n")
+    assert result.exit_code == 0, result.output
+    assert result.output.count(PROMPT) == 2 and "not approved, because the fix step" in result.output
+    assert read_model(run_dir.review, Review).decision == "exit"
 
 
 def test_cli_takes_a_run_folder_without_a_config(run_dir: RunDir, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -305,7 +305,8 @@ def test_server_flags_override_config(project):
     )
 
 
-def test_provider_flag_is_checked_and_named(project):
+def test_provider_flag_is_checked_and_named(project, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-validate-test")  # a real model needs its key
     result = validate("--offline", "--phase1-provider", "openai/")
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [

@@ -281,13 +281,18 @@ def interpolate(data: Any, environ: Mapping[str, str]) -> Interpolation:
     return result
 
 
-def environment_with_dotenv(dotenv_path: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Variables from a `.env` file overlaid by the process environment (which wins)."""
-    merged: dict[str, str] = {}
-    if dotenv_path.is_file():
-        merged.update({key: value for key, value in dotenv_values(dotenv_path).items() if value is not None})
-    merged.update(os.environ if environ is None else environ)
-    return merged
+def read_dotenv(dotenv_path: Path) -> dict[str, str]:
+    """The `NAME=value` lines of a `.env` file (none when it is absent); never put into `os.environ`."""
+    if not dotenv_path.is_file():
+        return {}
+    return {key: value for key, value in dotenv_values(dotenv_path).items() if value is not None}
+
+
+def environment_with_dotenv(
+    dotenv: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Variables from a `.env` file (`read_dotenv`) overlaid by the process environment (which wins)."""
+    return {**dotenv, **(os.environ if environ is None else environ)}
 
 
 # --- validation errors as plain lines --------------------------------------------------------------

@@ -3,13 +3,16 @@
 An agent is given this command line as its MCP server. Secrets (the server's
 environment values, the values to redact) are not put on the command line,
 where any agent config or process listing would show them: `--secrets FILE`
-names a JSON file `{"env": {NAME: VALUE}, "redact": [[VALUE, REPLACEMENT], …]}`
-that the harness writes, readable by its owner only, outside the run folder.
+names a JSON file `{"env": {NAME: VALUE}, "redact": [[VALUE, REPLACEMENT], …],
+"unset": [NAME, …]}` that the harness writes, readable by its owner only,
+outside the run folder. `unset` names variables of the proxy's own environment
+(inherited from the agent) that the server is not given.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import orjson
@@ -42,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--secrets {opts.secrets}: {exc}")
         env = {str(key): str(value) for key, value in (secrets.get("env") or {}).items()}
         redactor = Redactor([(str(value), str(repl)) for value, repl in secrets.get("redact") or []])
+        for name in secrets.get("unset") or []:
+            os.environ.pop(str(name), None)  # the server inherits the rest of this process's environment
     return run_stdio_proxy(
         command, opts.journal, env=env, cwd=opts.cwd, stderr_path=opts.stderr, redactor=redactor
     )

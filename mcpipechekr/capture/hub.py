@@ -10,7 +10,10 @@ proxy on the caller's event loop (Phase 1's); `with` in a thread.
 
 Secrets stay out of agent configs: the server's environment and the values to
 redact go into a file readable by its owner only, in a folder outside the run
-(`secrets_dir`), and only its path is on the proxy's command line.
+(`secrets_dir`), and only its path is on the proxy's command line. The same
+file names the variables the proxy withholds from the server (`withheld_env`):
+the provider keys an agent CLI was handed from `.env`, which the server would
+otherwise inherit through the CLI that launches the proxy.
 """
 
 from __future__ import annotations
@@ -29,13 +32,19 @@ from mcpipechekr.runners.base import AgentServer
 SECRETS_FILE = "capture-secrets.json"
 
 
-def write_secrets_file(folder: Path, env: dict[str, str], redactions: Sequence[tuple[str, str]]) -> Path:
-    """Write the proxy's secrets (server env, values to redact) readable by the owner only."""
+def write_secrets_file(
+    folder: Path,
+    env: dict[str, str],
+    redactions: Sequence[tuple[str, str]],
+    withheld_env: Sequence[str] = (),
+) -> Path:
+    """Write the proxy's secrets (server env, values to redact, names to withhold), owner-readable only."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / SECRETS_FILE
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    payload = {"env": env, "redact": [list(pair) for pair in redactions], "unset": list(withheld_env)}
     with os.fdopen(fd, "wb") as handle:
-        handle.write(orjson.dumps({"env": env, "redact": [list(pair) for pair in redactions]}))
+        handle.write(orjson.dumps(payload))
     return path
 
 
@@ -47,12 +56,14 @@ def proxy_server(
     secrets_dir: Path | None = None,
     redactions: Sequence[tuple[str, str]] = (),
     stderr_log: Path | None = None,
+    withheld_env: Sequence[str] = (),
 ) -> AgentServer:
     """The AgentServer for a stdio server behind the capture proxy, journaling to `journal`.
 
-    With `secrets_dir`, the server's env and `redactions` are passed in a
-    private file there; without it the env is passed in `AgentServer.env` (for
-    tests and servers without secrets) and redactions are refused.
+    With `secrets_dir`, the server's env, `redactions` and `withheld_env` (names
+    the server must not inherit from the agent) are passed in a private file
+    there; without it the env is passed in `AgentServer.env` (for tests and
+    servers without secrets) and the other two are refused.
     """
     command = server_config.resolved_command()
     if command is None:
@@ -66,9 +77,10 @@ def proxy_server(
         args += ["--stderr", str(stderr_log)]
     env: dict[str, str] = {}
     if secrets_dir is not None:
-        args += ["--secrets", str(write_secrets_file(secrets_dir, dict(server_config.env), redactions))]
-    elif redactions:
-        raise ValueError("redactions are passed in a private file: give secrets_dir")
+        secrets = write_secrets_file(secrets_dir, dict(server_config.env), redactions, withheld_env)
+        args += ["--secrets", str(secrets)]
+    elif redactions or withheld_env:
+        raise ValueError("redactions and withheld variables are passed in a private file: give secrets_dir")
     else:
         env = dict(server_config.env)
     args += ["--", command, *server_config.args]
@@ -84,10 +96,12 @@ class CaptureHub:
         *,
         redactions: Sequence[tuple[str, str]] = (),
         stderr_log: Path | None = None,
+        withheld_env: Sequence[str] = (),
     ):
         self.server_config = server_config
         self.redactions = list(redactions)
         self.stderr_log = stderr_log
+        self.withheld_env = list(withheld_env)
         self.http: HttpCaptureProxy | None = None
 
     def _http_proxy(self) -> HttpCaptureProxy | None:
@@ -129,6 +143,7 @@ class CaptureHub:
                 secrets_dir=secrets_dir,
                 redactions=self.redactions,
                 stderr_log=self.stderr_log,
+                withheld_env=self.withheld_env,
             )
         return AgentServer(name=name, url=self.http.route(journal, label=journal.stem))
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import click
+from click.core import ParameterSource
 from rich.text import Text
 
 from mcpipechekr._util.console import console
 from mcpipechekr._util.yamlsrc import display_path
-from mcpipechekr.cli.common import config_options, resolve_run
+from mcpipechekr.cli.common import config_options, effective_config, resolve_run
+from mcpipechekr.config import DEFAULT_CONFIG_FILE, Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.review import (
     describe_decision,
@@ -62,6 +65,10 @@ def review_command(
     ever approved by default: with no decision flag and no terminal, the
     summary and the commands to continue are printed and the exit code is 2.
 
+    An approval is refused, with nothing recorded, while config.yaml gives the
+    fix step no repository to commit in (server.repo). A run folder reviewed
+    where there is no config.yaml is approved unchecked.
+
     Exits 0 once a decision is recorded, 2 when none is or for bad input.
     """
     if approve and exit_:
@@ -71,11 +78,12 @@ def review_command(
     if decision is not None:
         if interactive:
             raise UserError("--interactive asks for the decision at the prompt; drop --approve/--exit.")
+        config = _fix_config(ctx) if decision == "approve" else None
         show_review(run_dir, console)
-        review = record_decision(run_dir, decision, annotations)
+        review = record_decision(run_dir, decision, annotations, config=config)
         console.print(Text(describe_decision(review) + f" → {display_path(run_dir.review)}"))
     elif interactive or (interactive is None and sys.stdin.isatty()):
-        review = interactive_review(run_dir, console, _prompt_with(annotations))
+        review = interactive_review(run_dir, console, _prompt_with(annotations), config=_fix_config(ctx))
     else:
         if annotations:
             raise UserError(
@@ -90,6 +98,18 @@ def review_command(
     else:
         summary = write_session_summary([run_dir], run_dir.session_summary)
         console.print(Text(f"session summary → {display_path(summary)}"))
+
+
+def _fix_config(ctx: click.Context) -> Config | None:
+    """The config the fix step will run with, to check an approval against; None where there is none.
+
+    A run folder may be reviewed away from its project (no config.yaml, --config
+    left at its default): then there is nothing to check the approval against.
+    """
+    path = Path(ctx.params.get("config_path") or DEFAULT_CONFIG_FILE)
+    if not path.exists() and ctx.get_parameter_source("config_path") in (None, ParameterSource.DEFAULT):
+        return None
+    return effective_config(ctx)
 
 
 def _prompt_with(annotations: tuple[str, ...]) -> Callable[[str], str]:

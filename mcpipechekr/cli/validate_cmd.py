@@ -16,6 +16,7 @@ from mcpipechekr.cli.common import (
 )
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
+from mcpipechekr.preflight import PreflightProblem, preflight_problems
 from mcpipechekr.tasks import TaskFile, load_tasks
 
 
@@ -29,7 +30,14 @@ def validate_command(ctx: click.Context, offline: bool, **_: object) -> None:
     """Check config.yaml and tasks.yaml, reporting every problem as FILE:LINE: message.
 
     Both files are checked against their schemas; provider strings must name a
-    known provider; task ids must be unique. Then, unless --offline, the server
+    known provider; task ids must be unique. Then what would stop a later step:
+    a real model whose API key is neither exported nor in the .env beside
+    config.yaml; a server command or `start` whose script is not in the folder
+    it runs in (its `cwd`, else the current folder) or whose program is not on
+    PATH; and, once the fix step is set up (fix.agent `demo`, or a Phase 3
+    model), a server.repo for it to commit in. What may still work (an agent
+    CLI with a login of its own, a fix agent not installed here) is a warning.
+    Then, unless --offline, the server
     is started (or contacted) once, from its workspace copy of `repo_template`
     when one is configured (created if missing), and every tool named by a task's
     `expected_tool`, `reference_calls` or a selection case must exist on it. When
@@ -54,6 +62,16 @@ def validate_command(ctx: click.Context, offline: bool, **_: object) -> None:
         taskfile = load_tasks(tasks_path)
     except ConfigFileError as exc:
         problems.extend(exc.problems)
+
+    warnings: list[PreflightProblem] = []
+    if config is not None:
+        for item in preflight_problems(config):
+            if item.severity == "error":
+                problems.append(item.problem)
+            else:
+                warnings.append(item)
+    for warning in warnings:
+        click.echo(str(warning), err=True)
 
     if not problems and config is not None and taskfile is not None and not offline:
         problems.extend(_check_tool_names(config, taskfile))

@@ -15,6 +15,11 @@ Each run gets its own process group (`runners.cliagent.run_cli`), so on a
 timeout the agent and everything it started are stopped. Output is captured
 whole; what gets written is redacted with the config's secrets.
 
+Keys: the agent runs with the process environment plus the provider variables
+set in the `.env` beside config.yaml (`Config.provider_env`; an exported value
+wins), so `OPENAI_API_KEY=...` in `.env` reaches opencode, codex or aider as it
+reaches the Phase 1 models.
+
 The CLIs are found like the Phase 1 runners find theirs: an environment
 variable naming the binary wins (`MCPIPECHEKR_OPENCODE`, `MCPIPECHEKR_CLAUDE`,
 `MCPIPECHEKR_CODEX`, `MCPIPECHEKR_AIDER`), then `PATH`.
@@ -27,12 +32,12 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
 
-from mcpipechekr.config import Config, template_fields
+from mcpipechekr.config import Config, FixConfig, template_fields
 from mcpipechekr.errors import UserError
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.cliagent import find_cli, run_cli
@@ -130,6 +135,8 @@ class FixAgent:
     argv: tuple[str, ...] = ()
     shell: str | None = None
     scratch: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    """Added to the process environment: the provider keys of `.env` (`Config.provider_env`)."""
 
     def _values(self, prompt: str, prompt_file: Path, bug_id: str) -> dict[str, str]:
         model = self.provider.model if self.provider is not None else None
@@ -168,7 +175,7 @@ class FixAgent:
             functools.partial(
                 run_cli,
                 argv,
-                env=dict(os.environ),
+                env={**os.environ, **self.env},
                 cwd=self.repo,
                 stdin_text=None,
                 timeout_s=self.timeout_s,
@@ -200,6 +207,7 @@ def resolve_agent(config: Config, repo: Path) -> FixAgent:
             provider=None if provider.is_demo else provider,
             timeout_s=fix.timeout_s,
             shell=fix.command,
+            env=config.provider_env(),
         )
     template = TEMPLATES[fix.agent]
     _require_model(template.needs_model, provider, template.name)
@@ -219,7 +227,16 @@ def resolve_agent(config: Config, repo: Path) -> FixAgent:
         timeout_s=fix.timeout_s,
         argv=tuple(argv),
         scratch=template.scratch,
+        env=config.provider_env(),
     )
+
+
+def uses_model(fix: FixConfig) -> bool:
+    """Whether the configured fix agent's command names the Phase 3 model (`{model}`, `{provider_model}`)."""
+    if fix.command is not None:
+        return _names_model(fix.command)
+    template = TEMPLATES.get(fix.agent)
+    return template is not None and template.needs_model
 
 
 def _names_model(*templates: str) -> bool:

@@ -21,7 +21,9 @@ How one attempt runs:
 3. The model: `anthropic/<model>`, with the user's Claude Code credentials or
    `ANTHROPIC_API_KEY`; or an endpoint from config.yaml that speaks the
    Anthropic Messages API (its `base_url` becomes `ANTHROPIC_BASE_URL`, its
-   `api_key_env` supplies `ANTHROPIC_API_KEY`).
+   `api_key_env` supplies `ANTHROPIC_API_KEY`). Keys are taken from the
+   environment or the `.env` beside config.yaml (`Config.environ`); those
+   from `.env` are withheld from the server by the capture proxy.
 
 The conversion (`convert_claude_stream`, also what `mcpipechekr import
 --from claude-code` uses): Claude Code prints one `assistant` event per content
@@ -104,8 +106,9 @@ def claude_model_env(request: RunRequest) -> tuple[str, dict[str, str]]:
     endpoint = request.config.providers.endpoints.get(spec.provider)
     if endpoint is not None:
         env = {"ANTHROPIC_BASE_URL": re.sub(r"/v1/?$", "", endpoint.base_url.rstrip("/"))}
-        if endpoint.api_key_env and os.environ.get(endpoint.api_key_env):
-            env["ANTHROPIC_API_KEY"] = os.environ[endpoint.api_key_env]
+        key = request.config.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
+        if key:
+            env["ANTHROPIC_API_KEY"] = key
         return spec.model, env
     if spec.provider != "anthropic":
         raise UserError(
@@ -143,6 +146,7 @@ class ClaudeCodeRunner(CliAgentRunner):
         timeouts = request.config.timeouts
         env = {
             **os.environ,
+            **request.config.provider_env(),  # keys kept in .env, which os.environ does not hold
             **self.env,
             **model_env,
             **request.server.env,

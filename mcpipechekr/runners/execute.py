@@ -28,8 +28,10 @@ Rules, in the order they apply:
 - **configuration problems** (`UserError` from a runner: unknown model, no API
   key) stop the run at once: they would fail every attempt alike.
 
-Everything written is redacted with the config's secrets plus the API keys of
-the providers in use (`run_redactor`).
+Everything written is redacted with the config's secrets, the values of the
+`.env` beside config.yaml and every provider key that is set (`run_redactor`).
+The keys an agent CLI is handed from `.env` are withheld from the server under
+test behind the capture proxy (`Config.provider_env_from_dotenv`).
 """
 
 from __future__ import annotations
@@ -120,43 +122,19 @@ class Phase1State:
         )
 
 
-PROVIDER_KEY_ENV: dict[str, str] = {
-    "openai": "OPENAI_API_KEY",
-    "openai-chat": "OPENAI_API_KEY",
-    "openai-responses": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "google": "GOOGLE_API_KEY",
-    "groq": "GROQ_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-    "xai": "XAI_API_KEY",
-    "cohere": "CO_API_KEY",
-    "together": "TOGETHER_API_KEY",
-    "fireworks": "FIREWORKS_API_KEY",
-    "cerebras": "CEREBRAS_API_KEY",
-    "moonshotai": "MOONSHOTAI_API_KEY",
-}
-"""The environment variable pydantic-ai reads each provider's key from (the common ones)."""
+def redaction_pairs(config: Config) -> list[tuple[str, str]]:
+    """Secret values and their replacements: the config's own, every `.env` value and every provider key.
+
+    Keys are covered whichever provider an attempt uses and wherever the key was
+    found (the process environment or `.env`): a provider may echo any of them
+    in an error, and an agent CLI is handed all that are set.
+    """
+    return config.secret_pairs()
 
 
-def redaction_pairs(config: Config, providers: Sequence[ProviderSpec] = ()) -> list[tuple[str, str]]:
-    """Secret values and their replacements: the config's, plus the API keys the providers use."""
-    pairs = list(config.secret_pairs())  # the config's secrets, as its own redactor sees them
-    names = {PROVIDER_KEY_ENV[spec.provider] for spec in providers if spec.provider in PROVIDER_KEY_ENV}
-    names.update(
-        endpoint.api_key_env
-        for spec in providers
-        if (endpoint := config.providers.endpoint_for(spec)) is not None and endpoint.api_key_env
-    )
-    names.update({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"})
-    pairs += [(os.environ[name], f"${{{name}}}") for name in sorted(names) if os.environ.get(name)]
-    return pairs
-
-
-def run_redactor(config: Config, providers: Sequence[ProviderSpec] = ()) -> Redactor:
+def run_redactor(config: Config) -> Redactor:
     """The redactor every Phase 1 artifact goes through (see `redaction_pairs`)."""
-    return Redactor(redaction_pairs(config, providers))
+    return Redactor(redaction_pairs(config))
 
 
 def _journal_settled(path: Path) -> bool:
@@ -399,14 +377,18 @@ async def run_attempts(
     """
     if concurrency < 1:
         raise UserError(f"concurrency must be >= 1, got {concurrency}")
-    providers = list({str(a.provider): a.provider for a in attempts}.values())
-    pairs = redaction_pairs(config, providers)
+    pairs = redaction_pairs(config)
     state = Phase1State(attempts)
     root = run_dir.root if isinstance(run_dir, RunDir) else Path(run_dir)
     notify = (lambda attempt: on_change(state, attempt)) if on_change else (lambda attempt: None)
     claim = claim or claim_in_order(attempts)
     phase_s = config.timeouts.phase_s if phase_s is None else phase_s
-    async with CaptureHub(config.server, redactions=pairs, stderr_log=root / "server.stderr.log") as hub:
+    async with CaptureHub(
+        config.server,
+        redactions=pairs,
+        stderr_log=root / "server.stderr.log",
+        withheld_env=config.provider_env_from_dotenv(),
+    ) as hub:
         engine = _Engine(config, run_dir, runner_for, hub, Redactor(pairs), state, max_requests, notify)
         try:
             async with anyio.create_task_group() as outer:

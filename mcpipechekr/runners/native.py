@@ -162,8 +162,9 @@ def redact_text(request: RunRequest, text: str) -> str:
     endpoint = request.config.providers.endpoint_for(request.provider)
     names = [endpoint.api_key_env] if endpoint is not None and endpoint.api_key_env else []
     names.append(f"{request.provider.provider.upper().replace('-', '_')}_API_KEY")
+    environ = request.config.environ
     for name in names:
-        value = os.environ.get(name)
+        value = environ.get(name)
         if value and len(value) >= Redactor.MIN_LENGTH:
             text = text.replace(value, f"${{{name}}}")
     return text

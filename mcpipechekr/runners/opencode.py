@@ -13,7 +13,9 @@ How one attempt runs:
    removes opencode's built-in tools (bash, read, edit, ...) from what the
    model sees; `keep_builtin_tools=True` allows them all instead. Secrets (API
    keys, header values) are referenced as `{env:NAME}` and passed in the
-   process environment, never written into the file; the server's own
+   process environment, never written into the file; a provider key kept in
+   the `.env` beside config.yaml is passed the same way (`Config.provider_env`),
+   and withheld from the server by the capture proxy. The server's own
    environment reaches it the same way (opencode hands its environment to the
    MCP servers it launches).
 2. `opencode run --format json --thinking -m provider/model --title … --dir …`
@@ -158,6 +160,7 @@ class OpencodeRunner(CliAgentRunner):
         config_path = atomic_write_json(workdir / "mcpipechekr-opencode.json", config)
         env = {
             **os.environ,
+            **request.config.provider_env(),  # keys kept in .env, which os.environ does not hold
             **self.env,
             **request.server.env,
             **QUIET_ENV,

@@ -61,6 +61,21 @@ class ServerFlags:
     def given(self) -> bool:
         return bool(self.command or self.url or self.headers or self.mcp_json or self.server_name)
 
+    def flag_names(self) -> str:
+        """The flags given, as a problem's source names them: `--url/--header`."""
+        given = [
+            flag
+            for flag, value in (
+                ("--command", self.command),
+                ("--url", self.url),
+                ("--header", self.headers),
+                ("--from-mcp-json", self.mcp_json),
+                ("--server", self.server_name),
+            )
+            if value
+        ]
+        return "/".join(given)
+
     def resolve(
         self, config_server: ServerConfig | None, *, base_dir: Path, substitute_env: bool = True
     ) -> ServerConfig:

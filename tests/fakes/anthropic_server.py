@@ -224,6 +224,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, _error("not_found_error", f"no route {self.path}"))
 
     def do_POST(self) -> None:  # noqa: N802
+        self.owner.note_headers(self.headers)
         length = int(self.headers.get("Content-Length") or 0)
         if length > self.owner.max_body:
             self._json(413, _error("request_too_large", "request body too large"))

@@ -178,6 +178,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
     def do_POST(self) -> None:  # noqa: N802
+        self.owner.note_headers(self.headers)
         length = int(self.headers.get("Content-Length") or 0)
         if length > self.owner.max_body:
             self._json(413, {"error": {"message": "request body too large", "type": "invalid_request"}})

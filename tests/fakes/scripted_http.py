@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -18,8 +18,10 @@ R = TypeVar("R")
 class ScriptedHTTPServer(Generic[R]):
     """Replies come from the queue in order, then from `responder(body)`; else an HTTP 500 naming why.
 
-    Subclasses set `handler` (their request handler class, which reads `owner`),
-    `url_suffix` and `error_reply`.
+    Subclasses set `handler` (their request handler class, which reads `owner`,
+    and calls `note_headers` for every POST), `url_suffix` and `error_reply`.
+    `headers` holds each POST's headers, names lower-cased, in arrival order:
+    what a client authenticated with.
     """
 
     handler: ClassVar[type[BaseHTTPRequestHandler]]
@@ -31,10 +33,15 @@ class ScriptedHTTPServer(Generic[R]):
         self.max_requests = max_requests
         self.max_body = max_body
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         self._queue: deque[R] = deque()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+
+    def note_headers(self, headers: Mapping[str, str]) -> None:
+        with self._lock:
+            self.headers.append({name.lower(): value for name, value in headers.items()})
 
     def enqueue(self, *replies: R) -> None:
         with self._lock:
