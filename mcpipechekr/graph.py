@@ -656,12 +656,14 @@ def run_loop(**params: Any) -> None:
     from mcpipechekr.artifacts import read_model
     from mcpipechekr.artifacts.review import Review
     from mcpipechekr.baseline import require_baseline
+    from mcpipechekr.preflight import LOOP_PHASES, check_preflight
     from mcpipechekr.stages import report_step
 
     settings = current_settings()
     inputs = graph_inputs.__wrapped__(settings)  # the first iteration's plan, without touching the cache
     config, _, _ = inputs.require()  # config and task selection problems first
     announce_project(config)
+    check_preflight(config, LOOP_PHASES, runner=settings.runner)  # what would stop a later step, now
     require_baseline(config)  # before any cost: the loop needs the accepted answers to judge against
     session: list[RunDir] = []
     stop = ""

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import git
 import pytest
 
 from mcpipechekr._util.commands import runnable, script_command
@@ -107,8 +108,17 @@ def test_mcpipechekr_doit_needs_no_dodo(tmp_path: Path, env: dict[str, str]) -> 
     baseline = command(shop, "mcpipechekr", "doit", "baseline", env=env)
     assert baseline.returncode == 0, baseline.stdout + baseline.stderr
     assert "orders-of-alice" in (shop / "runs" / "baseline.json").read_text()
-    # `loop` is `doit loop`: without a terminal it stops at the review, and its hints name commands
-    # that work here, where there is no dodo.py and the scripts are not on PATH.
+    # `loop` is `doit loop`: it checks first what would stop a later step, here the fix step.
+    refused = command(shop, "mcpipechekr", "loop", env=env)
+    assert refused.returncode == 1 and "field 'server.repo'" in refused.stdout + refused.stderr
+    assert not list(shop.glob("runs/run-*"))
+    # With a repository and a fix agent that needs no model, it runs; without a terminal it stops at the
+    # review, and its hints name commands that work here: no dodo.py, the scripts not on PATH.
+    git.Repo.init(shop).index.commit("the server")
+    config = (shop / "config.yaml").read_text()
+    config = config.replace("  # repo: path/to/server/repo", "  repo: .  #")
+    config = config.replace("agent: opencode", "agent: demo")
+    (shop / "config.yaml").write_text(config)
     env["PATH"] = "/usr/bin:/bin"
     loop = command(shop, "mcpipechekr", "loop", "--repeat", "1", env=env)
     assert loop.returncode == 1, loop.stdout + loop.stderr
