@@ -22,6 +22,10 @@ How one attempt runs:
    `ANTHROPIC_API_KEY`; or an endpoint from config.yaml that speaks the
    Anthropic Messages API (its `base_url` becomes `ANTHROPIC_BASE_URL`, its
    `api_key_env` supplies `ANTHROPIC_API_KEY`).
+4. Shutdown: Claude Code stops its MCP server by signalling the process it
+   launched, the capture proxy (SIGINT, then SIGTERM), which stops the server:
+   an expected exit (`capture/stdio_proxy.py` tells it, and an agent stopping
+   the server directly, from a crash).
 
 The conversion (`convert_claude_stream`, also what `mcpipechekr import
 --from claude-code` uses): Claude Code prints one `assistant` event per content
