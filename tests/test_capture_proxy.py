@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -21,6 +22,8 @@ from mcp import Client, StdioServerParameters
 
 from mcpipechekr.artifacts.journal import read_journal
 from mcpipechekr.capture import HttpCaptureProxy, journal_tool_calls, proxy_server, server_failure
+from mcpipechekr.capture.journal import JournalWriter
+from mcpipechekr.capture.stdio_proxy import StdioProxy, stopped_like_a_stop
 from mcpipechekr.config import Redactor, ServerConfig
 
 SERVERS = Path(__file__).parent / "servers"
@@ -98,6 +101,188 @@ def test_stdio_server_that_cannot_start(tmp_path: Path) -> None:
     proxy.stdin.close()  # type: ignore[union-attr]
     assert proxy.wait(timeout=10) == 127
     assert "could not start the server" in (server_failure(journal) or "")
+
+
+# --- the agent's shutdown or a crash: capture_server, a real MCP server, stopped from outside ------------
+
+HANDSHAKE = [
+    {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]
+
+
+def _call(request_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+
+
+class RawAgent:
+    """An MCP client speaking raw JSON-RPC lines to a proxy, so a test decides when it lets go."""
+
+    def __init__(self, to_proxy: Any, from_proxy: Any, journal: Path):
+        self.to_proxy, self.from_proxy, self.journal = to_proxy, from_proxy, journal
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.to_proxy.write(json.dumps(message).encode() + b"\n")
+        self.to_proxy.flush()
+
+    def answer(self, request_id: int) -> dict[str, Any]:
+        """Read the proxy's lines until the response to `request_id`."""
+        for line in iter(self.from_proxy.readline, b""):
+            message = json.loads(line)
+            if message.get("id") == request_id and "method" not in message:
+                return message
+        raise AssertionError(f"the connection closed before the answer to {request_id}")
+
+    def start_session(self) -> int:
+        """Initialize, call `echo` once; returns the server's pid."""
+        self.send(HANDSHAKE[0])
+        self.answer(0)
+        self.send(HANDSHAKE[1])
+        self.send(_call(1, "echo", {"text": "hi"}))
+        assert self.answer(1)["result"]["content"][0]["text"] == "hi"
+        (started,) = [r for r in read_journal(self.journal) if r.event == "server_started"]
+        assert started.pid is not None
+        return started.pid
+
+    def wait_journaled(self, request_id: int, timeout_s: float = 10) -> None:
+        """Wait until the proxy has journaled (and so forwarded) the request `request_id`."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            records = read_journal(self.journal)
+            if any(isinstance(r.message, dict) and r.message.get("id") == request_id for r in records):
+                return
+            time.sleep(0.02)
+        raise AssertionError(f"request {request_id} never reached the journal")
+
+
+def stop_from_outside(pid: int, timeout_s: float = 10) -> None:
+    """SIGTERM the server as opencode does at shutdown (not through the proxy), and wait until the proxy
+    has reaped it, then a moment more: the proxy judges the exit before the agent lets go."""
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not os.path.exists(f"/proc/{pid}"), "the proxy did not reap its server"
+    time.sleep(0.5)
+
+
+def _exited(journal: Path) -> Any:
+    (record,) = [r for r in read_journal(journal) if r.event == "server_exited"]
+    return record
+
+
+linux_proc = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="watches /proc for the reaping")
+
+
+@linux_proc
+def test_the_agent_stopping_the_server_itself_is_its_shutdown_not_a_crash(tmp_path: Path) -> None:
+    """opencode signals its MCP server's child (found with `pgrep -P`), then closes the proxy's stdin."""
+    journal = tmp_path / "j.jsonl"
+    proxy = _proxy(journal, sys.executable, str(SERVERS / "capture_server.py"))
+    agent = RawAgent(proxy.stdin, proxy.stdout, journal)
+    stop_from_outside(agent.start_session())
+    proxy.stdin.close()  # type: ignore[union-attr]
+    assert proxy.wait(timeout=10) == 0
+    exited = _exited(journal)
+    assert (exited.expected, exited.exit_code) == (True, -signal.SIGTERM)
+    assert exited.detail is not None and exited.detail.startswith(
+        "the agent stopped the server: it was killed by SIGTERM, not at the proxy's request, with no "
+        "tools/call in flight, and the agent let go "
+    )
+    assert server_failure(journal) is None
+    assert [c.is_error for c in journal_tool_calls(journal)] == [False]
+
+
+@linux_proc
+def test_the_same_stop_with_a_call_in_flight_is_a_crash(tmp_path: Path) -> None:
+    journal = tmp_path / "j.jsonl"
+    proxy = _proxy(journal, sys.executable, str(SERVERS / "capture_server.py"))
+    agent = RawAgent(proxy.stdin, proxy.stdout, journal)
+    pid = agent.start_session()
+    agent.send(_call(2, "slow", {"seconds": 30}))
+    agent.wait_journaled(2)
+    os.kill(pid, signal.SIGTERM)
+    assert proxy.stdout.read() == b""  # type: ignore[union-attr]  # at once: the agent is not waited for
+    assert proxy.wait(timeout=10) == 128 + signal.SIGTERM
+    failure = "the server was killed by signal SIGTERM while the agent was connected"
+    assert server_failure(journal) == failure
+    assert _exited(journal).expected is False
+    assert journal_tool_calls(journal)[-1].error_text == f"no result: {failure}"
+
+
+def _in_process_proxy(
+    tmp_path: Path, leave_s: float
+) -> tuple[StdioProxy, RawAgent, threading.Thread, list[int]]:
+    """A StdioProxy in a thread (a short `leave_s`, which the command line does not offer), over pipes."""
+    agent_in_r, agent_in_w = os.pipe()
+    agent_out_r, agent_out_w = os.pipe()
+    journal = tmp_path / "j.jsonl"
+    writer = JournalWriter(journal)
+    proxy = StdioProxy(
+        [sys.executable, str(SERVERS / "capture_server.py")],
+        writer,
+        agent_in=os.fdopen(agent_in_r, "rb"),
+        agent_out=os.fdopen(agent_out_w, "wb"),
+        leave_s=leave_s,
+        stderr=subprocess.DEVNULL,  # type: ignore[arg-type]
+    )
+    code: list[int] = []
+
+    def run() -> None:
+        code.append(proxy.run())
+        proxy.agent_out.close()
+        writer.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return proxy, RawAgent(os.fdopen(agent_in_w, "wb"), os.fdopen(agent_out_r, "rb"), journal), thread, code
+
+
+@linux_proc
+@pytest.mark.parametrize(("then", "leave_s"), [("carries on", 1.0), ("calls again, then lets go", 10.0)])
+def test_a_server_stopped_while_the_agent_goes_on_is_a_crash(
+    tmp_path: Path, then: str, leave_s: float
+) -> None:
+    """Not the agent's shutdown: it keeps the connection past `leave_s`, or sends another tools/call
+    (within `leave_s`, ample here: the proxy decides as soon as the agent lets go)."""
+    proxy, agent, thread, code = _in_process_proxy(tmp_path, leave_s=leave_s)
+    stop_from_outside(agent.start_session())
+    if then != "carries on":
+        agent.send(_call(2, "echo", {"text": "still here"}))
+        agent.wait_journaled(2)
+        agent.to_proxy.close()
+    thread.join(timeout=20)
+    assert code == [128 + signal.SIGTERM]
+    assert (
+        server_failure(agent.journal)
+        == "the server was killed by signal SIGTERM while the agent was connected"
+    )
+    if then != "carries on":
+        assert journal_tool_calls(agent.journal)[-1].error_text.startswith("no result: the server was killed")
+    agent.to_proxy.close()
+
+
+@pytest.mark.parametrize(
+    ("code", "stop"),
+    [(0, True), (-15, True), (-2, True), (-1, True), (-9, True), (143, True), (130, True), (137, True),
+     (1, False), (3, False), (-11, False), (-6, False), (134, False), (139, False)],
+)  # fmt: skip
+def test_which_exits_can_be_a_stop(code: int, stop: bool) -> None:
+    assert stopped_like_a_stop(code) is stop
 
 
 def test_mcp_session_through_stdio_proxy(tmp_path: Path) -> None:

@@ -15,6 +15,8 @@ import anyio
 import pytest
 from fakes.agent_cli import isolated_home, require_cli, stalling_binary, wait_gone
 from fakes.agent_scenarios import (
+    DONE,
+    ECHO_TASK,
     FINAL,
     FIRST_ARGS,
     PROMPT,
@@ -23,7 +25,9 @@ from fakes.agent_scenarios import (
     THINKING,
     USAGE,
     ScriptLog,
+    anthropic_call_then_answer,
     anthropic_responder,
+    capture_server_config,
     files_containing,
     make_request,
     write_config,
@@ -31,8 +35,8 @@ from fakes.agent_scenarios import (
 from fakes.anthropic_server import FakeAnthropic, text_reply, tool_use_reply
 
 from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, read_trace, write_trace
-from mcpipechekr.capture import journal_tool_calls
-from mcpipechekr.errors import UserError
+from mcpipechekr.capture import journal_tool_calls, server_failure
+from mcpipechekr.errors import ServerHalt, UserError
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.assemble import assemble_trace
 from mcpipechekr.runners.base import AgentServer
@@ -43,6 +47,7 @@ from mcpipechekr.runners.claude_code import (
     convert_claude_stream,
 )
 from mcpipechekr.runners.cliagent import SecretEnv, SessionFormatError
+from mcpipechekr.runners.execute import run_phase1
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "claude_code"
 
@@ -246,3 +251,57 @@ def test_a_timed_out_run_keeps_what_the_agent_did(tmp_path: Path, emailindex_dir
     assert [step.kind for step in output.steps] == ["model", "tool_call"]
     assert output.steps[1].structured_content == {"count": 0}
     assert wait_gone(int(child_file.read_text()))
+
+
+# --- Claude Code's shutdown of the server is not a crash; a crash in the middle of a call is ----------
+
+
+def claude_capture_server_phase1(
+    tmp_path: Path, tool: str, arguments: dict, *, repeat: int = 1
+) -> list[Path]:
+    """Phase 1 of one task with Claude Code against capture_server over stdio, behind the capture proxy."""
+    binary = require_cli("claude", "MCPIPECHEKR_CLAUDE")
+    with FakeAnthropic(anthropic_call_then_answer("mcp__cap__", tool, arguments)) as fake:
+        env = {
+            **isolated_home(tmp_path / "home"),
+            "ANTHROPIC_BASE_URL": fake.base_url,
+            "ANTHROPIC_API_KEY": "x",
+        }
+        runner = ClaudeCodeRunner(binary=binary, env=env)
+        return run_phase1(
+            capture_server_config(),
+            tmp_path / "run",
+            [ECHO_TASK],
+            [ProviderSpec(provider="anthropic", model="claude-fake-1")],
+            repeat=repeat,
+            concurrency=1,
+            runner_for=lambda spec: runner,
+            progress=False,
+        )
+
+
+@pytest.mark.slow
+def test_claude_code_ending_its_server_never_halts_the_run(tmp_path: Path) -> None:
+    """Claude Code stops its MCP server by signalling the proxy (SIGINT, then SIGTERM): an expected exit.
+
+    (On a loaded machine it may kill the proxy before the server is gone: the journal then ends
+    without `server_exited`, which is no failure either.)"""
+    paths = claude_capture_server_phase1(tmp_path, "echo", {"text": "hi"}, repeat=3)
+    assert [(read_trace(p).status, read_trace(p).final_answer) for p in paths] == [("completed", DONE)] * 3
+    journals = sorted((tmp_path / "run" / "journals").glob("*.jsonl"))
+    assert len(journals) == 3 and [server_failure(journal) for journal in journals] == [None] * 3
+
+
+@pytest.mark.slow
+def test_a_server_that_dies_in_the_middle_of_a_call_halts_a_claude_code_run(tmp_path: Path) -> None:
+    with pytest.raises(ServerHalt) as caught:
+        claude_capture_server_phase1(tmp_path, "crash", {"signal": "SIGTERM"})
+    death = "the server was killed by signal SIGTERM while the agent was connected"
+    assert caught.value.message.startswith(
+        f"the server under test failed during task 'echo' (anthropic/claude-fake-1, repetition 1): {death}\n"
+    )
+    (path,) = (tmp_path / "run" / "traces").glob("*.json")
+    trace = read_trace(path)
+    assert (trace.status, trace.status_reason) == ("incomplete", f"the server failed: {death}")
+    (call,) = [step for step in trace.steps if isinstance(step, ToolCall)]
+    assert (call.tool, call.is_error, call.error_text) == ("crash", True, f"no result: {death}")

@@ -15,12 +15,15 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
 from fakes.agent_cli import isolated_home, require_cli, stalling_binary, wait_gone
 from fakes.agent_scenarios import (
+    DONE,
+    ECHO_TASK,
     FINAL,
     FIRST_ARGS,
     PROMPT,
@@ -30,21 +33,24 @@ from fakes.agent_scenarios import (
     THINKING,
     USAGE,
     ScriptLog,
+    capture_server_config,
     files_containing,
     make_request,
+    openai_call_then_answer,
     openai_responder,
     write_config,
 )
 from fakes.net import free_port, wait_port
-from fakes.openai_server import FakeOpenAI, last_user_text
+from fakes.openai_server import FakeOpenAI, Reply, last_user_text
 
+from mcpipechekr.artifacts.journal import read_journal
 from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, read_trace, write_trace
 from mcpipechekr.capture import journal_tool_calls
 from mcpipechekr.config import Config, ServerConfig, TimeoutsConfig
-from mcpipechekr.errors import UserError
+from mcpipechekr.errors import ServerHalt, UserError
 from mcpipechekr.providers import EndpointConfig, ProviderSpec
 from mcpipechekr.runners.assemble import assemble_trace
-from mcpipechekr.runners.base import AgentServer
+from mcpipechekr.runners.base import AgentServer, RunnerOutput, RunRequest
 from mcpipechekr.runners.claude_code import ClaudeCodeRunner
 from mcpipechekr.runners.cliagent import AgentCliMissing, SecretEnv, SessionFormatError, find_cli, run_cli
 from mcpipechekr.runners.demo import DemoRunner
@@ -362,3 +368,86 @@ def test_opencode_reaches_an_http_server_through_the_run_proxy(
     assert (trace.status, trace.final_answer, trace.status_reason) == ("completed", FINAL, None)
     calls = [(step.tool, step.arguments, step.is_error) for step in trace.steps if isinstance(step, ToolCall)]
     assert calls == [("count_emails", FIRST_ARGS, False), ("query_email_database", SECOND_ARGS, True)]
+
+
+# --- the agent's shutdown of the server is not a crash; a crash in the middle of a call is -------------
+
+
+class OwnHomeOpencode(OpencodeRunner):
+    """opencode with a home of its own in each attempt's scratch folder: opencode processes starting
+    at once on one new home race to create its database."""
+
+    async def run(self, request: RunRequest) -> RunnerOutput:
+        runner = OpencodeRunner(binary=self.binary, env=isolated_home(request.workdir / "home"))
+        return await runner.run(request)
+
+
+def capture_server_phase1(
+    tmp_path: Path, respond: Callable[[dict], Reply], *, repeat: int = 1, concurrency: int = 1
+) -> list[Path]:
+    """Phase 1 of one task with opencode against capture_server over stdio, behind the capture proxy."""
+    runner = OwnHomeOpencode(binary=require_cli("opencode", "MCPIPECHEKR_OPENCODE"))
+    with FakeOpenAI(respond) as fake:
+        return run_phase1(
+            capture_server_config({"fake": {"base_url": fake.base_url}}),
+            tmp_path / "run",
+            [ECHO_TASK],
+            [ProviderSpec(provider="fake", model="fake-model")],
+            repeat=repeat,
+            concurrency=concurrency,
+            runner_for=lambda spec: runner,
+            progress=False,
+        )
+
+
+SHUTDOWN_ATTEMPTS = 6
+"""Each attempt costs opencode about 10 s of CPU; `python bench/opencode_shutdown.py` runs 20 and more."""
+
+
+@pytest.mark.slow
+def test_opencode_stopping_its_server_at_shutdown_never_halts_the_run(tmp_path: Path) -> None:
+    """opencode SIGTERMs the server behind the proxy as it exits, which used to halt 1 attempt in 3-8."""
+    paths = capture_server_phase1(
+        tmp_path,
+        openai_call_then_answer("cap_", "echo", {"text": "hi"}),
+        repeat=SHUTDOWN_ATTEMPTS,
+        concurrency=2,
+    )
+    traces = [read_trace(path) for path in paths]
+    assert [(trace.status, trace.final_answer) for trace in traces] == [("completed", DONE)] * len(paths)
+    assert len(paths) == SHUTDOWN_ATTEMPTS
+    exits = [
+        next(r for r in read_journal(journal) if r.event == "server_exited")
+        for journal in sorted((tmp_path / "run" / "journals").glob("*.jsonl"))
+    ]
+    assert len(exits) == SHUTDOWN_ATTEMPTS and all(record.expected for record in exits)
+    # Each attempt ended either with the agent letting go first, or with the server's stop seen first.
+    assert all(r.detail is None or r.detail.startswith("the agent stopped the server: ") for r in exits)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("arguments", "death"),
+    [
+        ({"code": 3}, "the server exited with code 3"),
+        ({"signal": "SIGTERM"}, "the server was killed by signal SIGTERM"),  # as at shutdown, but mid-call
+    ],
+)
+def test_a_server_that_dies_in_the_middle_of_a_call_still_halts_the_run(
+    tmp_path: Path, arguments: dict, death: str
+) -> None:
+    with pytest.raises(ServerHalt) as caught:
+        capture_server_phase1(tmp_path, openai_call_then_answer("cap_", "crash", arguments))
+    assert caught.value.message.startswith(
+        "the server under test failed during task 'echo' (fake/fake-model, repetition 1): "
+        f"{death} while the agent was connected\n"
+    )
+    (path,) = (tmp_path / "run" / "traces").glob("*.json")
+    trace = read_trace(path)
+    assert (trace.status, trace.status_reason) == (
+        "incomplete",
+        f"the server failed: {death} while the agent was connected",
+    )
+    (call,) = [step for step in trace.steps if isinstance(step, ToolCall)]
+    assert (call.tool, call.arguments, call.is_error) == ("crash", arguments, True)
+    assert call.error_text == f"no result: {death} while the agent was connected"

@@ -70,7 +70,8 @@ class JournalRecord(ArtifactModel):
     expected: bool | None = Field(
         default=None,
         description="`server_exited`: true when the server stopped because the agent closed the "
-        "connection or the proxy stopped it; false when it died on its own.",
+        "connection, the proxy stopped it, or the agent stopped it itself (a stop with no tools/call in "
+        "flight, the agent letting go right after: `detail` says so); false when it died on its own.",
     )
     detail: str | None = Field(
         default=None, description="Events: what the proxy knows about it, in one line."

@@ -18,10 +18,24 @@ Lifecycle:
 - the agent closes stdin (it is done): the server's stdin is closed, it gets
   `grace_s` to exit, then SIGTERM, then SIGKILL; `server_exited` is recorded
   with `expected: true`;
-- the server exits on its own while the agent is connected (a crash): the
-  exit is recorded with `expected: false` and the proxy exits with the
-  server's code, so the agent sees the connection close;
-- SIGTERM/SIGINT to the proxy: the server is stopped the same way (expected).
+- SIGTERM/SIGINT to the proxy: the server is stopped the same way (expected);
+- the server exits while the agent is connected: a crash, recorded with
+  `expected: false`; the proxy exits with the server's code, so the agent
+  sees the connection close. One exception, the agent's own shutdown: some
+  agents stop their MCP server's whole process tree themselves (opencode
+  sends SIGTERM to each descendant of the process it launched, found with
+  `pgrep -P`, then closes that process's stdin), so the server may die a few
+  milliseconds before the agent lets go of the proxy. When the server ended
+  the way a stop ends a process (a stop signal the proxy did not send, the
+  128+n code a wrapper reports for one, or a clean exit) and no `tools/call`
+  was in flight, the proxy keeps the connection open for up to `leave_s` and
+  watches the agent: if it lets go (closes stdin or signals the proxy)
+  without sending another `tools/call`, the exit was its shutdown and is
+  recorded as expected, with a `detail` saying so. The agent cannot have
+  learned of the exit meanwhile (the connection is still open), so its
+  letting go is its own decision, not a reaction. A server that dies while a
+  `tools/call` is in flight, dies of anything else (an exit code, SIGSEGV,
+  SIGABRT), or is stopped while the agent carries on, is a crash as before.
 
 The server runs in its own session, so a Ctrl-C in the terminal reaches the
 proxy (which stops it cleanly) rather than killing the server mid-answer.
@@ -35,14 +49,24 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+import orjson
+
 from mcpipechekr._util.redact import Redactor
-from mcpipechekr.capture.journal import JournalWriter, time_monotonic
+from mcpipechekr.capture.journal import JournalWriter, parse_message, time_monotonic
 
 GRACE_S = 3.0
+LEAVE_S = 5.0
+"""How long a server stopped from outside the proxy waits for the agent to let go (see the module doc).
+
+opencode closes its MCP server's stdin within milliseconds of signalling the server, and signals the
+proxy two seconds later if it is still there; the rest is slack for a loaded machine."""
+STOP_SIGNALS = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL})
+"""Signals agents and process managers stop a process with; SIGSEGV, SIGABRT and the like are crashes."""
 
 
 def exit_at_once(code: int) -> NoReturn:
@@ -66,6 +90,22 @@ def _python_env(extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
+def _request_key(request_id: Any) -> bytes:
+    return orjson.dumps(request_id)
+
+
+def stopped_like_a_stop(code: int) -> bool:
+    """Whether an exit status is how a stopped process ends: a stop signal, its 128+n code, or 0.
+
+    The 128+n form is what a wrapper (a shell, `npx`, `uv run`) reports when the
+    process it runs was stopped; an agent that stops the whole tree stops both.
+    """
+    if code == 0:
+        return True
+    number = -code if code < 0 else code - 128
+    return number in {int(sig) for sig in STOP_SIGNALS}
+
+
 class StdioProxy:
     """One proxied server process; `run()` blocks until the agent or the server is gone."""
 
@@ -80,6 +120,7 @@ class StdioProxy:
         agent_in: IO[bytes] | None = None,
         agent_out: IO[bytes] | None = None,
         grace_s: float = GRACE_S,
+        leave_s: float = LEAVE_S,
     ):
         self.argv = list(argv)
         self.writer = writer
@@ -89,8 +130,14 @@ class StdioProxy:
         self.agent_in = agent_in or sys.stdin.buffer
         self.agent_out = agent_out or sys.stdout.buffer
         self.grace_s = grace_s
+        self.leave_s = leave_s
         self.process: subprocess.Popen[bytes] | None = None
-        self._stopping = threading.Event()  # the agent left or we were told to stop: an exit is expected
+        # True once the agent let go: it closed stdin, stopped reading, or signalled the proxy. A plain
+        # attribute, not an Event: the signal handler sets it on the main thread, which could be holding
+        # an Event's lock at that moment (a deadlock); the main thread polls it instead of waiting.
+        self._agent_left = False
+        self._in_flight: set[bytes] = set()  # ids of tools/call requests neither answered nor cancelled
+        self._in_flight_lock = threading.Lock()
 
     def run(self) -> int:
         """Proxy until the end; returns the proxy's exit code (the server's, if it crashed)."""
@@ -118,20 +165,37 @@ class StdioProxy:
         pump.start()
         self._server_to_agent()
         code = self.process.wait()
-        expected = self._stopping.is_set()
+        expected, detail = self._judge_exit(code)
         self.writer.event(
-            "server_exited",
-            pid=self.process.pid,
-            exit_code=code,
-            expected=expected,
-            detail=None if expected else _exit_text(code) + " while the agent was connected",
+            "server_exited", pid=self.process.pid, exit_code=code, expected=expected, detail=detail
         )
         self.writer.event("proxy_stopped")
         return 0 if expected else (code if code > 0 else 128 - code)
 
+    def _judge_exit(self, code: int) -> tuple[bool, str | None]:
+        """(expected, detail) for the server's exit with `code`: the agent's doing, or a crash."""
+        if self._agent_left:
+            return True, None
+        crash = _exit_text(code) + " while the agent was connected"
+        if self._calls_in_flight() or not stopped_like_a_stop(code):
+            return False, crash
+        # Perhaps the agent stopped the server itself and is about to let go of the proxy: hold the
+        # connection open and watch.
+        waited_from = time_monotonic()
+        deadline = waited_from + self.leave_s
+        while not self._agent_left and time_monotonic() < deadline:
+            time.sleep(0.005)
+        if not self._agent_left or self._calls_in_flight():
+            return False, crash
+        how = f"was killed by {_signal_name(-code)}" if code < 0 else f"exited with code {code}"
+        return True, (
+            f"the agent stopped the server: it {how}, not at the proxy's request, with no tools/call "
+            f"in flight, and the agent let go {time_monotonic() - waited_from:.2f} s later"
+        )
+
     def stop(self) -> None:
-        """Stop the server on purpose (signal handler, or the agent left): the exit is expected."""
-        self._stopping.set()
+        """Stop the server on purpose (the agent signalled the proxy or stopped reading): an expected exit."""
+        self._agent_left = True
         process = self.process
         if process is None:
             return
@@ -142,18 +206,50 @@ class StdioProxy:
             pass
         threading.Thread(target=self._terminate, args=(process,), daemon=True).start()
 
+    def _calls_in_flight(self) -> bool:
+        with self._in_flight_lock:
+            return bool(self._in_flight)
+
+    def _record(self, direction: str, line: bytes, t: float) -> None:
+        """Journal one line, and keep count of the tools/call requests the server owes an answer."""
+        parsed, _ = parse_message(line)
+        for message in parsed if isinstance(parsed, list) else [parsed]:  # a JSON-RPC batch, or one
+            if isinstance(message, dict):
+                self._track(direction, message)
+        self.writer.message(direction, line, t, parsed)
+
+    def _track(self, direction: str, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        with self._in_flight_lock:
+            if direction == "to_server" and method == "tools/call" and "id" in message:
+                self._in_flight.add(_request_key(message["id"]))
+            elif direction == "to_server" and method == "notifications/cancelled":
+                params = message.get("params")
+                if isinstance(params, dict):
+                    self._in_flight.discard(_request_key(params.get("requestId")))
+            elif direction == "to_agent" and method is None and "id" in message:
+                self._in_flight.discard(_request_key(message["id"]))
+
     def _agent_to_server(self) -> None:
         assert self.process is not None and self.process.stdin is not None
         stdin = self.process.stdin
+        forwarding = True
         try:
             for line in iter(self.agent_in.readline, b""):
-                self.writer.message("to_server", line, time_monotonic())
-                stdin.write(line)
-                stdin.flush()
-        except (BrokenPipeError, ValueError, OSError):
-            pass  # the server is gone; its exit is recorded by the other direction
+                self._record("to_server", line, time_monotonic())
+                if not forwarding:
+                    continue
+                try:
+                    stdin.write(line)
+                    stdin.flush()
+                except (BrokenPipeError, ValueError, OSError):
+                    # The server is gone (its exit is recorded by the other direction). Reading goes on:
+                    # whether the agent lets go, or sends more, tells a shutdown from a crash.
+                    forwarding = False
+        except (ValueError, OSError):
+            pass  # the agent's end of stdin broke: it is gone
         finally:
-            self._stopping.set()
+            self._agent_left = True
             try:
                 stdin.close()
             except OSError:
@@ -165,7 +261,7 @@ class StdioProxy:
         out = self.agent_out
         agent_gone = False
         for line in iter(self.process.stdout.readline, b""):
-            self.writer.message("to_agent", line, time_monotonic())
+            self._record("to_agent", line, time_monotonic())
             if not agent_gone:
                 try:
                     out.write(line)
@@ -187,6 +283,13 @@ class StdioProxy:
                 return
             except subprocess.TimeoutExpired:
                 continue
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _exit_text(code: int) -> str:

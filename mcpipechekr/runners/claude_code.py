@@ -24,6 +24,10 @@ How one attempt runs:
    `api_key_env` supplies `ANTHROPIC_API_KEY`). Keys are taken from the
    environment or the `.env` beside config.yaml (`Config.environ`); those
    from `.env` are withheld from the server by the capture proxy.
+4. Shutdown: Claude Code stops its MCP server by signalling the process it
+   launched, the capture proxy (SIGINT, then SIGTERM), which stops the server:
+   an expected exit (`capture/stdio_proxy.py` tells it, and an agent stopping
+   the server directly, from a crash).
 
 The conversion (`convert_claude_stream`, also what `mcpipechekr import
 --from claude-code` uses): Claude Code prints one `assistant` event per content

@@ -39,6 +39,11 @@ when kept) stay as opencode named them, and the assembler keeps them as calls
 that never reached the server.
 Tool results here are opencode's text rendering of them; the capture journal's
 exact results replace them when the trace is assembled.
+
+Shutdown: as it exits, opencode stops the server behind the capture proxy
+itself (SIGTERM to the proxy's children, then it closes the proxy's stdin).
+The proxy tells that from a crash (`capture/stdio_proxy.py`), so a completed
+attempt does not halt the run.
 """
 
 from __future__ import annotations

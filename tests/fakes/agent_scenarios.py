@@ -1,4 +1,4 @@
-"""One scripted task for the agent-CLI runners, shared by their tests and the fixture recorder.
+"""Scripted tasks for the agent-CLI runners, shared by their tests, benchmarks and the fixture recorder.
 
 The scripted model behaves the same whatever CLI drives it: it counts the
 emails mentioning Ron Chinn up to 2012 (thinking first), then asks for the
@@ -9,6 +9,11 @@ carried over, not summed or shifted. Replies are chosen from the request's
 content (how many tool results it carries), so a request a CLI makes besides
 the task (opencode's title generation, when not suppressed) is answered too,
 and recorded for the test to see.
+
+A second, smaller scenario runs against tests/servers/capture_server.py instead
+of the example, for tests of how an attempt ends: the model calls one tool once,
+then answers (`openai_call_then_answer`, `anthropic_call_then_answer`,
+`capture_server_config`, `ECHO_TASK`).
 """
 
 from __future__ import annotations
@@ -21,8 +26,8 @@ from typing import Any
 import yaml
 
 from mcpipechekr.capture import proxy_server
-from mcpipechekr.config import Config, load_config
-from mcpipechekr.providers import ProviderSpec
+from mcpipechekr.config import Config, ServerConfig, TimeoutsConfig, load_config
+from mcpipechekr.providers import EndpointConfig, ProviderSpec
 from mcpipechekr.runners.base import RunRequest
 from mcpipechekr.tasks import Task
 
@@ -144,3 +149,39 @@ def files_containing(folder: Path, needle: str) -> list[Path]:
     """Every file under `folder` whose bytes contain `needle`."""
     data = needle.encode()
     return [path for path in folder.rglob("*") if path.is_file() and data in path.read_bytes()]
+
+
+CAPTURE_SERVER = Path(__file__).resolve().parents[1] / "servers" / "capture_server.py"
+ECHO_TASK = Task(task_id="echo", prompt="Echo 'hi' with the tool.", task_type="deterministic")
+DONE = "Done."
+
+
+def openai_call_then_answer(tool_prefix: str, tool: str, arguments: dict[str, Any]) -> openai.Responder:
+    """Chat-completions answers: call `<tool_prefix><tool>` once with `arguments`, then answer DONE."""
+
+    def respond(body: dict[str, Any]) -> openai.Reply:
+        if not any(message.get("role") == "tool" for message in body.get("messages") or []):
+            return openai.tool_call_reply(f"{tool_prefix}{tool}", arguments)
+        return openai.text_reply(DONE)
+
+    return respond
+
+
+def anthropic_call_then_answer(tool_prefix: str, tool: str, arguments: dict[str, Any]) -> anthropic.Responder:
+    """Messages API answers: call `<tool_prefix><tool>` once with `arguments`, then answer DONE."""
+
+    def respond(body: dict[str, Any]) -> anthropic.Reply:
+        if not anthropic.tool_results(body):
+            return anthropic.tool_use_reply(f"{tool_prefix}{tool}", arguments)
+        return anthropic.text_reply(DONE)
+
+    return respond
+
+
+def capture_server_config(endpoints: dict[str, Any] | None = None) -> Config:
+    """capture_server over stdio, named `cap`, with these provider endpoints."""
+    return Config(
+        server=ServerConfig(name="cap", command=sys.executable, args=[str(CAPTURE_SERVER)]),
+        providers={"endpoints": {name: EndpointConfig(**spec) for name, spec in (endpoints or {}).items()}},
+        timeouts=TimeoutsConfig(task_s=120),
+    )

@@ -3,15 +3,17 @@
     python capture_server.py              # stdio
     python capture_server.py --http PORT  # streamable HTTP at http://127.0.0.1:PORT/mcp
 
-Tools: `echo(text)`; `fail(message)` answers with an isError result; `crash(code)`
-makes the process exit at once without answering; `slow(seconds)`; `secret()`
-returns the value of $CAPTURE_SECRET (to prove journals and traces redact it).
+Tools: `echo(text)`; `fail(message)` answers with an isError result; `crash(code, signal)`
+makes the process exit at once with `code`, or die of `signal` (e.g. `SIGTERM`), without
+answering; `slow(seconds)`; `secret()` returns the value of $CAPTURE_SECRET (to prove journals
+and traces redact it).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal as signals
 import time
 
 from mcp.server.mcpserver import MCPServer
@@ -30,8 +32,13 @@ def fail(message: str) -> str:
     raise ToolError(message)
 
 
-@app.tool(description="Exit the server process at once with this code, without answering.")
-def crash(code: int = 3) -> str:
+@app.tool(
+    description="Exit the server process at once with this code, or die of this signal, without answering."
+)
+def crash(code: int = 3, signal: str = "") -> str:
+    if signal:  # e.g. "SIGTERM": the death an agent's shutdown also causes, but in the middle of a call
+        os.kill(os.getpid(), getattr(signals, signal))
+        time.sleep(10)  # the signal's default action ends the process before this does
     os._exit(code)
 
 
