@@ -66,6 +66,26 @@ def emailindex_stdio(emailindex_dir: Path, emailindex_env: dict[str, str]) -> St
     )
 
 
+CLOCK_ENV = "MCPIPECHEKR_TEST_CLOCK"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shifted_clock() -> Iterator[None]:
+    """With $MCPIPECHEKR_TEST_CLOCK set (an ISO date-time), this process's clock starts there and ticks.
+
+    How the suite shows it depends on no date: run it with the clock in another
+    year (and TZ set to a far time zone), e.g.
+    `MCPIPECHEKR_TEST_CLOCK=2031-07-14T01:30:00+14:00 TZ=Pacific/Kiritimati pytest`.
+    Subprocesses keep the real clock.
+    """
+    start = os.environ.get(CLOCK_ENV)
+    if not start:
+        yield
+        return
+    with time_machine.travel(datetime.fromisoformat(start), tick=True):
+        yield
+
+
 FROZEN_NOW = datetime(2031, 7, 14, 23, 30, tzinfo=UTC)
 """The frozen clock's instant: another year, and a date that differs between UTC and most time zones."""
 

@@ -41,6 +41,21 @@ def doit(
     )
 
 
+def installed(
+    bin_dir: Path, cwd: Path, env: dict[str, str], *args: str, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """An installed script (`mcpipechekr …`, `doit …` from `bin_dir`) run in `cwd`, as a user types it."""
+    return subprocess.run(
+        [str(bin_dir / args[0]), *args[1:]],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 def ran(result: subprocess.CompletedProcess[str]) -> set[str]:
     """Tasks doit executed in this invocation (`.  name`)."""
     return set(re.findall(r"^\.  (\S+)$", result.stdout, re.MULTILINE))

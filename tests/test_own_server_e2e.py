@@ -26,6 +26,7 @@ import git
 import pexpect
 import pytest
 from fakes.openai_server import FakeOpenAI, Reply, last_user_text, text_reply, tool_call_reply
+from project import installed
 
 from mcpipechekr.artifacts import BugReport, list_runs, read_model, read_trace
 from mcpipechekr.artifacts.review import Review
@@ -84,15 +85,7 @@ def tools_called(trace: Trace) -> list[str]:
 
 def run(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """One command of the installed package (`mcpipechekr …`, `doit …`) in the project folder."""
-    return subprocess.run(
-        [str(BIN / args[0]), *args[1:]],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    return installed(BIN, project, env, *args)
 
 
 def make_server_repo(folder: Path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import git
 import pytest
+from project import installed
 
 from mcpipechekr._util.commands import runnable, script_command
 from mcpipechekr.errors import UserError
@@ -34,15 +35,7 @@ tasks:
 
 
 def command(cwd: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN / args[0]), *args[1:]],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    return installed(BIN, cwd, env, *args, timeout=120)
 
 
 @pytest.fixture

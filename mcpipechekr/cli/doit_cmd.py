@@ -14,18 +14,18 @@ import click
 from mcpipechekr.graph import run_doit
 
 _PASS_THROUGH = {"ignore_unknown_options": True, "allow_interspersed_args": False}
-_DIR = click.Path(path_type=Path, file_okay=False, exists=True)
-
-
-@click.command("doit", context_settings=_PASS_THROUGH)
-@click.option(
+project_option = click.option(
     "--dir",
     "project",
-    type=_DIR,
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
     default=Path("."),
     show_default=True,
     help="The project folder (config.yaml, tasks.yaml); relative paths in ARGS are taken from it.",
 )
+
+
+@click.command("doit", context_settings=_PASS_THROUGH)
+@project_option
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def doit_command(project: Path, args: tuple[str, ...]) -> None:
     """Run doit on the pipeline's graph: ARGS are doit's (a command, targets, flags).
@@ -44,14 +44,7 @@ def doit_command(project: Path, args: tuple[str, ...]) -> None:
 
 
 @click.command("loop", context_settings=_PASS_THROUGH)
-@click.option(
-    "--dir",
-    "project",
-    type=_DIR,
-    default=Path("."),
-    show_default=True,
-    help="The project folder (config.yaml, tasks.yaml); relative paths in ARGS are taken from it.",
-)
+@project_option
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def loop_command(project: Path, args: tuple[str, ...]) -> None:
     """Run the loop: lint, trace, evaluate, review, fix, restart, again (`doit loop ARGS`).
