@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -82,7 +82,24 @@ def shifted_clock() -> Iterator[None]:
     if not start:
         yield
         return
-    with time_machine.travel(datetime.fromisoformat(start), tick=True):
+    global _clock_shift
+    shifted = datetime.fromisoformat(start)
+    _clock_shift = shifted - datetime.now(UTC)
+    with time_machine.travel(shifted, tick=True):
+        yield
+
+
+_clock_shift: timedelta | None = None
+
+
+@pytest.fixture(autouse=True)
+def _real_clock_for_subprocess_clock(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked `subprocess_clock` compares its subprocesses' timestamps (the real clock) with its
+    own: under a shifted clock it runs on the real one again, which is what it would see on any day."""
+    if _clock_shift is None or request.node.get_closest_marker("subprocess_clock") is None:
+        yield
+        return
+    with time_machine.travel(datetime.now(UTC) - _clock_shift, tick=True):
         yield
 
 

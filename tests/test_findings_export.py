@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from findings_sessions import SECRET, SERVER, cli, promoted_lookup_finding, stored_bytes
 
 from mcpipechekr.findings.home import Home
@@ -26,6 +27,7 @@ def test_without_an_index_the_export_says_evidence_is_unavailable(home: Home, tm
     assert not (tmp_path / "issues").exists()
 
 
+@pytest.mark.subprocess_clock  # findings recorded by `mcpipechekr capture`, promoted here
 def test_one_issue_per_finding_not_closed_with_the_commands_that_verify_it(
     home: Home, tmp_path: Path
 ) -> None:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
 from findings_sessions import SECRET, SERVER, promoted_lookup_finding
 from mcp import Client, StdioServerParameters
 
@@ -39,6 +40,7 @@ def test_without_an_index_the_listing_tools_answer_evidence_unavailable(home: Ho
     anyio.run(session)
 
 
+@pytest.mark.subprocess_clock  # findings recorded by `mcpipechekr capture`, promoted here
 def test_an_agent_lists_generates_and_verifies_its_own_fix(home: Home, tmp_path: Path) -> None:
     finding_id = promoted_lookup_finding(home)
     manifest = tmp_path / "case.yaml"

@@ -8,6 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import git
 import orjson
 import pytest
 from click.testing import CliRunner
@@ -131,9 +132,10 @@ def test_the_loop_stops_at_the_lint_gate_until_the_risk_is_accepted(project: Pat
         "tasks:\n  - task_id: order\n    prompt: Where is order 1042?\n    task_type: deterministic\n"
     )
     config = tmp_path / "config.yaml"
+    git.Repo.init(tmp_path / "repo").index.commit("the server")  # the loop's preflight needs a fix step
     config.write_text(
         f"server:\n  name: notes\n  command: python\n  args: [{lint_server}, --poisoned]\n"
-        "  health:\n    timeout_s: 20\n"
+        f"  repo: {tmp_path / 'repo'}\n  health:\n    timeout_s: 20\nfix:\n  agent: demo\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     stopped = doit(project, env, "baseline", "--config", str(config), "loop", "--config", str(config))
