@@ -9,7 +9,7 @@ template id cannot be reversed by hashing guessed messages.
 
 Two writers produce records: the passive `mcpipechekr capture` proxy (one
 journal per proxy process, `passive.py`) and the Phase 1 harness, which
-converts each attempt's capture journal with `records_from_journal` and
+converts each attempt's capture journal with `phase1.records_from_journal` and
 stores the result with `append_records`. Both pair requests with responses in
 `tracker.CallTracker`, so the two can never disagree on what a record says.
 
@@ -28,7 +28,7 @@ import secrets
 import threading
 import uuid
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from hashlib import sha256
 from pathlib import Path
 from typing import Any, Literal
@@ -226,60 +226,3 @@ def append_records(home: Home, records: Iterable[CallRecord]) -> Path | None:
         with JournalLock(home) as lock, lock.shared():
             atomic_write_bytes(path, data)
     return path
-
-
-def records_from_journal(
-    journal_path: str | Path,
-    server: str,
-    session: str,
-    *,
-    home: Home,
-) -> list[CallRecord]:
-    """The call records of one Phase 1 capture journal (`artifacts/journal.py` lines), in request order.
-
-    `session` names the attempt (e.g. the journal's stem); event ids derive
-    from it and the request's position, so converting twice yields the same
-    records. Wall times come from the journal's `proxy_started` time plus the
-    monotonic clock's offsets. Unanswered requests become `error` records with
-    `err_code: no_response` (or `server_crash`, or `timeout` when the client cancelled).
-    """
-    from mcpipechekr.artifacts.journal import read_journal
-    from mcpipechekr.findings.tracker import CallTracker
-
-    path = Path(journal_path)
-    journal = sorted(read_journal(path), key=lambda record: record.seq)
-    anchor = next((record for record in journal if record.at is not None), None)
-    if anchor is not None and anchor.at is not None:
-        base_at, base_t = anchor.at.astimezone(UTC), anchor.t
-    else:
-        base_at, base_t = datetime.fromtimestamp(path.stat().st_mtime, UTC), 0.0
-    tracker = CallTracker(
-        salt=home.salt(),
-        server=server,
-        session=_session_token(session),
-        event_id=lambda position: event_id_for(session, path.name, position),
-    )
-    out: list[CallRecord] = []
-    end_t = base_t
-    for record in journal:
-        end_t = max(end_t, record.t)
-        if record.kind != "message" or record.message is None:
-            if record.kind == "event" and record.event in ("server_exited", "upstream_error"):
-                if record.event == "upstream_error" or record.expected is False:
-                    out.extend(tracker.unanswered(record.t, reason="server_exited"))
-            continue
-        size = record.size or 0
-        if record.direction == "to_server":
-            at = base_at + timedelta(seconds=record.t - base_t)
-            tracker.to_server(record.message, size, record.t, at)
-        else:
-            out.extend(tracker.to_agent(record.message, size, record.t))
-    out.extend(tracker.unanswered(end_t, reason="ended"))
-    return sorted(out, key=lambda record: record.seq)
-
-
-def _session_token(session: str) -> str:
-    """A session name made safe for the record (an attempt name may hold any character)."""
-    if re.fullmatch(SESSION_PATTERN, session):
-        return session
-    return "s-" + sha256(session.encode("utf-8")).hexdigest()[:32]
