@@ -152,7 +152,7 @@ def trace_step(
 
     import anyio
 
-    from mcpipechekr.runners.execute import Attempt, run_attempts
+    from mcpipechekr.runners.engine import Attempt, run_attempts
     from mcpipechekr.runners.registry import runner_factory
 
     attempt = Attempt(task, spec, repetition)
