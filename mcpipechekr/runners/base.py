@@ -3,9 +3,10 @@
 A runner drives one agent through one task attempt. It is told how to reach the
 server under test — always through the capture proxy (`AgentServer`, defined
 by the capture package that hands it out), never directly — and returns what
-only it knows: the model turns (text, thinking, token usage per request), its own view of the tool calls, and the final answer.
-The trace is then assembled from that output and the proxy's journal, so a
-runner that exports little still yields a trace whose tool calls are complete.
+only it knows: the model turns (text, thinking, token usage per request), its
+own view of the tool calls, and the final answer. The trace is then assembled
+from that output and the proxy's journal, so a runner that exports little still
+yields a trace whose tool calls are complete.
 
 Runners are async so that many task attempts can run at once within one event
 loop (`--concurrency`); a runner that drives a subprocess awaits it.
