@@ -35,7 +35,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import (
     Field,
@@ -73,9 +73,6 @@ from mcpipechekr.providers import (
     parse_provider,
     provider_env_names,
 )
-
-if TYPE_CHECKING:
-    from mcpipechekr.server.target import ServerFlags
 
 DEFAULT_CONFIG_FILE = "config.yaml"
 PHASES = ("phase0", "phase05", "phase1", "phase2", "phase3")
@@ -576,11 +573,35 @@ class Config(StrictModel):
         return sha256_json(self.redacted_dump())
 
 
+class ServerOverride(Protocol):
+    """Server-selection flags as `load_config` applies them over config.yaml's `server` section.
+
+    `server.target.ServerFlags` is the implementation. Resolving flags builds a
+    `ServerConfig`, so the flags live a layer above this module; loading needs
+    only these members, and this protocol keeps config.py free of that import.
+    """
+
+    @property
+    def given(self) -> bool:
+        """Whether any server-selection flag was given."""
+        ...
+
+    def flag_names(self) -> str:
+        """The flags given, as a problem's source names them: `--url/--header`."""
+        ...
+
+    def resolve(
+        self, config_server: ServerConfig | None, *, base_dir: Path, substitute_env: bool = True
+    ) -> ServerConfig:
+        """The effective server: the flags' if any were given, else `config_server`; paths made absolute."""
+        ...
+
+
 @dataclass(frozen=True)
 class ConfigOverrides:
     """Command-line values that beat config.yaml. Empty fields leave the file's value alone."""
 
-    server: ServerFlags | None = None
+    server: ServerOverride | None = None
     providers: Mapping[str, str] = field(default_factory=dict)  # phase -> provider string
     tasks: Path | None = None
 
@@ -663,7 +684,7 @@ def load_config(
 
 
 def _server_with_flags(
-    doc: YamlDocument, raw_server: Any, flags: ServerFlags, base_dir: Path
+    doc: YamlDocument, raw_server: Any, flags: ServerOverride, base_dir: Path
 ) -> tuple[ServerConfig, list[Problem]]:
     """Apply the server-selection flags over the file's server section.
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import click
 
+from mcpipechekr._util.commands import runnable
+
 
 class UserError(click.ClickException):
     """A problem in the user's input or environment, with a message that says how to fix it."""
@@ -18,8 +20,6 @@ class UserError(click.ClickException):
 
     def format_message(self) -> str:
         """The message as printed: the commands it names spelled so they run from where the user is."""
-        from mcpipechekr._util.commands import runnable
-
         return runnable(self.message)
 
 

@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mcpipechekr import __version__
@@ -30,6 +31,10 @@ from mcpipechekr.artifacts import (
 )
 from mcpipechekr.artifacts.manifest import RunStatus
 from mcpipechekr.config import PHASES, Config
+from mcpipechekr.providers import ProviderSpec
+from mcpipechekr.runners.engine import DEFAULT_CONCURRENCY, RunnerFor
+from mcpipechekr.runners.execute import run_phase1
+from mcpipechekr.runners.registry import DEFAULT_RUNNER
 from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest
 from mcpipechekr.server.workspace import prepare_repo, repo_state
 from mcpipechekr.tasks import Task, load_tasks, select_tasks, task_file_hash
@@ -141,4 +146,46 @@ def server_tools(config: Config, server: ServerUnderTest, health: HealthReport) 
         server.list_tools(),
         protocol_version=health.protocol_version,
         server_info=health.server_info,
+    )
+
+
+def phase1_for_run(
+    run: HarnessRun,
+    providers: Sequence[ProviderSpec] = (),
+    *,
+    repeat: int = 1,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    runner: str = DEFAULT_RUNNER,
+    keep_builtin_tools: bool = False,
+    max_requests: int | None = None,
+    runner_for: RunnerFor | None = None,
+    progress: bool = True,
+) -> list[Path]:
+    """Phase 1 inside an open harness run (`pipeline.harness_run`), as `mcpipechekr run` and doit do it.
+
+    `providers` defaults to the config's `providers.phase1`. With several, the
+    manifest's `providers.phase1` lists them all, comma-separated, in order.
+    `keep_builtin_tools` is recorded in the manifest's `parameters`.
+    """
+    specs = list(providers) or [run.config.providers.phase1]
+    names = ", ".join(str(spec) for spec in specs)
+    changed = run.manifest.providers.phase1 != names
+    run.manifest.providers.phase1 = names
+    if keep_builtin_tools and run.manifest.parameters.get("keep_builtin_tools") is not True:
+        run.manifest.parameters["keep_builtin_tools"] = True
+        changed = True
+    if changed:
+        write_model(run.run_dir.manifest, run.manifest)
+    return run_phase1(
+        run.config,
+        run.run_dir,
+        run.tasks,
+        specs,
+        repeat=repeat,
+        concurrency=concurrency,
+        runner_for=runner_for,
+        runner=runner,
+        keep_builtin_tools=keep_builtin_tools,
+        max_requests=max_requests,
+        progress=progress,
     )

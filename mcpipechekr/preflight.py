@@ -52,6 +52,7 @@ from mcpipechekr._util.console import err_console
 from mcpipechekr._util.yamlsrc import ConfigFileError, Loc, Problem, display_path
 from mcpipechekr.config import PHASES, Config, LaunchSpec
 from mcpipechekr.providers import missing_key
+from mcpipechekr.server.workspace import fix_repo_problems
 
 Severity = Literal["error", "warning"]
 
@@ -150,59 +151,6 @@ def fix_is_configured(config: Config) -> bool:
     from mcpipechekr.fix.agents import uses_model
 
     return not uses_model(config.fix) or config.providers.phase3.model is not None
-
-
-def fix_repo_problems(config: Config) -> list[Problem]:
-    """Why the fix step could not commit anything: no `server.repo`, or one that is no git repository.
-
-    A repository that does not exist yet is fine when `repo_template` will
-    create it. Also what an approval is checked against (`review.record_decision`).
-    """
-    server = config.server
-    if server.repo is None:
-        also = (
-            " (server.repo_template is copied into server.repo, so it needs one too)"
-            if server.repo_template
-            else ""
-        )
-        return [
-            config.problem(
-                ("server", "repo"),
-                "is not set, and the `fix` step commits each fix in the server's git repository"
-                f"{also}: set server.repo in config.yaml to the server's checkout (relative to "
-                "config.yaml's folder)",
-            )
-        ]
-    repo = Path(server.repo)
-    if (repo / ".git").exists():
-        return []
-    if server.repo_template is not None:
-        if repo.exists() and any(repo.iterdir()):
-            return [
-                config.problem(
-                    ("server", "repo"),
-                    f"{display_path(repo)} exists but is not a git repository, so server.repo_template "
-                    "cannot be copied there: remove the folder, or point server.repo at the server's "
-                    "checkout",
-                )
-            ]
-        if not Path(server.repo_template).is_dir():
-            return [
-                config.problem(
-                    ("server", "repo_template"),
-                    f"{display_path(server.repo_template)} is not a folder, so server.repo cannot be "
-                    "created for the `fix` step: point it at the server's source",
-                )
-            ]
-        return []
-    return [
-        config.problem(
-            ("server", "repo"),
-            f"{display_path(repo)} is not a git repository, and the `fix` step commits each fix there: "
-            "point server.repo at the server's checkout, or set server.repo_template to a folder to copy "
-            "it from",
-        )
-    ]
 
 
 def _fix_problems(config: Config, *, missing_cli: Severity) -> list[PreflightProblem]:

@@ -14,7 +14,7 @@ approval, recorded in runs/{run-id}/review.json. Three rules hold it together:
   `exit` today, an `approve` tomorrow keeps what was said).
 - No dead approvals: given the config the fix step will run with, an approval
   is refused (nothing recorded) while that step could not commit anything, for
-  want of a `server.repo` (`preflight.fix_repo_problems`). Recorded, such an
+  want of a `server.repo` (`server.workspace.fix_repo_problems`). Recorded, such an
   approval would make every later `fix` (and `doit loop`) fail at once.
 
 The fix order shown is the one Phase 3 follows: highest token_cost_of_gap first,
@@ -52,6 +52,7 @@ from mcpipechekr.artifacts.atomic import parse_model
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.aggregate import sort_bugs
+from mcpipechekr.server.workspace import fix_repo_problems
 from mcpipechekr.session_summary import write_session_summary
 
 __all__ = [
@@ -230,8 +231,6 @@ def record_decision(
 
 def require_fixable(run_dir: RunDir, config: Config) -> None:
     """Refuse an approval the fix step could not act on (no `server.repo`): a UserError naming the fix."""
-    from mcpipechekr.preflight import fix_repo_problems
-
     problems = fix_repo_problems(config)
     if problems:
         listed = "\n".join(f"  {problem}" for problem in problems)

@@ -152,7 +152,7 @@ def trace_step(
 
     import anyio
 
-    from mcpipechekr.runners.execute import Attempt, run_attempts
+    from mcpipechekr.runners.engine import Attempt, run_attempts
     from mcpipechekr.runners.registry import runner_factory
 
     attempt = Attempt(task, spec, repetition)
@@ -180,7 +180,8 @@ def findings_home(config: Config) -> Home:
 def record_call_evidence(config: Config, run_dir: RunDir, journals: Iterable[Path]) -> None:
     """Hand Phase 1 capture journals to the findings home as call records, so that failures recurring
     across runs (and real use) are seen; event ids are derived, so handing one over twice adds nothing."""
-    from mcpipechekr.findings.records import append_records, records_from_journal
+    from mcpipechekr.findings.phase1 import records_from_journal
+    from mcpipechekr.findings.records import append_records
 
     home = findings_home(config)
     for journal in journals:

@@ -63,9 +63,9 @@ from mcpipechekr.artifacts import (
     write_trace,
 )
 from mcpipechekr.artifacts.fieldtables import models_in_order, refresh_doc_text
+from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.artifacts.fix_record import AgentRun, BugFix, FixHealth, FixRecord
 from mcpipechekr.errors import UserError
-from mcpipechekr.findings.models import Finding
 from mcpipechekr.findings.records import CallRecord
 from mcpipechekr.findings.render import FindingsList
 

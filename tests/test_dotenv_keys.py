@@ -26,7 +26,8 @@ from mcpipechekr.errors import UserError
 from mcpipechekr.fix.agents import resolve_agent
 from mcpipechekr.llm import build_model
 from mcpipechekr.providers import PROVIDER_ENV, PYDANTIC_AI_PROVIDERS, ProviderSpec, provider_env_names
-from mcpipechekr.runners.execute import redaction_pairs, run_phase1
+from mcpipechekr.runners.engine import redaction_pairs
+from mcpipechekr.runners.execute import run_phase1
 from mcpipechekr.runners.opencode import OpencodeRunner
 from mcpipechekr.tasks import Task
 

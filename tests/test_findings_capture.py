@@ -21,12 +21,12 @@ from mcpipechekr.findings.home import HOME_ENV, Home
 from mcpipechekr.findings.index import refresh_index
 from mcpipechekr.findings.locking import JournalLock
 from mcpipechekr.findings.passive import CallRecordWriter, default_server_name
+from mcpipechekr.findings.phase1 import records_from_journal
 from mcpipechekr.findings.records import (
     CallRecord,
     append_records,
     arg_shape,
     normalize_message,
-    records_from_journal,
     template_id,
 )
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from findings_sessions import SECRET, SERVER, cli, promoted_lookup_finding, stored_bytes
 
+from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle import current_state
-from mcpipechekr.findings.models import Finding
 from mcpipechekr.findings.store import lifecycle_connection, upsert_finding
 
 MANUAL = "finding-9999999999999999"

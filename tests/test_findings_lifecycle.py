@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mcpipechekr.artifacts.bug_report import Bug, BugReport, TaskStats
+from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.check.cases import Case, Expect
 from mcpipechekr.config import ServerConfig
 from mcpipechekr.errors import UserError
@@ -25,7 +26,6 @@ from mcpipechekr.findings.lifecycle import (
     regression_stats,
     standings,
 )
-from mcpipechekr.findings.models import Finding
 from mcpipechekr.findings.probes import attempts_for, detection_chance, probe_kind
 from mcpipechekr.findings.reverify import claim_bug_fix, verify_from_bug_report
 

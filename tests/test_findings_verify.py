@@ -17,9 +17,9 @@ import pytest
 from click.testing import Result
 from findings_sessions import cli
 
+from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle import claim_fix, current_state
-from mcpipechekr.findings.models import Finding
 from mcpipechekr.findings.reverify import verify_registered_probes
 from mcpipechekr.findings.store import lifecycle_connection, upsert_finding
 from mcpipechekr.server.target import resolve_server

@@ -64,6 +64,7 @@ from mcpipechekr.artifacts.rundir import (
     open_run,
     parse_run_id,
 )
+from mcpipechekr.artifacts.schemas import SCHEMA_MODELS, export_schemas, stale_schemas
 from mcpipechekr.artifacts.tef_report import (
     Confusion,
     Drift,
@@ -179,15 +180,3 @@ __all__ = [
     "write_trace",
 ]
 
-
-_SCHEMA_NAMES = ("SCHEMA_MODELS", "export_schemas", "stale_schemas")
-
-
-def __getattr__(name: str) -> object:
-    """The schema registry loads on first use: it lists models of other packages (findings) that are
-    built on this one, so importing it with the package would be circular."""
-    if name in _SCHEMA_NAMES:
-        from mcpipechekr.artifacts import schemas
-
-        return getattr(schemas, name)
-    raise AttributeError(f"module 'mcpipechekr.artifacts' has no attribute {name!r}")

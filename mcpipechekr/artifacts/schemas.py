@@ -16,15 +16,15 @@ from pydantic import BaseModel
 from mcpipechekr.artifacts.atomic import atomic_write_bytes
 from mcpipechekr.artifacts.baseline import Baseline
 from mcpipechekr.artifacts.bug_report import BugReport
+from mcpipechekr.artifacts.call_record import CallRecord
 from mcpipechekr.artifacts.check_report import CheckReport
+from mcpipechekr.artifacts.findings import FindingsList
 from mcpipechekr.artifacts.fix_record import FixRecord
 from mcpipechekr.artifacts.manifest import Manifest
 from mcpipechekr.artifacts.review import Review
 from mcpipechekr.artifacts.tef_report import TefReport
 from mcpipechekr.artifacts.tools_snapshot import ToolsSnapshot
 from mcpipechekr.artifacts.trace import Trace
-from mcpipechekr.findings.records import CallRecord
-from mcpipechekr.findings.render import FindingsList
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

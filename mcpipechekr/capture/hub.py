@@ -25,9 +25,9 @@ from pathlib import Path
 
 import orjson
 
+from mcpipechekr.capture.agent_server import AgentServer
 from mcpipechekr.capture.http_proxy import HttpCaptureProxy
 from mcpipechekr.config import Redactor, ServerConfig
-from mcpipechekr.runners.base import AgentServer
 
 SECRETS_FILE = "capture-secrets.json"
 

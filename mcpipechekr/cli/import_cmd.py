@@ -9,7 +9,7 @@ import click
 from mcpipechekr._util.console import console
 from mcpipechekr.artifacts.trace import read_trace
 from mcpipechekr.cli.common import config_options, effective_config
-from mcpipechekr.runners.session_import import SESSION_KINDS, import_session
+from mcpipechekr.session_import import SESSION_KINDS, import_session
 
 
 @click.command("import")

@@ -12,10 +12,10 @@ from mcpipechekr.artifacts.trace import read_trace
 from mcpipechekr.cli.common import config_options, effective_config, server_options, task_selection_options
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.pipeline import harness_run
+from mcpipechekr.pipeline import harness_run, phase1_for_run
 from mcpipechekr.providers import ProviderSpec, parse_provider
 from mcpipechekr.runners.base import DEMO_MODEL_LABEL
-from mcpipechekr.runners.execute import DEFAULT_CONCURRENCY, phase1_for_run
+from mcpipechekr.runners.engine import DEFAULT_CONCURRENCY
 from mcpipechekr.runners.registry import AGENT_RUNNERS, DEFAULT_RUNNER, runner_factory
 from mcpipechekr.stages import record_call_evidence
 

@@ -24,9 +24,9 @@ from typing import Any
 import orjson
 
 from mcpipechekr.artifacts.bug_report import Bug, BugReport
+from mcpipechekr.artifacts.findings import DefectClass, Finding
 from mcpipechekr.findings.classes import HINTS, cap_without_probe, class_of_code, code_for_message
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.models import DefectClass, Finding
 from mcpipechekr.findings.records import arg_shape
 from mcpipechekr.findings.scoring import wilson_low
 from mcpipechekr.findings.store import lifecycle_connection, upsert_finding

@@ -23,8 +23,8 @@ from pydantic import Field
 
 from mcpipechekr._util.fields import StrictModel
 from mcpipechekr._util.yamlsrc import ConfigFileError, Problem, YamlDocument, load_yaml, validate_document
+from mcpipechekr.artifacts.findings import FINDING_ID_PATTERN
 from mcpipechekr.check.cases import Case, CasesFile, Expect, OptIn, _raw_problems, describe_case_loc
-from mcpipechekr.findings.models import FINDING_ID_PATTERN
 
 MANIFEST_VERSION = 1
 PLACEHOLDER = re.compile(r"^<fill: [^<>]*>$")

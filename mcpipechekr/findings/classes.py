@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from mcpipechekr.findings.models import DefectClass, Severity
+from mcpipechekr.artifacts.findings import DefectClass, Severity
 
 PRECEDENCE: tuple[DefectClass, ...] = (
     "false_success",

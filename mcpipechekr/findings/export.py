@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcpipechekr.artifacts.atomic import atomic_write_text
+from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.findings.generate import case_id_for
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle import CLOSING_STREAK
-from mcpipechekr.findings.models import Finding
 from mcpipechekr.findings.promote import registered_findings
 from mcpipechekr.findings.render import ordered
 

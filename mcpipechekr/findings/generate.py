@@ -19,11 +19,11 @@ from pathlib import Path
 import yaml
 
 from mcpipechekr.artifacts.atomic import atomic_write_text, read_model
+from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.check.cases import Case, Expect
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.case_manifest import MANIFEST_VERSION, VerificationManifest, asserts_result
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.models import Finding
 from mcpipechekr.findings.render import shape_text
 from mcpipechekr.findings.store import load_finding
 

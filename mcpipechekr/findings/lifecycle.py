@@ -38,9 +38,9 @@ from datetime import UTC, datetime
 import orjson
 
 from mcpipechekr.artifacts._base import utc_now
+from mcpipechekr.artifacts.findings import Finding, FindingState
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.models import Finding, FindingState
 
 CLOSING_STREAK = 3
 """Consecutive greens under one credit binding that close a finding."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from mcpipechekr.findings.models import DefectClass
+from mcpipechekr.artifacts.findings import DefectClass
 
 ProbeKind = Literal["degradation", "error_honesty"]
 

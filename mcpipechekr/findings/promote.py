@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from mcpipechekr.artifacts._base import utc_now
+from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.findings.annotate import (
     AnnotationStatus,
     IndexedCall,
@@ -33,7 +34,6 @@ from mcpipechekr.findings.annotate import (
 from mcpipechekr.findings.classes import HINTS, classify, severity_for
 from mcpipechekr.findings.groups import Group, GroupKey, collect_groups
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.models import Finding
 from mcpipechekr.findings.scoring import score, wilson_low
 from mcpipechekr.findings.settings import promotion_threshold
 from mcpipechekr.findings.store import lifecycle_connection, load_findings, upsert_finding

@@ -9,7 +9,7 @@ template id cannot be reversed by hashing guessed messages.
 
 Two writers produce records: the passive `mcpipechekr capture` proxy (one
 journal per proxy process, `passive.py`) and the Phase 1 harness, which
-converts each attempt's capture journal with `records_from_journal` and
+converts each attempt's capture journal with `phase1.records_from_journal` and
 stores the result with `append_records`. Both pair requests with responses in
 `tracker.CallTracker`, so the two can never disagree on what a record says.
 
@@ -28,103 +28,53 @@ import secrets
 import threading
 import uuid
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from hashlib import sha256
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import orjson
-from pydantic import AwareDatetime, Field, NonNegativeInt, model_validator
-
-from mcpipechekr.artifacts._base import ArtifactModel, FormatVersion
 from mcpipechekr.artifacts.atomic import atomic_write_bytes
+from mcpipechekr.artifacts.call_record import (
+    ERR_CODE_PATTERN,
+    MAX_RECORD_BYTES,
+    SESSION_PATTERN,
+    TEMPLATE_ID_PATTERN,
+    UUID_PATTERN,
+    ArgType,
+    CallRecord,
+    Outcome,
+)
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.locking import JournalLock
 
-Outcome = Literal["ok", "error", "unknown"]
-ArgType = Literal["string", "integer", "number", "boolean", "null", "array", "object"]
+__all__ = [
+    # the format, defined with the other file formats in artifacts/call_record.py
+    "ERR_CODE_PATTERN",
+    "MAX_RECORD_BYTES",
+    "SESSION_PATTERN",
+    "TEMPLATE_ID_PATTERN",
+    "UUID_PATTERN",
+    "ArgType",
+    "CallRecord",
+    "Outcome",
+    # sanitizing and storing
+    "MAX_KEYS",
+    "MAX_KEY_CHARS",
+    "MAX_TEMPLATE_CHARS",
+    "append_records",
+    "arg_shape",
+    "event_id_for",
+    "journal_name",
+    "json_type",
+    "normalize_message",
+    "template_id",
+]
 
-UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
-TEMPLATE_ID_PATTERN = r"^[0-9a-f]{16}$"
-ERR_CODE_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
-SESSION_PATTERN = r"^[A-Za-z0-9_.:/-]{1,128}$"
-MAX_RECORD_BYTES = 16_384
-"""A complete journal line longer than this is refused by the indexer: records are small by design
-(shapes and ids only), so a longer line is damage or a writer storing what it must not."""
 MAX_KEY_CHARS = 64
 MAX_KEYS = 64
 MAX_TEMPLATE_CHARS = 2_000
 
 _EVENT_NAMESPACE = uuid.UUID("8d0f6c1e-4a8e-4e53-9a40-2f7f3c1b5e11")
-
-
-class CallRecord(ArtifactModel):
-    """One tool call as a findings journal line: identifiers, shapes and measurements, never raw values."""
-
-    version: FormatVersion = Field(default=1, description="Format version of this record.")
-    event_id: str = Field(
-        pattern=UUID_PATTERN,
-        description="Unique id of this call (a lowercase UUID); annotations and findings point at it.",
-    )
-    session: str = Field(
-        pattern=SESSION_PATTERN,
-        description="Opaque token of the client session (one capture process or one Phase 1 attempt).",
-    )
-    seq: NonNegativeInt = Field(description="Position of the call in its session, from 0, in request order.")
-    at: AwareDatetime = Field(description="Wall-clock time the request was sent (UTC).")
-    server: str = Field(min_length=1, max_length=200, description="Name of the server that was called.")
-    tool: str = Field(min_length=1, max_length=200, description="Name of the tool that was called.")
-    template_id: str | None = Field(
-        default=None,
-        pattern=TEMPLATE_ID_PATTERN,
-        description="Errors: salted id of the normalized error message (see `template_id`); the text "
-        "itself is never stored.",
-    )
-    arg_shape: dict[str, ArgType] = Field(
-        default_factory=dict, description="Argument keys and their JSON types; never the values."
-    )
-    outcome: Outcome = Field(
-        description="`ok`, `error` (a JSON-RPC error, `isError: true`, or no answer at all), or "
-        "`unknown` (a malformed result: not an object, or a non-boolean `isError`)."
-    )
-    err_code: str | None = Field(
-        default=None,
-        pattern=ERR_CODE_PATTERN,
-        description="Errors: the code the server reported (JSON-RPC `error.code`, or a `code` in the "
-        "structured or JSON error body); when it reported none, a symbolic code read from the message "
-        "at capture time (`exception`, `validation`, `timeout`, `not_found`, `permission`), or "
-        "`server_crash` / `no_response` / `timeout` for a call that got no answer.",
-    )
-    retryable: bool | None = Field(
-        default=None, description="Errors: the server's own `retryable` flag; absent when not reported."
-    )
-    latency_ms: float | None = Field(
-        default=None, ge=0.0, description="Milliseconds from the request to its response."
-    )
-    request_bytes: NonNegativeInt = Field(description="Size of the request line on the wire.")
-    response_bytes: NonNegativeInt | None = Field(
-        default=None, description="Size of the response line on the wire; absent when none came."
-    )
-    probe: bool = Field(
-        default=False,
-        description="True for the harness's own probe calls (check, verify); never promoted to findings.",
-    )
-
-    @model_validator(mode="after")
-    def _error_fields_only_on_errors(self) -> CallRecord:
-        if self.outcome != "error":
-            extra = [
-                name for name in ("template_id", "err_code", "retryable") if getattr(self, name) is not None
-            ]
-            if extra:
-                raise ValueError(f"`{', '.join(extra)}` only belong to `outcome: error` records")
-        elif self.template_id is None:
-            raise ValueError("an `outcome: error` record needs `template_id`")
-        return self
-
-    def to_line(self) -> bytes:
-        """The record as one journal line (compact JSON, newline-terminated)."""
-        return orjson.dumps(self.model_dump(mode="json", exclude_none=True)) + b"\n"
 
 
 # --- sanitizing ------------------------------------------------------------------------------------
@@ -226,60 +176,3 @@ def append_records(home: Home, records: Iterable[CallRecord]) -> Path | None:
         with JournalLock(home) as lock, lock.shared():
             atomic_write_bytes(path, data)
     return path
-
-
-def records_from_journal(
-    journal_path: str | Path,
-    server: str,
-    session: str,
-    *,
-    home: Home,
-) -> list[CallRecord]:
-    """The call records of one Phase 1 capture journal (`artifacts/journal.py` lines), in request order.
-
-    `session` names the attempt (e.g. the journal's stem); event ids derive
-    from it and the request's position, so converting twice yields the same
-    records. Wall times come from the journal's `proxy_started` time plus the
-    monotonic clock's offsets. Unanswered requests become `error` records with
-    `err_code: no_response` (or `server_crash`, or `timeout` when the client cancelled).
-    """
-    from mcpipechekr.artifacts.journal import read_journal
-    from mcpipechekr.findings.tracker import CallTracker
-
-    path = Path(journal_path)
-    journal = sorted(read_journal(path), key=lambda record: record.seq)
-    anchor = next((record for record in journal if record.at is not None), None)
-    if anchor is not None and anchor.at is not None:
-        base_at, base_t = anchor.at.astimezone(UTC), anchor.t
-    else:
-        base_at, base_t = datetime.fromtimestamp(path.stat().st_mtime, UTC), 0.0
-    tracker = CallTracker(
-        salt=home.salt(),
-        server=server,
-        session=_session_token(session),
-        event_id=lambda position: event_id_for(session, path.name, position),
-    )
-    out: list[CallRecord] = []
-    end_t = base_t
-    for record in journal:
-        end_t = max(end_t, record.t)
-        if record.kind != "message" or record.message is None:
-            if record.kind == "event" and record.event in ("server_exited", "upstream_error"):
-                if record.event == "upstream_error" or record.expected is False:
-                    out.extend(tracker.unanswered(record.t, reason="server_exited"))
-            continue
-        size = record.size or 0
-        if record.direction == "to_server":
-            at = base_at + timedelta(seconds=record.t - base_t)
-            tracker.to_server(record.message, size, record.t, at)
-        else:
-            out.extend(tracker.to_agent(record.message, size, record.t))
-    out.extend(tracker.unanswered(end_t, reason="ended"))
-    return sorted(out, key=lambda record: record.seq)
-
-
-def _session_token(session: str) -> str:
-    """A session name made safe for the record (an attempt name may hold any character)."""
-    if re.fullmatch(SESSION_PATTERN, session):
-        return session
-    return "s-" + sha256(session.encode("utf-8")).hexdigest()[:32]

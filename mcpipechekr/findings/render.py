@@ -16,24 +16,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-
-from mcpipechekr.artifacts._base import VERSION_DESCRIPTION, ArtifactModel, FormatVersion
 from mcpipechekr.artifacts.atomic import dumps_json
+from mcpipechekr.artifacts.findings import Finding, FindingsList
 from mcpipechekr.findings.classes import SEVERITY_ORDER
-from mcpipechekr.findings.models import Finding
 
 OutputFormat = Literal["agent", "md", "json"]
 STATE_ORDER = ("open", "fix-claimed", "verifying", "closed")
-
-
-class FindingsList(ArtifactModel):
-    """`mcpipechekr findings --format json`: the registered findings, sanitized."""
-
-    version: FormatVersion = Field(default=1, description=VERSION_DESCRIPTION)
-    findings: list[Finding] = Field(
-        default_factory=list, description="Open first, then by severity and score."
-    )
 
 
 def ordered(findings: list[Finding]) -> list[Finding]:

@@ -44,7 +44,7 @@ def wilson_low(failures: int, calls: int) -> float:
     if calls <= 0 or failures <= 0:
         return 0.0
     # Imported here: the evaluate package loads its analyzers on import, which the findings
-    # commands (and the artifact schemas, which import this module) do not need.
+    # commands do not need.
     from mcpipechekr.evaluate.stats import wilson_interval
 
     return wilson_interval(min(failures, calls), calls)[0]

@@ -27,10 +27,10 @@ import pydantic
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.check.cases import Expect
 from mcpipechekr.findings.generate import generate_manifest
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.models import Finding
 from mcpipechekr.findings.promote import registered_findings, require_index
 from mcpipechekr.findings.render import STATE_ORDER, render
 from mcpipechekr.findings.store import load_finding

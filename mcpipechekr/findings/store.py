@@ -24,9 +24,9 @@ from datetime import datetime
 import orjson
 
 from mcpipechekr.artifacts._base import utc_now
+from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle import lifecycle_db, standings_on
-from mcpipechekr.findings.models import Finding
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS findings (

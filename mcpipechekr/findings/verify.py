@@ -32,6 +32,7 @@ from pathlib import Path
 
 from mcpipechekr._util.yamlsrc import ConfigFileError
 from mcpipechekr.artifacts.check_report import CheckResult
+from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.check.cases import CasesFile
 from mcpipechekr.check.context import CheckContext
 from mcpipechekr.check.functional import run_functional
@@ -42,7 +43,6 @@ from mcpipechekr.findings.credit import CreditBinding, changed_files, credit_bin
 from mcpipechekr.findings.generate import FALSE_SUCCESS_RULE, find_finding, require_probe
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle import CLOSING_STREAK, Transition, record_verification
-from mcpipechekr.findings.models import Finding
 from mcpipechekr.findings.probes import attempts_for, detection_chance, probe_kind
 from mcpipechekr.server.lifecycle import ServerUnderTest
 

@@ -1,11 +1,12 @@
 """What every Phase 1 runner is given and what it returns.
 
 A runner drives one agent through one task attempt. It is told how to reach the
-server under test — always through the capture proxy (`AgentServer`), never
-directly — and returns what only it knows: the model turns (text, thinking,
-token usage per request), its own view of the tool calls, and the final answer.
-The trace is then assembled from that output and the proxy's journal, so a
-runner that exports little still yields a trace whose tool calls are complete.
+server under test — always through the capture proxy (`AgentServer`, defined
+by the capture package that hands it out), never directly — and returns what
+only it knows: the model turns (text, thinking, token usage per request), its
+own view of the tool calls, and the final answer. The trace is then assembled
+from that output and the proxy's journal, so a runner that exports little still
+yields a trace whose tool calls are complete.
 
 Runners are async so that many task attempts can run at once within one event
 loop (`--concurrency`); a runner that drives a subprocess awaits it.
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import ClassVar, Literal, Protocol
 
 from mcpipechekr.artifacts.trace import ModelTurn, ToolCall
+from mcpipechekr.capture.agent_server import AgentServer
 from mcpipechekr.config import Config
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.tasks import Task
@@ -28,27 +30,6 @@ RunnerName = Literal["native", "opencode", "claude-code", "demo", "import"]
 TraceStatus = Literal["completed", "error", "timeout", "incomplete"]
 DEMO_MODEL_LABEL = "scripted demo model"
 """How the demo provider is named wherever a provider or model is shown, so nobody mistakes it for an LLM."""
-
-
-@dataclass(frozen=True)
-class AgentServer:
-    """How the agent reaches the server under test: the capture proxy's stdio command or HTTP URL.
-
-    `name` is the MCP server name the agent's config uses (opencode prefixes tool
-    names with it: `<name>_<tool>`).
-    """
-
-    name: str
-    command: str | None = None
-    args: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def transport(self) -> Literal["stdio", "http"]:
-        return "stdio" if self.command else "http"
 
 
 @dataclass(frozen=True)

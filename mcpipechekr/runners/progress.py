@@ -7,14 +7,11 @@ printed, so logs stay readable.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-if TYPE_CHECKING:
-    from mcpipechekr.runners.execute import Attempt, Phase1State
+from mcpipechekr.runners.engine import Attempt, Phase1State
 
 _STYLE = {"completed": "green", "error": "red", "timeout": "yellow", "incomplete": "yellow"}
 

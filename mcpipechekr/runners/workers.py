@@ -46,7 +46,7 @@ import anyio
 from mcpipechekr.artifacts.rundir import RunDir
 from mcpipechekr.config import Config
 from mcpipechekr.errors import ServerHalt, UserError
-from mcpipechekr.runners.execute import Attempt, Phase1State, RunnerFor, run_attempts
+from mcpipechekr.runners.engine import Attempt, Phase1State, RunnerFor, run_attempts
 
 INTERRUPTED = "interrupted by the user (Ctrl-C)"
 PARENT_GONE = "the run stopped: its main process went away"

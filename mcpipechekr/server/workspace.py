@@ -15,7 +15,8 @@ from pathlib import Path
 
 import git
 
-from mcpipechekr.config import ServerConfig
+from mcpipechekr._util.yamlsrc import Problem, display_path
+from mcpipechekr.config import Config, ServerConfig
 from mcpipechekr.errors import UserError
 
 # Build leftovers that must not become part of the copied server's first commit.
@@ -82,3 +83,57 @@ def repo_state(server: ServerConfig) -> RepoState:
         return RepoState(sha=sha, dirty=repo.is_dirty(untracked_files=True))
     finally:
         repo.close()
+
+
+def fix_repo_problems(config: Config) -> list[Problem]:
+    """Why the fix step could not commit anything: no `server.repo`, or one that is no git repository.
+
+    A repository that does not exist yet is fine when `repo_template` will
+    create it. Checked by preflight and by an approval (`review.require_fixable`),
+    which is why it lives here with the repository it is about.
+    """
+    server = config.server
+    if server.repo is None:
+        also = (
+            " (server.repo_template is copied into server.repo, so it needs one too)"
+            if server.repo_template
+            else ""
+        )
+        return [
+            config.problem(
+                ("server", "repo"),
+                "is not set, and the `fix` step commits each fix in the server's git repository"
+                f"{also}: set server.repo in config.yaml to the server's checkout (relative to "
+                "config.yaml's folder)",
+            )
+        ]
+    repo = Path(server.repo)
+    if (repo / ".git").exists():
+        return []
+    if server.repo_template is not None:
+        if repo.exists() and any(repo.iterdir()):
+            return [
+                config.problem(
+                    ("server", "repo"),
+                    f"{display_path(repo)} exists but is not a git repository, so server.repo_template "
+                    "cannot be copied there: remove the folder, or point server.repo at the server's "
+                    "checkout",
+                )
+            ]
+        if not Path(server.repo_template).is_dir():
+            return [
+                config.problem(
+                    ("server", "repo_template"),
+                    f"{display_path(server.repo_template)} is not a folder, so server.repo cannot be "
+                    "created for the `fix` step: point it at the server's source",
+                )
+            ]
+        return []
+    return [
+        config.problem(
+            ("server", "repo"),
+            f"{display_path(repo)} is not a git repository, and the `fix` step commits each fix there: "
+            "point server.repo at the server's checkout, or set server.repo_template to a folder to copy "
+            "it from",
+        )
+    ]

@@ -1,5 +1,9 @@
 """The finding: the unit the promote, lifecycle, verify, export and serve modules share.
 
+Its formats (a finding, and the `mcpipechekr findings --format json` list)
+live here with the other file formats, so that the schema export
+(`schemas.py`) needs nothing from the findings package, which builds on this one.
+
 A finding is either promoted from recurring captured failures (`origin:
 captured`) or registered from a Phase 2 bug report entry (`origin: bug_report`,
 keyed by the bug's stable id). Either way it has one lifecycle.
@@ -11,7 +15,7 @@ from typing import Literal
 
 from pydantic import AwareDatetime, Field
 
-from mcpipechekr.artifacts._base import ArtifactModel
+from mcpipechekr.artifacts._base import VERSION_DESCRIPTION, ArtifactModel, FormatVersion
 
 FindingState = Literal["open", "fix-claimed", "verifying", "closed"]
 Severity = Literal["low", "medium", "high", "critical"]
@@ -74,4 +78,13 @@ class Finding(ArtifactModel):
     state: FindingState = Field(default="open", description="Lifecycle state (see docs/findings.md).")
     streak: int = Field(
         default=0, ge=0, description="Consecutive green verifications under one credit binding."
+    )
+
+
+class FindingsList(ArtifactModel):
+    """`mcpipechekr findings --format json`: the registered findings, sanitized."""
+
+    version: FormatVersion = Field(default=1, description=VERSION_DESCRIPTION)
+    findings: list[Finding] = Field(
+        default_factory=list, description="Open first, then by severity and score."
     )

@@ -25,6 +25,10 @@ replaces a trace already there: the latest run by default, a new run when there
 is none yet or `new_run` asks for one (with a manifest and the tools.json the
 names were mapped against). Secrets of the config are redacted from it like
 from any trace.
+
+This module sits beside `pipeline.py`, not in `runners/`, whose converters it
+reuses: making a run (its manifest and tools.json) is the harness's business,
+and the runners know nothing of runs.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from mcpipechekr.artifacts.rundir import LATEST, open_run
 from mcpipechekr.artifacts.trace import ToolCall, Trace, trace_path, write_trace
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
+from mcpipechekr.pipeline import new_manifest, server_tools
 from mcpipechekr.runners.base import RunnerOutput
 from mcpipechekr.runners.claude_code import (
     claude_client_version,
@@ -65,6 +70,8 @@ from mcpipechekr.runners.opencode import (
     opencode_session_prompt,
 )
 from mcpipechekr.runners.tool_names import CLAUDE_MCP_PREFIX, SessionClient, ToolNameMapping, map_tool_names
+from mcpipechekr.server.lifecycle import ServerUnderTest
+from mcpipechekr.server.workspace import prepare_repo
 from mcpipechekr.tasks import Task, load_tasks
 
 SessionKind = SessionClient
@@ -168,10 +175,6 @@ def server_tool_list(config: Config, run_dir: RunDir | None) -> tuple[ToolsSnaps
     """
     if run_dir is not None and run_dir.tools.exists():
         return read_model(run_dir.tools, ToolsSnapshot), str(run_dir.tools)
-    from mcpipechekr.pipeline import server_tools
-    from mcpipechekr.server.lifecycle import ServerUnderTest
-    from mcpipechekr.server.workspace import prepare_repo
-
     prepare_repo(config.server)
     with ServerUnderTest(config.server) as server:
         assert server.health is not None
@@ -297,8 +300,6 @@ def import_session(
 
 def _new_import_run(config: Config, task: Task, provider: str, tools: ToolsSnapshot) -> RunDir:
     """A run folder for imported traces: its manifest (ended, nothing left to run) and its tools.json."""
-    from mcpipechekr.pipeline import new_manifest
-
     run_dir = create_run_dir(config.paths.runs)
     manifest = new_manifest(config, run_dir.run_id, [task])
     providers = manifest.providers.model_copy(update={"phase1": provider})

@@ -1,0 +1,421 @@
+"""The Phase 1 engine: attempts run concurrently in one event loop, each one trace.
+
+`execute.run_phase1` plans the attempts and hands them to this engine, in
+this process or in forked workers (`workers.py`) that each run it on their
+share; the attempt types live here so that the workers and the progress
+display can use them without importing `execute.py`.
+
+Each attempt gets its own journal (`journals/…jsonl`), its own proxied server
+(`capture.CaptureHub`), a private scratch folder outside the run (agent
+configs and the proxy's secrets live there and are deleted afterwards), and a
+runner chosen per provider (one per provider for the whole run, so what it
+keeps between attempts, such as the native runner's model and HTTP client, is
+built once). When the runner returns, the trace is assembled from its output
+and the journal and written to `traces/`, in a worker thread: file work does
+not hold up the event loop the attempts and the HTTP proxy share.
+
+Rules, in the order they apply:
+- **per attempt**: the runner is given `timeouts.task_s` and a maximum number of
+  model requests and reports hitting either as `timeout`/`incomplete`; the
+  engine also enforces the timeout itself (with a few seconds' slack for the
+  runner to wrap up), so a runner that hangs still ends as `timeout`. Either
+  way the trace is written and the run goes on. A runner that fails in an
+  unexpected way yields an `error` trace; the run goes on.
+- **server failure**: when the journal shows the server died (or could not
+  be reached), or the runner raises `ServerHalt`, the attempt is written as
+  `incomplete`, every attempt in flight is cancelled and written as
+  `incomplete`, nothing new starts, and `ServerHalt` names the task. Traces
+  already written stay as they are.
+- **Ctrl-C**: the same, with the reason "interrupted by the user", and
+  `KeyboardInterrupt` propagates (the harness run records `interrupted`).
+- **phase timeout** (`timeouts.phase_s`): attempts in flight are written as
+  `incomplete`, the rest are not started; the run ends normally.
+- **configuration problems** (`UserError` from a runner: unknown model, no API
+  key) stop the run at once: they would fail every attempt alike.
+
+Everything written is redacted with the config's secrets, the values of the
+`.env` beside config.yaml and every provider key that is set (`run_redactor`).
+The keys an agent CLI is handed from `.env` are withheld from the server under
+test behind the capture proxy (`Config.provider_env_from_dotenv`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from mcpipechekr.artifacts._base import utc_now
+from mcpipechekr.artifacts.journal import JournalRecord, journal_path, read_journal
+from mcpipechekr.artifacts.rundir import RunDir
+from mcpipechekr.artifacts.trace import Trace, safe_name, write_trace
+from mcpipechekr.capture.calls import journal_tool_calls, server_failure
+from mcpipechekr.capture.hub import CaptureHub
+from mcpipechekr.config import Config, Redactor
+from mcpipechekr.errors import ServerHalt, UserError
+from mcpipechekr.providers import ProviderSpec
+from mcpipechekr.runners.assemble import assemble_trace
+from mcpipechekr.runners.base import AgentServer, Runner, RunnerOutput, RunRequest
+from mcpipechekr.tasks import Task
+
+DEFAULT_CONCURRENCY = 4
+"""Attempts in flight at once: enough to hide API latency, few enough for provider rate limits."""
+DEFAULT_MAX_REQUESTS = 50
+"""Model requests one attempt may make before it is cut short as `incomplete`."""
+TIMEOUT_SLACK_S = 5.0
+"""Time a runner gets past `timeouts.task_s` (at most half of it) to report its own timeout before the
+engine cancels it."""
+JOURNAL_SETTLE_S = 10.0
+"""Longest wait for a stdio proxy to finish its journal after the agent let go of it."""
+
+RunnerFor = Callable[[ProviderSpec], Runner]
+Claim = Callable[[], int | None]
+"""The next attempt (an index into the run's attempts) a slot should run, or None when there are none left."""
+
+
+@dataclass
+class Attempt:
+    """One task x provider x repetition, and what became of it."""
+
+    task: Task
+    provider: ProviderSpec
+    repetition: int
+    state: str = "pending"  # pending, running, completed, or the trace status that ended it
+    trace: Path | None = None
+    tokens: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"{self.task.task_id} · {self.provider} · r{self.repetition}"
+
+
+@dataclass
+class Phase1State:
+    """What the progress display shows, and why the run stopped early (if it did)."""
+
+    attempts: list[Attempt]
+    stop_reason: str | None = None
+    halt: ServerHalt | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    def count(self, *states: str) -> int:
+        return sum(1 for attempt in self.attempts if attempt.state in states)
+
+    @property
+    def tokens(self) -> int:
+        return sum(attempt.tokens for attempt in self.attempts)
+
+    def summary(self) -> str:
+        done = self.count("completed", "error", "timeout", "incomplete")
+        failed = self.count("error", "timeout", "incomplete")
+        return (
+            f"{done}/{len(self.attempts)} done, {self.count('running')} running, {failed} failed, "
+            f"{self.tokens:,} tokens, {time.monotonic() - self.started:.0f}s"
+        )
+
+
+def redaction_pairs(config: Config) -> list[tuple[str, str]]:
+    """Secret values and their replacements: the config's own, every `.env` value and every provider key.
+
+    Keys are covered whichever provider an attempt uses and wherever the key was
+    found (the process environment or `.env`): a provider may echo any of them
+    in an error, and an agent CLI is handed all that are set.
+    """
+    return config.secret_pairs()
+
+
+def run_redactor(config: Config) -> Redactor:
+    """The redactor every Phase 1 artifact goes through (see `redaction_pairs`)."""
+    return Redactor(redaction_pairs(config))
+
+
+def _journal_settled(path: Path) -> bool:
+    """True once the journal's last record is `proxy_stopped`: the proxy wrote everything it will."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, os.path.getsize(path) - 256))
+            tail = handle.read()
+    except FileNotFoundError:
+        return True  # never opened: the agent never started the proxy
+    return tail.endswith(b"\n") and b'"proxy_stopped"' in tail.rsplit(b"\n", 2)[-2]
+
+
+async def _settle(path: Path, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not _journal_settled(path) and time.monotonic() < deadline:
+        await anyio.sleep(0.01)
+
+
+class _Engine:
+    def __init__(
+        self,
+        config: Config,
+        run_dir: RunDir | Path,
+        runner_for: RunnerFor,
+        hub: CaptureHub,
+        redactor: Redactor,
+        state: Phase1State,
+        max_requests: int,
+        on_change: Callable[[Attempt | None], None],
+    ):
+        self.config = config
+        self.run_dir = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
+        self.runner_for = runner_for
+        self.hub = hub
+        self.redactor = redactor
+        self.state = state
+        self.max_requests = max_requests
+        self.on_change = on_change
+        self.runners: dict[str, Runner] = {}
+
+    def runner(self, provider: ProviderSpec) -> Runner:
+        """The provider's runner, one for the whole run, so what it keeps (a model's client) is shared."""
+        key = str(provider)
+        if key not in self.runners:
+            self.runners[key] = self.runner_for(provider)
+        return self.runners[key]
+
+    async def close_runners(self) -> None:
+        """Let each runner release what it kept between attempts (its optional `aclose`)."""
+        with anyio.CancelScope(shield=True):
+            for runner in self.runners.values():
+                close = getattr(runner, "aclose", None)
+                if close is None:
+                    continue
+                with anyio.move_on_after(5):
+                    try:
+                        await close()
+                    except Exception:  # the traces are written; a client that fails to close changes nothing
+                        pass
+
+    def _halt(self, message: str, tg: anyio.abc.TaskGroup) -> None:
+        if self.state.halt is None:
+            self.state.halt = ServerHalt(message)
+            self.state.stop_reason = f"the run halted: {message.splitlines()[0]}"
+        tg.cancel_scope.cancel()
+
+    async def slot(self, claim: Claim, tg: anyio.abc.TaskGroup) -> None:
+        """One of `concurrency` slots: runs the attempts it claims, one after another, until none are left."""
+        while self.state.halt is None and (index := claim()) is not None:
+            attempt = self.state.attempts[index]
+            attempt.state = "running"
+            self.on_change(None)
+            halt_message = await self._run(attempt)
+            if halt_message is not None:  # before the change is reported, so a listener sees the halt
+                self._halt(halt_message, tg)
+            self.on_change(attempt)
+
+    async def _run(self, attempt: Attempt) -> str | None:
+        """Run one attempt and write its trace; returns a halt message if the server failed."""
+        config, task = self.config, attempt.task
+        journal = journal_path(self.run_dir, task.task_id, str(attempt.provider), attempt.repetition)
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        journal.unlink(missing_ok=True)
+        workdir = Path(tempfile.mkdtemp(prefix=f"mcpipechekr-{safe_name(task.task_id)[:40]}-"))
+        server = self.hub.agent_server(journal, config.server.name, secrets_dir=workdir)
+        request = RunRequest(
+            task=task,
+            prompt=task.prompt,
+            provider=attempt.provider,
+            repetition=attempt.repetition,
+            server=server,
+            journal=journal,
+            workdir=workdir,
+            config=config,
+            timeout_s=config.timeouts.task_s,
+            max_requests=self.max_requests,
+        )
+        started = utc_now()
+        runner: Runner | None = None
+        output: RunnerOutput
+        halt: str | None = None
+        try:
+            runner = self.runner(attempt.provider)
+            with anyio.fail_after(config.timeouts.task_s + min(TIMEOUT_SLACK_S, config.timeouts.task_s / 2)):
+                output = await runner.run(request)
+        except TimeoutError:
+            output = RunnerOutput(
+                status="timeout",
+                status_reason=f"the attempt ran past timeouts.task_s ({config.timeouts.task_s:g} s)",
+            )
+        except ServerHalt as exc:
+            partial = getattr(exc, "partial", None)
+            output = partial if isinstance(partial, RunnerOutput) else RunnerOutput(status="incomplete")
+            output.status = "incomplete"
+            output.status_reason = output.status_reason or _first_line(exc.message)
+            halt = exc.message
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await _settle(journal, 2.0)
+                reason = self.state.stop_reason or "interrupted by the user (Ctrl-C)"
+                output = RunnerOutput(status="incomplete", status_reason=reason)
+                await anyio.to_thread.run_sync(self._write, attempt, request, output, runner, started)
+                await self._cleanup(server, workdir)
+            raise
+        except UserError as exc:
+            self.state.stop_reason = self.state.stop_reason or f"the run stopped: {_first_line(exc.message)}"
+            with anyio.CancelScope(shield=True):
+                await self._cleanup(server, workdir)
+            raise
+        except Exception as exc:  # a runner bug must not sink the other attempts
+            output = RunnerOutput(
+                status="error", status_reason=f"the runner failed: {type(exc).__name__}: {exc}"
+            )
+        # The attempt is over: its trace is written whatever is cancelled meanwhile. File work (the
+        # journal, the trace's fsync, the scratch folder) runs in a worker thread, not on the event loop
+        # the other attempts share.
+        with anyio.CancelScope(shield=True):
+            await _settle(journal, JOURNAL_SETTLE_S if server.transport == "stdio" else 0)
+            self.hub.release(server)
+            records = await anyio.to_thread.run_sync(read_journal, journal)
+            failure = server_failure(records)
+            if failure is not None and halt is None:
+                output.status = "incomplete"
+                output.status_reason = f"the server failed: {failure}"
+                halt = failure
+            await anyio.to_thread.run_sync(self._write, attempt, request, output, runner, started, records)
+            await self._cleanup(server, workdir)
+        if halt is None:
+            return None
+        return (
+            f"the server under test failed during task '{task.task_id}' ({attempt.provider}, repetition "
+            f"{attempt.repetition}): {_first_line(halt)}\n  journal: {journal}\n  server stderr: "
+            f"{self.run_dir.server_stderr_log}"
+        )
+
+    def _write(
+        self,
+        attempt: Attempt,
+        request: RunRequest,
+        output: RunnerOutput,
+        runner: Runner | None,
+        started: object,
+        records: list[JournalRecord] | None = None,
+    ) -> None:
+        if records is None:
+            records = read_journal(request.journal)
+        trace: Trace = assemble_trace(
+            request,
+            output,
+            journal_tool_calls(records),
+            runner=runner.name if runner is not None else None,
+            redactor=self.redactor,
+            started_at=started,  # type: ignore[arg-type]
+            ended_at=utc_now(),
+        )
+        attempt.trace = write_trace(self.run_dir, trace)
+        attempt.state = trace.status
+        attempt.tokens = trace.totals.total_tokens
+
+    async def _cleanup(self, server: AgentServer, workdir: Path) -> None:
+        self.hub.release(server)
+        await anyio.to_thread.run_sync(functools.partial(shutil.rmtree, workdir, ignore_errors=True))
+
+
+def _user_error_in(group: BaseExceptionGroup) -> BaseException:
+    """What a task group's failure means to the user: a UserError (bad config, no API key) as itself."""
+    for exc in group.exceptions:
+        found = _user_error_in(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        if isinstance(found, UserError):
+            return found
+    return group
+
+
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0]
+
+
+def plan_attempts(tasks: Sequence[Task], providers: Sequence[ProviderSpec], repeat: int) -> list[Attempt]:
+    """Every attempt of the run, in the order they start: by task, then provider, then repetition."""
+    if repeat < 1:
+        raise UserError(f"repeat must be >= 1, got {repeat}")
+    if not providers:
+        raise UserError("no Phase 1 provider: set providers.phase1 or pass --phase1-provider")
+    return [
+        Attempt(task, provider, repetition)
+        for task in tasks
+        for provider in providers
+        for repetition in range(1, repeat + 1)
+    ]
+
+
+def claim_in_order(attempts: Sequence[Attempt]) -> Claim:
+    """Hands out the attempts' indices in plan order, each once: the claim of a single process."""
+    indices = iter(range(len(attempts)))
+    return lambda: next(indices, None)
+
+
+async def run_attempts(
+    config: Config,
+    run_dir: RunDir | Path,
+    attempts: list[Attempt],
+    runner_for: RunnerFor,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    max_requests: int = DEFAULT_MAX_REQUESTS,
+    on_change: Callable[[Phase1State, Attempt | None], None] | None = None,
+    claim: Claim | None = None,
+    stop_signal: Callable[[], Awaitable[str]] | None = None,
+    phase_s: float | None = None,
+) -> Phase1State:
+    """The async core of `execute.run_phase1`, for callers that already run an event loop.
+
+    `concurrency` slots each run the attempts `claim` hands them (default: all
+    of `attempts`, in plan order). A worker process shares the claim with the
+    others (`runners.workers`) and passes `stop_signal`, which returns a reason
+    when the run must stop (another worker's server halt, Ctrl-C): the
+    attempts in flight are then written as `incomplete` with that reason.
+    `phase_s` is the time left of `timeouts.phase_s` (default: all of it).
+    """
+    if concurrency < 1:
+        raise UserError(f"concurrency must be >= 1, got {concurrency}")
+    pairs = redaction_pairs(config)
+    state = Phase1State(attempts)
+    root = run_dir.root if isinstance(run_dir, RunDir) else Path(run_dir)
+    notify = (lambda attempt: on_change(state, attempt)) if on_change else (lambda attempt: None)
+    claim = claim or claim_in_order(attempts)
+    phase_s = config.timeouts.phase_s if phase_s is None else phase_s
+    async with CaptureHub(
+        config.server,
+        redactions=pairs,
+        stderr_log=root / "server.stderr.log",
+        withheld_env=config.provider_env_from_dotenv(),
+    ) as hub:
+        engine = _Engine(config, run_dir, runner_for, hub, Redactor(pairs), state, max_requests, notify)
+        try:
+            async with anyio.create_task_group() as outer:
+                async with anyio.create_task_group() as tg:
+
+                    async def phase_watchdog() -> None:
+                        await anyio.sleep(phase_s)
+                        state.stop_reason = (
+                            state.stop_reason
+                            or f"the phase ran past timeouts.phase_s ({config.timeouts.phase_s:g} s)"
+                        )
+                        tg.cancel_scope.cancel()
+
+                    async def stop_watch(signal: Callable[[], Awaitable[str]]) -> None:
+                        reason = await signal()
+                        state.stop_reason = state.stop_reason or reason
+                        tg.cancel_scope.cancel()
+
+                    outer.start_soon(phase_watchdog)
+                    if stop_signal is not None:
+                        outer.start_soon(stop_watch, stop_signal)
+                    for _ in range(min(concurrency, len(attempts))):
+                        tg.start_soon(engine.slot, claim, tg)
+                outer.cancel_scope.cancel()  # every attempt is over: the watchdogs have nothing left to guard
+        except BaseExceptionGroup as group:
+            raise _user_error_in(group) from None
+        finally:
+            await engine.close_runners()
+    if state.halt is not None:
+        raise state.halt
+    return state
