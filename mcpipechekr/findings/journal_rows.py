@@ -35,8 +35,7 @@ import orjson
 from pydantic import ValidationError
 
 from mcpipechekr.artifacts.atomic import format_loc
-from mcpipechekr.findings.errors import JournalRejected
-from mcpipechekr.findings.records import (
+from mcpipechekr.artifacts.call_record import (
     ERR_CODE_PATTERN,
     MAX_RECORD_BYTES,
     SESSION_PATTERN,
@@ -46,6 +45,7 @@ from mcpipechekr.findings.records import (
     CallRecord,
     Outcome,
 )
+from mcpipechekr.findings.errors import JournalRejected
 
 CALL_COLUMNS = (
     "event_id",
