@@ -22,8 +22,8 @@ is refused (`VerificationConflict`). Transport failures never reach this
 module: no evidence is recorded for a run that could not reach the server.
 
 Storage: the `lifecycle_events` and `verifications` tables of lifecycle.db
-(schema in `migrations.py`; WAL mode, one short IMMEDIATE transaction per move, so concurrent verifiers
-serialize instead of losing updates). They store identifiers, hashes and
+(schema in `migrations.py`; WAL mode, one short IMMEDIATE transaction per
+move, so concurrent verifiers serialize instead of losing updates). They store identifiers, hashes and
 reason tokens only, never argument values or error texts.
 """
 
@@ -41,7 +41,8 @@ from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.findings import Finding, FindingState
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.migrations import migrate
+from mcpipechekr.findings.locking import lifecycle_setup_lock
+from mcpipechekr.findings.migrations import LATEST, migrate, schema_version
 
 CLOSING_STREAK = 3
 """Consecutive greens under one credit binding that close a finding."""
@@ -113,11 +114,19 @@ def lifecycle_db(home: Home, *, autocommit: bool = True) -> Iterator[sqlite3.Con
         home.lifecycle_db, timeout=BUSY_TIMEOUT_S, isolation_level=None if autocommit else ""
     )
     try:
-        connection.execute("PRAGMA journal_mode=WAL")
-        migrate(connection)
+        if not _ready(connection):
+            with lifecycle_setup_lock(home):
+                connection.execute("PRAGMA journal_mode=WAL")
+                migrate(connection)
         yield connection
     finally:
         connection.close()
+
+
+def _ready(connection: sqlite3.Connection) -> bool:
+    """In WAL mode and at the current schema version: the usual open, which takes no lock."""
+    mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
+    return mode == "wal" and schema_version(connection) == LATEST
 
 
 @contextmanager
