@@ -22,8 +22,8 @@ is refused (`VerificationConflict`). Transport failures never reach this
 module: no evidence is recorded for a run that could not reach the server.
 
 Storage: the `lifecycle_events` and `verifications` tables of lifecycle.db
-(WAL mode, one short IMMEDIATE transaction per move, so concurrent verifiers
-serialize instead of losing updates). They store identifiers, hashes and
+(schema in `migrations.py`; WAL mode, one short IMMEDIATE transaction per
+move, so concurrent verifiers serialize instead of losing updates). They store identifiers, hashes and
 reason tokens only, never argument values or error texts.
 """
 
@@ -41,41 +41,14 @@ from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.findings import Finding, FindingState
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.locking import lifecycle_setup_lock
+from mcpipechekr.findings.migrations import LATEST, migrate, schema_version
 
 CLOSING_STREAK = 3
 """Consecutive greens under one credit binding that close a finding."""
 
 BUSY_TIMEOUT_S = 30.0
 """How long a connection waits for another writer's transaction before failing."""
-
-_DDL = """
-CREATE TABLE IF NOT EXISTS lifecycle_events (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    finding_id TEXT NOT NULL,
-    at TEXT NOT NULL,
-    kind TEXT NOT NULL,             -- claim | verification | manual-close
-    from_state TEXT NOT NULL,
-    to_state TEXT NOT NULL,
-    streak INTEGER NOT NULL,
-    binding TEXT,                   -- fingerprint the streak counts under
-    regression INTEGER NOT NULL DEFAULT 0,
-    detail TEXT                     -- commit, run id or the manual-closure note
-);
-CREATE INDEX IF NOT EXISTS lifecycle_events_finding ON lifecycle_events (finding_id, seq);
-CREATE TABLE IF NOT EXISTS verifications (
-    run_id TEXT NOT NULL,
-    finding_id TEXT NOT NULL,
-    at TEXT NOT NULL,
-    passed INTEGER NOT NULL,
-    reason TEXT,                    -- a token such as error-returned; never raw text
-    binding TEXT NOT NULL,
-    binding_json TEXT NOT NULL,     -- the binding's fields: hashes, target, versions
-    probe TEXT NOT NULL,            -- manifest:case, or run-evaluation
-    attempts INTEGER NOT NULL,
-    credited INTEGER NOT NULL,      -- 1 when the pass extended or started a streak
-    PRIMARY KEY (run_id, finding_id)
-);
-"""
 
 
 class VerificationConflict(UserError):
@@ -129,7 +102,7 @@ class RegressionStats:
 
 @contextmanager
 def lifecycle_db(home: Home, *, autocommit: bool = True) -> Iterator[sqlite3.Connection]:
-    """lifecycle.db with this module's tables, in WAL mode; closed on exit.
+    """lifecycle.db in WAL mode, migrated to the current schema (`migrations.py`); closed on exit.
 
     Autocommit mode (the default): callers open their own `BEGIN IMMEDIATE`
     when they read and then write, so two verifiers of one finding cannot both
@@ -141,11 +114,19 @@ def lifecycle_db(home: Home, *, autocommit: bool = True) -> Iterator[sqlite3.Con
         home.lifecycle_db, timeout=BUSY_TIMEOUT_S, isolation_level=None if autocommit else ""
     )
     try:
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.executescript(_DDL)
+        if not _ready(connection):
+            with lifecycle_setup_lock(home):
+                connection.execute("PRAGMA journal_mode=WAL")
+                migrate(connection)
         yield connection
     finally:
         connection.close()
+
+
+def _ready(connection: sqlite3.Connection) -> bool:
+    """In WAL mode and at the current schema version: the usual open, which takes no lock."""
+    mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
+    return mode == "wal" and schema_version(connection) == LATEST
 
 
 @contextmanager

@@ -80,3 +80,21 @@ def indexer_lock(home: Home) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+@contextmanager
+def lifecycle_setup_lock(home: Home) -> Iterator[None]:
+    """Held while an opener switches lifecycle.db to WAL and migrates it; openers of a ready file skip it.
+
+    Why a lock of our own: switching a new file to WAL needs SQLite's exclusive
+    lock and fails at once ("database is locked") instead of waiting when
+    another process touches the file at that moment, so two commands opening a
+    new home together would otherwise race. Migrations themselves are safe
+    without it (`migrations.migrate` re-reads the version under `BEGIN IMMEDIATE`).
+    """
+    fd = _open(home.root / "lifecycle.lock")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock

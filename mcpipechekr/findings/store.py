@@ -4,8 +4,9 @@ index.db is derived from the journals and can be deleted at any time; what
 people and the loop decided cannot be derived again, so it lives here:
 registered findings (this module's `findings` table), annotations
 (`annotations`), and the lifecycle module's states and verification evidence
-in tables of its own. Each module creates its tables with
-`CREATE TABLE IF NOT EXISTS` on every open, so any command can be the first.
+in tables of its own. The schema of all of them is versioned in
+`migrations.py` and brought up to date on every open, so any command can be
+the first.
 
 A finding row keeps the finding as JSON without its lifecycle state: the
 state is owned by the lifecycle module and merged in by ``load_findings``.
@@ -28,39 +29,16 @@ from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle import lifecycle_db, standings_on
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS findings (
-    id TEXT PRIMARY KEY,
-    origin TEXT NOT NULL,
-    bug_id TEXT,
-    body TEXT NOT NULL,
-    sightings TEXT NOT NULL DEFAULT '{}',
-    registered_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS annotations (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    event_id TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    note TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    status TEXT NOT NULL DEFAULT 'unknown',
-    finding_id TEXT
-);
-CREATE INDEX IF NOT EXISTS annotations_event ON annotations(event_id);
-"""
-
 _STATE_FIELDS = {"state", "streak"}
 
 
 @contextlib.contextmanager
 def lifecycle_connection(home: Home) -> Iterator[sqlite3.Connection]:
-    """A connection to lifecycle.db with this module's tables (and the lifecycle's) present; closed on exit.
+    """A connection to lifecycle.db, migrated to the current schema; closed on exit.
 
     Use ``with conn:`` around each write so it is one short transaction.
     """
     with lifecycle_db(home, autocommit=False) as conn:
-        conn.executescript(_SCHEMA)
         yield conn
 
 
