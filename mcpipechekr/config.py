@@ -8,7 +8,9 @@ configuration, the one later recorded in a run's manifest:
 2. substitute `${NAME}` / `${NAME:-default}` from the process environment and
    a `.env` file beside config.yaml (the process environment wins);
 3. apply command-line overrides (server-selection flags, `--phaseN-provider`,
-   `--tasks`): flags beat the file;
+   `--tasks`): flags beat the file. A provider flag's string goes into the
+   data like the file's own, so it is parsed by the same validator and a bad
+   one is reported under the flag's name;
 4. validate with the models below and resolve relative paths against
    config.yaml's folder.
 
@@ -75,8 +77,74 @@ from mcpipechekr.providers import (
 )
 
 DEFAULT_CONFIG_FILE = "config.yaml"
-PHASES = ("phase0", "phase05", "phase1", "phase2", "phase3")
 MASK = "***"
+
+
+@dataclass(frozen=True)
+class ProviderFlag:
+    """The command-line flag that overrides one phase's provider, `--phaseN-provider`.
+
+    Both front ends build their flags from `PROVIDER_FLAGS` (click options in
+    `cli.common`, doit params in `graph`), so a phase's flag is spelled and
+    explained once and adding a phase is one entry here plus its
+    `ProvidersConfig` field.
+    """
+
+    phase: str
+    """The `providers.<phase>` field the flag overrides."""
+    help: str
+    """What the model of this phase does, as the flag's help shows it."""
+
+    @property
+    def name(self) -> str:
+        """The flag without its dashes: `phase1-provider`."""
+        return f"{self.phase}-provider"
+
+    @property
+    def flag(self) -> str:
+        """The flag as typed and as error messages name it: `--phase1-provider`."""
+        return f"--{self.name}"
+
+    @property
+    def dest(self) -> str:
+        """The parameter the flag's value is stored under: `phase1_provider`."""
+        return f"{self.phase}_provider"
+
+
+PROVIDER_FLAGS: tuple[ProviderFlag, ...] = (
+    ProviderFlag(
+        "phase0",
+        "Model for the phase-0 agent and judge (overrides providers.phase0); demo: the scripted demo "
+        "model for tasks without reference calls, and rule-based plausibility.",
+    ),
+    ProviderFlag(
+        "phase05",
+        "Model for the tool-selection test (overrides providers.phase05), e.g. openai/gpt-4o-mini; "
+        "demo: the offline lexical selector.",
+    ),
+    ProviderFlag(
+        "phase1",
+        "Model for the agent (overrides providers.phase1); `demo` is the offline scripted demo model.",
+    ),
+    ProviderFlag(
+        "phase2",
+        "Model that reads the traces and writes the narrative (overrides providers.phase2); "
+        "demo: the rule-based analysis alone.",
+    ),
+    ProviderFlag(
+        "phase3",
+        "Model the fix agent uses (overrides providers.phase3), e.g. anthropic/claude-sonnet-4-6.",
+    ),
+)
+PHASES: tuple[str, ...] = tuple(flag.phase for flag in PROVIDER_FLAGS)
+
+
+def provider_flag(phase: str) -> ProviderFlag:
+    """The `--phaseN-provider` flag of `phase`; ValueError for a phase that has none."""
+    for flag in PROVIDER_FLAGS:
+        if flag.phase == phase:
+            return flag
+    raise ValueError(f"unknown phase {phase!r} (phases: {', '.join(PHASES)})")
 
 
 def _stringify_numbers(value: Any) -> Any:
@@ -256,6 +324,20 @@ class ProvidersConfig(StrictModel):
     def endpoint_for(self, spec: ProviderSpec) -> EndpointConfig | None:
         """The OpenAI-compatible endpoint a provider names (configured first, then built-in), else None."""
         return endpoint_for(spec, self.endpoints)
+
+    def parse_flag(self, phase: str, text: str) -> ProviderSpec:
+        """Another value of `phase`'s provider flag, parsed against these endpoints.
+
+        For a command that takes its flag more than once (`run` compares
+        models): the first value is applied at load like any override, the
+        others are parsed here, and a bad one is reported as `load_config`
+        reports the first, under the flag's name.
+        """
+        flag = provider_flag(phase)
+        try:
+            return parse_provider(text, endpoints=self.endpoints)
+        except ValueError as exc:
+            raise ConfigFileError([Problem(flag.flag, None, str(exc))]) from None
 
     def key_env_names(self) -> list[str]:
         """Every API key variable a provider of this config may read: the tables' and the endpoints'."""
@@ -638,13 +720,12 @@ def load_config(
 
     sources: dict[Loc, str] = {}
     for phase, value in overrides.providers.items():
-        if phase not in PHASES:
-            raise ValueError(f"unknown phase {phase!r}")
+        flag = provider_flag(phase)
         if value is not None:
             providers = data.get("providers")
             data["providers"] = providers = dict(providers) if isinstance(providers, dict) else {}
             providers[phase] = value
-            sources[("providers", phase)] = f"--{phase}-provider"
+            sources[("providers", phase)] = flag.flag
 
     flagged = dict(sources)
     if overrides.server is not None and overrides.server.given:

@@ -51,7 +51,7 @@ from mcpipechekr._util.hashing import sha256_json
 from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import RunDir, list_runs, list_traces
 from mcpipechekr.artifacts.trace import trace_path
-from mcpipechekr.config import PHASES, Config, ConfigOverrides, load_config
+from mcpipechekr.config import PROVIDER_FLAGS, Config, ConfigOverrides, load_config, provider_flag
 from mcpipechekr.errors import UserError
 from mcpipechekr.runplan import RunPlan, plan_run
 from mcpipechekr.tasks import Task, load_tasks, select_tasks
@@ -118,17 +118,11 @@ PARAMS: list[dict[str, Any]] = [
         "default": False,
         "help": "`baseline`: baseline the selected tasks again, replacing their entries.",
     },
-    *[
-        {
-            "name": f"{phase}_provider",
-            "long": f"{phase}-provider",
-            "default": "",
-            "help": f"Model for {phase} (overrides providers.{phase}), e.g. openai/gpt-4o or demo.",
-        }
-        for phase in PHASES
-    ],
+    # One per phase, from the table the click options come from too.
+    *[{"name": flag.dest, "long": flag.name, "default": "", "help": flag.help} for flag in PROVIDER_FLAGS],
 ]
 _LONG = {param["long"]: param for param in PARAMS}
+_PROVIDER_PHASE = {flag.dest: flag.phase for flag in PROVIDER_FLAGS}
 
 
 @dataclass(frozen=True)
@@ -153,7 +147,7 @@ class Settings:
             value = getattr(self, flag.name)
             if flag.name not in _UNRECORDED and value != flag.default:
                 given[flag.name] = list(value) if isinstance(value, tuple) else value
-        given.update({f"{phase}_provider": value for phase, value in self.providers})
+        given.update({provider_flag(phase).dest: value for phase, value in self.providers})
         return given
 
 
@@ -162,7 +156,13 @@ _UNRECORDED = frozenset({"providers", "regenerate_baseline"})
 
 
 def settings_from_argv(argv: list[str]) -> Settings:
-    """The known flags wherever they appear on the doit command line; anything else is doit's business."""
+    """The known flags wherever they appear on the doit command line; anything else is doit's business.
+
+    doit parses a task's params only when it runs the task, but these flags
+    decide which run folder the graph's targets live in, so the graph needs them
+    before it exists. Every flag is taken from `PARAMS`: this reader knows no
+    flag of its own.
+    """
     found: dict[str, Any] = {}
     providers: dict[str, str] = {}
     index = 0
@@ -184,8 +184,8 @@ def settings_from_argv(argv: list[str]) -> Settings:
             inline = argv[index]
             index += 1
         key = param["name"]
-        if key.endswith("_provider"):
-            providers[key.removesuffix("_provider")] = inline
+        if key in _PROVIDER_PHASE:
+            providers[_PROVIDER_PHASE[key]] = inline
         elif param.get("type") is list:
             found[key] = (*found.get(key, ()), inline)
         elif param.get("type") is int:  # counts (repeat, concurrency): at least 1

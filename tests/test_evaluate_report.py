@@ -15,7 +15,7 @@ from trace_builder import call, make_trace
 from mcpipechekr.artifacts import BugReport, read_model, read_trace, write_model
 from mcpipechekr.artifacts.baseline import Baseline, BaselineEntry
 from mcpipechekr.cli import main
-from mcpipechekr.config import load_config
+from mcpipechekr.config import ConfigOverrides, load_config
 from mcpipechekr.evaluate import evaluate_run
 from mcpipechekr.evaluate.stats import pass_at_k, pass_hat_k, wilson_interval
 
@@ -207,7 +207,9 @@ def test_phase2_model_writes_the_narrative_and_adds_validated_bugs(project: tupl
         data = yaml.safe_load(config_path.read_text())
         data["providers"] = {"endpoints": {"scripted": {"base_url": fake.base_url}}}
         config_path.write_text(yaml.safe_dump(data))
-        report = evaluate_run(load_config(config_path), run, phase2_provider="scripted/evaluator")
+        # A per-call provider is an override applied at load, as the --phase2-provider flag is.
+        overrides = ConfigOverrides(providers={"phase2": "scripted/evaluator"})
+        report = evaluate_run(load_config(config_path, overrides), run)
         prompt = json.dumps(fake.requests[0]["messages"])
     assert report.phase2_provider == "scripted/evaluator"
     added = [bug for bug in report.bugs if bug.source == "llm"]

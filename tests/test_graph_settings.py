@@ -6,9 +6,12 @@ import os
 import shutil
 from pathlib import Path
 
+import click
 from project import ROOT, doit
 
-from mcpipechekr.graph import Settings, settings_from_argv
+from mcpipechekr.cli.common import provider_options
+from mcpipechekr.config import PHASES, PROVIDER_FLAGS
+from mcpipechekr.graph import PARAMS, Settings, settings_from_argv
 
 
 def test_flags_are_read_wherever_they_stand() -> None:
@@ -63,3 +66,36 @@ def test_a_folder_without_config_lists_the_tasks_and_says_what_is_missing(tmp_pa
     assert (
         "config.yaml: config file not found" in loop.stdout and "Traceback" not in loop.stdout + loop.stderr
     )
+
+
+def test_provider_flags_of_both_front_ends_come_from_one_table() -> None:
+    """Each phase has a click option and a doit param, spelled and explained alike."""
+    probe = provider_options(click.Command("probe"))
+    options = {opt.opts[0]: opt for opt in probe.params if isinstance(opt, click.Option)}
+    params = {param["long"]: param for param in PARAMS}
+    assert [flag.phase for flag in PROVIDER_FLAGS] == list(PHASES)
+    assert set(options) == {flag.flag for flag in PROVIDER_FLAGS}
+    for flag in PROVIDER_FLAGS:
+        option, param = options[flag.flag], params[flag.name]
+        assert (option.name, param["name"]) == (flag.dest, flag.dest)
+        assert option.help == param["help"] == flag.help
+    settings = settings_from_argv([arg for flag in PROVIDER_FLAGS for arg in (flag.flag, "demo")])
+    assert settings.providers == tuple(sorted((phase, "demo") for phase in PHASES))
+
+
+def test_every_command_takes_its_provider_flags_from_the_table() -> None:
+    from mcpipechekr.cli import main
+
+    by_flag = {flag.flag: flag for flag in PROVIDER_FLAGS}
+    seen = set()
+    ctx = click.Context(main)
+    for name in main.list_commands(ctx):
+        command = main.get_command(ctx, name)
+        assert command is not None
+        for option in command.params:
+            flag = by_flag.get(option.opts[0])
+            if flag is not None and isinstance(option, click.Option):
+                seen.add(flag.phase)
+                assert option.name == flag.dest, name
+                assert option.help is not None and option.help.startswith(flag.help), name
+    assert seen == set(PHASES)

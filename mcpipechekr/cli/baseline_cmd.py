@@ -6,20 +6,20 @@ import click
 
 from mcpipechekr._util.console import console, err_console
 from mcpipechekr.baseline import build_baseline
-from mcpipechekr.cli.common import config_options, effective_config, server_options, task_selection_options
+from mcpipechekr.cli.common import (
+    config_options,
+    effective_config,
+    provider_option,
+    server_options,
+    task_selection_options,
+)
 
 
 @click.command("baseline")
 @config_options
 @server_options
 @task_selection_options
-@click.option(
-    "--phase0-provider",
-    "phase0_provider",
-    metavar="PROVIDER/MODEL",
-    help="Model for the phase-0 agent and judge (overrides providers.phase0); demo: the scripted demo "
-    "model for tasks without reference calls, and rule-based plausibility.",
-)
+@provider_option("phase0")
 @click.option(
     "--regenerate-baseline",
     "regenerate",

@@ -16,7 +16,14 @@ import click
 from click.core import ParameterSource
 
 from mcpipechekr.artifacts.rundir import RunDir, open_run
-from mcpipechekr.config import DEFAULT_CONFIG_FILE, PHASES, Config, ConfigOverrides, load_config
+from mcpipechekr.config import (
+    DEFAULT_CONFIG_FILE,
+    PROVIDER_FLAGS,
+    Config,
+    ConfigOverrides,
+    load_config,
+    provider_flag,
+)
 from mcpipechekr.server.target import ServerFlags
 from mcpipechekr.tasks import DEFAULT_TASKS_FILE
 
@@ -75,17 +82,21 @@ server_options = _stack(
     click.option("--server", "server_name", metavar="NAME", help="Which server of --from-mcp-json to use."),
 )
 
-provider_options = _stack(
-    *(
-        click.option(
-            f"--{phase}-provider",
-            f"{phase}_provider",
-            metavar="PROVIDER/MODEL",
-            help=f"Model for {phase} (overrides providers.{phase}), e.g. openai/gpt-4o or demo.",
-        )
-        for phase in PHASES
+
+def provider_option(phase: str, *, repeatable: bool = False) -> Callable[[F], F]:
+    """The `--phaseN-provider` option of one phase, from `config.PROVIDER_FLAGS`.
+
+    `repeatable` is for a command that compares models: its first value is the
+    config's `providers.<phase>` (see `config_overrides`), the command reads the rest.
+    """
+    flag = provider_flag(phase)
+    more = " Repeat it to compare models in one run." if repeatable else ""
+    return click.option(
+        flag.flag, flag.dest, metavar="PROVIDER/MODEL", multiple=repeatable, help=flag.help + more
     )
-)
+
+
+provider_options = _stack(*(provider_option(flag.phase) for flag in PROVIDER_FLAGS))
 
 task_selection_options = _stack(
     click.option("--task", "task_ids", metavar="ID", multiple=True, help="Run only this task; repeatable."),
@@ -108,11 +119,14 @@ def server_flags(params: dict[str, Any]) -> ServerFlags:
 
 def config_overrides(params: dict[str, Any]) -> ConfigOverrides:
     """Every flag that overrides config.yaml, from a command's parsed parameters."""
-    return ConfigOverrides(
-        server=server_flags(params),
-        providers={phase: params[f"{phase}_provider"] for phase in PHASES if params.get(f"{phase}_provider")},
-        tasks=params.get("tasks_path"),
-    )
+    providers: dict[str, str] = {}
+    for flag in PROVIDER_FLAGS:
+        value = params.get(flag.dest)
+        if isinstance(value, tuple):  # a repeatable provider option: its first value is the config's
+            value = value[0] if value else None
+        if value:
+            providers[flag.phase] = value
+    return ConfigOverrides(server=server_flags(params), providers=providers, tasks=params.get("tasks_path"))
 
 
 def effective_config(ctx: click.Context) -> Config:

@@ -6,20 +6,14 @@ import click
 
 from mcpipechekr._util.console import console
 from mcpipechekr.artifacts.atomic import dumps_json
-from mcpipechekr.cli.common import config_options, effective_config, resolve_run
+from mcpipechekr.cli.common import config_options, effective_config, provider_option, resolve_run
 from mcpipechekr.evaluate import evaluate_run
 
 
 @click.command("evaluate")
 @click.argument("run", metavar="RUN", default="latest")
 @config_options
-@click.option(
-    "--phase2-provider",
-    "phase2_provider",
-    metavar="PROVIDER/MODEL",
-    help="Model that reads the traces and writes the narrative (overrides providers.phase2); "
-    "demo: the rule-based analysis alone.",
-)
+@provider_option("phase2")
 @click.option(
     "--format",
     "output_format",
@@ -29,9 +23,7 @@ from mcpipechekr.evaluate import evaluate_run
     help="text: a summary of the bugs; json: bug_report.json on stdout.",
 )
 @click.pass_context
-def evaluate_command(
-    ctx: click.Context, run: str, phase2_provider: str | None, output_format: str, **_: object
-) -> None:
+def evaluate_command(ctx: click.Context, run: str, output_format: str, **_: object) -> None:
     """Evaluate a run's traces into bug_report.json and phase2_narrative.md.
 
     RUN is a run id (run-YYYYMMDD-NNN), `latest` (the default), or a run
@@ -42,7 +34,7 @@ def evaluate_command(
     """
     config = effective_config(ctx)
     run_dir = resolve_run(ctx, run, config)
-    report = evaluate_run(config, run_dir, phase2_provider=phase2_provider)
+    report = evaluate_run(config, run_dir)
     if output_format == "json":
         click.echo(dumps_json(report.model_dump(mode="json")).decode(), nl=False)
         return

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from mcpipechekr._util.console import console
 from mcpipechekr.artifacts.fix_record import FixRecord
-from mcpipechekr.cli.common import config_options, effective_config, resolve_run
+from mcpipechekr.cli.common import config_options, effective_config, provider_option, resolve_run
 from mcpipechekr.fix import run_fix_loop
 from mcpipechekr.server.workspace import prepare_repo
 
@@ -15,12 +15,7 @@ from mcpipechekr.server.workspace import prepare_repo
 @click.command("fix")
 @click.argument("run", metavar="RUN", default="latest")
 @config_options
-@click.option(
-    "--phase3-provider",
-    "phase3_provider",
-    metavar="PROVIDER/MODEL",
-    help="Model the fix agent uses (overrides providers.phase3), e.g. anthropic/claude-sonnet-4-6.",
-)
+@provider_option("phase3")
 @click.option(
     "--again",
     is_flag=True,

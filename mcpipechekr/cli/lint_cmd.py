@@ -6,20 +6,14 @@ import click
 
 from mcpipechekr._util.console import console, err_console
 from mcpipechekr.artifacts.atomic import dumps_json
-from mcpipechekr.cli.common import config_options, effective_config, server_options
+from mcpipechekr.cli.common import config_options, effective_config, provider_option, server_options
 from mcpipechekr.lint import lint, render_text
 
 
 @click.command("lint")
 @config_options
 @server_options
-@click.option(
-    "--phase05-provider",
-    "phase05_provider",
-    metavar="PROVIDER/MODEL",
-    help="Model for the tool-selection test (overrides providers.phase05), e.g. openai/gpt-4o-mini; "
-    "demo: the offline lexical selector.",
-)
+@provider_option("phase05")
 @click.option(
     "--repeat",
     type=click.IntRange(min=1),
@@ -65,7 +59,6 @@ def lint_command(
     config = effective_config(ctx)
     outcome = lint(
         config,
-        provider=ctx.params.get("phase05_provider"),
         repeat=repeat,
         accept_risks=accept_risks,
         accept_reason=accept_reason,

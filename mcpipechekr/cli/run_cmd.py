@@ -9,11 +9,16 @@ from rich.table import Table
 
 from mcpipechekr._util.console import console
 from mcpipechekr.artifacts.trace import read_trace
-from mcpipechekr.cli.common import config_options, effective_config, server_options, task_selection_options
+from mcpipechekr.cli.common import (
+    config_options,
+    effective_config,
+    provider_option,
+    server_options,
+    task_selection_options,
+)
 from mcpipechekr.config import Config
-from mcpipechekr.errors import UserError
 from mcpipechekr.pipeline import harness_run, phase1_for_run
-from mcpipechekr.providers import ProviderSpec, parse_provider
+from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.base import DEMO_MODEL_LABEL
 from mcpipechekr.runners.engine import DEFAULT_CONCURRENCY
 from mcpipechekr.runners.registry import AGENT_RUNNERS, DEFAULT_RUNNER, runner_factory
@@ -21,16 +26,12 @@ from mcpipechekr.stages import record_call_evidence
 
 
 def phase1_providers(config: Config, given: tuple[str, ...]) -> list[ProviderSpec]:
-    """The providers to compare: each --phase1-provider in order, else config's providers.phase1."""
-    if not given:
-        return [config.providers.phase1]
-    specs = []
-    for text in given:
-        try:
-            specs.append(parse_provider(text, endpoints=config.providers.endpoints))
-        except ValueError as exc:
-            raise UserError(f"--phase1-provider: {exc}") from None
-    return specs
+    """The providers to compare: each --phase1-provider in order, else config's providers.phase1.
+
+    The first flag is already config's providers.phase1 (applied when the config
+    was loaded); the others are parsed against the same endpoints.
+    """
+    return [config.providers.phase1, *(config.providers.parse_flag("phase1", text) for text in given[1:])]
 
 
 def _shown(spec: str) -> str:
@@ -62,14 +63,7 @@ def _summary(paths: list[Path]) -> Table:
 @config_options
 @server_options
 @task_selection_options
-@click.option(
-    "--phase1-provider",
-    "phase1_providers_given",
-    metavar="PROVIDER/MODEL",
-    multiple=True,
-    help="Model for the agent (overrides providers.phase1); repeat it to compare models in one run. "
-    "`demo` is the offline scripted demo model.",
-)
+@provider_option("phase1", repeatable=True)
 @click.option(
     "--runner",
     type=click.Choice(AGENT_RUNNERS),
@@ -108,7 +102,7 @@ def _summary(paths: list[Path]) -> Table:
 @click.pass_context
 def run_command(
     ctx: click.Context,
-    phase1_providers_given: tuple[str, ...],
+    phase1_provider: tuple[str, ...],
     runner: str,
     keep_builtin_tools: bool,
     repeat: int,
@@ -131,8 +125,7 @@ def run_command(
     far stay valid, the interrupted ones are marked incomplete).
     """
     config = effective_config(ctx)
-    specs = phase1_providers(config, phase1_providers_given)
-    config = config.model_copy(update={"providers": config.providers.model_copy(update={"phase1": specs[0]})})
+    specs = phase1_providers(config, phase1_provider)
     runner_factory(config, runner, keep_builtin_tools=keep_builtin_tools)  # refuses bad flags before a run
     with harness_run(config, task_ids, tags) as run:
         console.print(

@@ -44,7 +44,6 @@ from mcpipechekr.evaluate.repeated_calls import RepeatedCalls
 from mcpipechekr.evaluate.stats import pass_at_k, pass_hat_k, wilson_interval
 from mcpipechekr.evaluate.unread_fields import UnreadFields
 from mcpipechekr.evaluate.wrong_tool import WrongTool
-from mcpipechekr.providers import ProviderSpec, parse_provider
 from mcpipechekr.tasks import Task, load_tasks
 
 DEFAULT_K = 3
@@ -311,27 +310,19 @@ def _phase1_provider(run_dir: RunDir, contexts: list[TraceContext], config: Conf
     return str(config.providers.phase1)
 
 
-def resolve_phase2(config: Config, phase2_provider: str | ProviderSpec | None) -> ProviderSpec:
-    """The Phase 2 provider: the flag's, else config's `providers.phase2`."""
-    if phase2_provider is None:
-        return config.providers.phase2
-    if isinstance(phase2_provider, ProviderSpec):
-        return phase2_provider
-    try:
-        return parse_provider(phase2_provider, endpoints=config.providers.endpoints)
-    except ValueError as exc:
-        raise UserError(f"--phase2-provider: {exc}") from exc
+def evaluate_run(config: Config, run_dir: RunDir | str | Path) -> BugReport:
+    """Evaluate a run's traces, write bug_report.json and phase2_narrative.md into it, return the report.
 
-
-def evaluate_run(
-    config: Config, run_dir: RunDir | str | Path, *, phase2_provider: str | ProviderSpec | None = None
-) -> BugReport:
-    """Evaluate a run's traces, write bug_report.json and phase2_narrative.md into it, return the report."""
+    The evaluating model is the config's `providers.phase2`: a flag or caller
+    that picks another applies it when the config is loaded
+    (`ConfigOverrides.providers`), so the model recorded with the run and the
+    one used here cannot differ.
+    """
     run = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
     if not run.root.is_dir():
         raise UserError(f"{run.root}: no such run folder")
     baseline = read_model(run.baseline, Baseline) if run.baseline.exists() else None
-    spec = resolve_phase2(config, phase2_provider)
+    spec = config.providers.phase2
     # Every trace of the run is held in memory (a thousand traces are millions of objects) and
     # traces, findings and reports hold no reference cycles; on 1,000 traces the collector's
     # fruitless walks were a third of the reading time.

@@ -38,7 +38,7 @@ from mcpipechekr.lint.risks import apply_accepted_risks, lint_gate, parse_accept
 from mcpipechekr.lint.rules import lint_tools
 from mcpipechekr.lint.security import scan_tools
 from mcpipechekr.lint.selection import LEXICAL, SelectionQuery, Selector, make_selector, selection_queries
-from mcpipechekr.providers import ProviderSpec, parse_provider
+from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.server.lifecycle import ServerUnderTest
 from mcpipechekr.tasks import TaskFile, load_tasks
 
@@ -60,19 +60,17 @@ class LintOutcome:
 def run_lint(
     config: Config,
     *,
-    provider: str | ProviderSpec | None = None,
     repeat: int = 1,
     accept_risks: Iterable[str | AcceptedRisk] = (),
     **options: Any,
 ) -> TefReport:
     """Lint the configured server's tools; see `lint` for the options."""
-    return lint(config, provider=provider, repeat=repeat, accept_risks=accept_risks, **options).report
+    return lint(config, repeat=repeat, accept_risks=accept_risks, **options).report
 
 
 def lint(
     config: Config,
     *,
-    provider: str | ProviderSpec | None = None,
     repeat: int = 1,
     accept_risks: Iterable[str | AcceptedRisk] = (),
     accept_reason: str | None = None,
@@ -83,8 +81,9 @@ def lint(
 ) -> LintOutcome:
     """Lint the server's tools and return the report with its warnings and blocking reasons.
 
-    provider: a provider string or spec for the selection test; default
-      `providers.phase05`; `demo` (or none) means the offline lexical selector.
+    The selection test's model is the config's `providers.phase05` (a flag that
+    overrides it is applied when the config is loaded); `demo` means the
+    offline lexical selector.
     tools: definitions to lint (a ToolsSnapshot, ToolDefinitions, `mcp_types.Tool`s
       or tools/list dicts); default: start the server and list them.
     taskfile: the selection queries' source; default: `paths.tasks` if it exists.
@@ -95,7 +94,7 @@ def lint(
     """
     if repeat < 1:
         raise UserError(f"repeat must be >= 1, got {repeat}")
-    spec = _provider_spec(config, provider)
+    spec = config.providers.phase05
     definitions = _definitions(config, tools)
     if taskfile is None and config.paths.tasks.exists():
         taskfile = load_tasks(config.paths.tasks)
@@ -134,17 +133,6 @@ def lint(
     for warning in warnings:
         log.warning(warning)
     return LintOutcome(report, reused, warnings, lint_gate(report), invocations)
-
-
-def _provider_spec(config: Config, provider: str | ProviderSpec | None) -> ProviderSpec:
-    if provider is None:
-        return config.providers.phase05
-    if isinstance(provider, ProviderSpec):
-        return provider
-    try:
-        return parse_provider(provider, endpoints=config.providers.endpoints)
-    except ValueError as exc:
-        raise UserError(f"--phase05-provider: {exc}") from None
 
 
 def _endpoint_key(config: Config, spec: ProviderSpec) -> str | None:
