@@ -19,7 +19,7 @@ from __future__ import annotations
 import fcntl
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from mcpipechekr.findings.home import Home
@@ -72,9 +72,9 @@ class JournalLock:
 
 
 @contextmanager
-def indexer_lock(home: Home) -> Iterator[None]:
-    """One index refresh at a time per home; a second refresh waits for the first."""
-    fd = _open(home.root / "index.lock")
+def _exclusive(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `path` (created if missing), waiting for any holder."""
+    fd = _open(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -82,8 +82,12 @@ def indexer_lock(home: Home) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-@contextmanager
-def lifecycle_setup_lock(home: Home) -> Iterator[None]:
+def indexer_lock(home: Home) -> AbstractContextManager[None]:
+    """One index refresh at a time per home; a second refresh waits for the first."""
+    return _exclusive(home.root / "index.lock")
+
+
+def lifecycle_setup_lock(home: Home) -> AbstractContextManager[None]:
     """Held while an opener switches lifecycle.db to WAL and migrates it; openers of a ready file skip it.
 
     Why a lock of our own: switching a new file to WAL needs SQLite's exclusive
@@ -92,9 +96,4 @@ def lifecycle_setup_lock(home: Home) -> Iterator[None]:
     new home together would otherwise race. Migrations themselves are safe
     without it (`migrations.migrate` re-reads the version under `BEGIN IMMEDIATE`).
     """
-    fd = _open(home.root / "lifecycle.lock")
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
+    return _exclusive(home.root / "lifecycle.lock")
