@@ -30,29 +30,22 @@ def doit(
     project: Path, env: dict[str, str], *args: str, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     """`python -m doit ARGS` in the project, without a terminal (stdin is /dev/null)."""
-    return subprocess.run(
-        [sys.executable, "-m", "doit", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
+    return _run_in(project, env, [sys.executable, "-m", "doit", *args], timeout)
 
 
 def installed(
     bin_dir: Path, cwd: Path, env: dict[str, str], *args: str, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     """An installed script (`mcpipechekr …`, `doit …` from `bin_dir`) run in `cwd`, as a user types it."""
+    return _run_in(cwd, env, [str(bin_dir / args[0]), *args[1:]], timeout)
+
+
+def _run_in(
+    cwd: Path, env: dict[str, str], argv: list[str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """`argv` in `cwd` without a terminal (stdin is /dev/null), its output captured as text."""
     return subprocess.run(
-        [str(bin_dir / args[0]), *args[1:]],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
+        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
     )
 
 
