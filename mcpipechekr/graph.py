@@ -292,8 +292,7 @@ def hold_project_lock() -> None:
     global _lock_handle
     if _lock_handle is not None or not _preparing():
         return
-    STATE_DIR.mkdir(exist_ok=True)
-    handle = open(LOCK_FILE, "a+")
+    handle = open(LOCK_FILE, "a+")  # the state folder exists: open_project made it
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -67,10 +67,7 @@ tasks:
 def bookshop_agent(body: dict[str, Any]) -> Reply:
     """A model that pages through the search results one call at a time, as agents do without a sort."""
     results = [m for m in body.get("messages") or [] if m.get("role") == "tool"]
-    prompt = next(
-        (m.get("content") for m in body.get("messages") or [] if m.get("role") == "user"), ""
-    ) or last_user_text(body)
-    if "alice" in str(prompt):
+    if "alice" in last_user_text(body):
         if not results:
             return tool_call_reply("order_count", {"customer": "alice"})
         return text_reply("alice has placed 2 orders.")
