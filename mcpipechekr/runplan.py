@@ -29,7 +29,6 @@ from mcpipechekr.artifacts import Manifest, PhaseProviders, RunDir, ServerRef, l
 from mcpipechekr.artifacts.rundir import MAX_RUNS_PER_DAY, existing_run_numbers, format_run_id
 from mcpipechekr.config import PHASES, Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.server.workspace import repo_state
 from mcpipechekr.tasks import Task, task_file_hash
 
 
@@ -172,6 +171,8 @@ def new_manifest(
     `phase1` names the Phase 1 models when a run compares several (comma-separated,
     in order); default: the config's `providers.phase1`.
     """
+    from mcpipechekr.server.workspace import repo_state  # deferred: `doit list` should not pay for GitPython
+
     state = repo_state(config.server)
     providers = {phase: str(config.providers.for_phase(phase)) for phase in PHASES}
     if phase1 is not None:

@@ -23,7 +23,6 @@ from mcpipechekr.artifacts.manifest import RunStatus
 from mcpipechekr.config import Config
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runplan import RunPlan, claim_run_dir, new_manifest, plan_run
-from mcpipechekr.server.workspace import prepare_repo
 from mcpipechekr.tasks import Task
 
 
@@ -46,6 +45,8 @@ def plan_run_folder(
     caller that changes nothing (`doit list`) leaves it as it is.
     """
     if prepare:
+        from mcpipechekr.server.workspace import prepare_repo  # deferred: `doit list` needs no GitPython
+
         prepare_repo(config.server)
     return plan_run(
         config,
