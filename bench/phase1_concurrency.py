@@ -183,7 +183,6 @@ def run(config: Config, out: Path, numbers: Sequence[int], concurrency: int, run
         concurrency=concurrency,
         runner_for=lambda spec: runner(),
         progress=False,
-        workers=1,
     )
     return time.perf_counter() - started
 
