@@ -11,6 +11,7 @@ written for that server, `demo_agent.py`; without one, the package's generic
 scripted agent (`runners/scripted.py`) runs. The server's folder is
 `server.repo` when config.yaml sets it (for the bundled example, the workspace
 repository seeded from `examples/emailindex`), else the stdio server's `cwd`.
+Phase 1 and the Phase 0 agent (tasks without reference calls) both run here.
 
 A demo agent is a plain Python file that defines
 
