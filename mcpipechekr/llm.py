@@ -14,7 +14,7 @@ environment), so a key or base URL found only in `.env` is handed to the
 provider class explicitly (`api_key=`, `base_url=`); one in the environment is
 left for pydantic-ai to read, as before.
 
-`demo` is not a model: the scripted demo model lives in `runners/demo.py`, and
+`demo` is not a model: the scripted demo model is run by `runners/demo.py`, and
 callers handle `spec.is_demo` before getting here.
 
 Cost: a model owns an HTTP client, and building one reads the system's CA

@@ -275,7 +275,6 @@ def test_opencode_gets_a_dotenv_key_and_the_server_does_not(tmp_path: Path) -> N
             [ProviderSpec(provider="fake", model="fake-model")],
             runner_for=lambda spec: runner,
             progress=False,
-            workers=1,
         )
     task_headers = [
         headers for headers, body in zip(fake.headers, fake.requests, strict=True) if body.get("tools")

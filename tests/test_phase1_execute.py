@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from fakes.agent_cli import process_alive
 from fakes.mcp_runner import ClientRunner
@@ -38,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 SERVER = REPO / "tests" / "servers" / "capture_server.py"
 SERVER_SECRET = "server-secret-5d1e77"
 API_KEY = "sk-planted-test-key-93ab41c0"
-linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux")
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 A, B = ProviderSpec(provider="openai", model="model-a"), ProviderSpec(provider="openai", model="model-b")
 
 
@@ -86,7 +85,6 @@ def test_traces_carry_the_journal_evidence_with_concurrency_and_redaction(
         concurrency=2,
         runner_for=lambda spec: reporting if spec == A else silent,
         progress=False,
-        workers=1,  # the runners' record of what they were given is read back below, in this process
     )
     assert len(reporting.seen) == len(silent.seen) == 2
 
@@ -126,8 +124,7 @@ def test_traces_carry_the_journal_evidence_with_concurrency_and_redaction(
     assert not any(Path(request.workdir).exists() for request in reporting.seen + silent.seen)
 
 
-@pytest.mark.parametrize("workers", [1, 3])
-def test_timeouts_and_runner_failures_end_only_their_attempt(tmp_path: Path, workers: int) -> None:
+def test_timeouts_and_runner_failures_end_only_their_attempt(tmp_path: Path) -> None:
     class Broken(ClientRunner):
         async def run(self, request: RunRequest) -> Any:
             raise RuntimeError("runner bug")
@@ -152,7 +149,6 @@ def test_timeouts_and_runner_failures_end_only_their_attempt(tmp_path: Path, wor
         concurrency=3,
         runner_for=lambda spec: ByTask(),
         progress=False,
-        workers=workers,
     )
     traces = {read_trace(p).task_id: read_trace(p) for p in paths}
     assert traces["hang"].status == "timeout"
@@ -164,8 +160,7 @@ def test_timeouts_and_runner_failures_end_only_their_attempt(tmp_path: Path, wor
     assert traces["ok"].status == "completed" and traces["ok"].final_answer == "fine"
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_a_server_crash_halts_the_run_naming_the_task(tmp_path: Path, workers: int) -> None:
+def test_a_server_crash_halts_the_run_naming_the_task(tmp_path: Path) -> None:
     scripts = {
         "quick": [("echo", {"text": "done"})],
         "crasher": [("slow", {"seconds": 3}), ("crash", {"code": 3})],
@@ -183,7 +178,6 @@ def test_a_server_crash_halts_the_run_naming_the_task(tmp_path: Path, workers: i
             concurrency=3,
             runner_for=lambda spec: runner,
             progress=False,
-            workers=workers,
         )
     message = caught.value.message
     assert message.startswith(
@@ -220,21 +214,17 @@ runner = ClientRunner(lambda request: [("echo", {{"text": "working"}})], hang=Tr
 config = Config(server={server})
 tasks = [Task(task_id=name, prompt="p", task_type="deterministic") for name in ("one", "two")]
 run_phase1(config, Path({out!r}), tasks, [ProviderSpec(provider="demo")], runner_for=lambda s: runner,
-           progress=False, workers={workers})
+           progress=False)
 """
 """Phase 1 as its own process: two attempts, "one" and "two", that call `echo` and hang; `server` is the
 ServerConfig(...) expression."""
 
 
-def _start_until_both_call_tools(
-    tmp_path: Path, server: str, workers: int, **popen: Any
-) -> subprocess.Popen[bytes]:
+def _start_until_both_call_tools(tmp_path: Path, server: str, **popen: Any) -> subprocess.Popen[bytes]:
     """PHASE1_SCRIPT started with `popen`'s options, once both attempts' journals show a tools/call."""
     script = tmp_path / "phase1.py"
     script.write_text(
-        textwrap.dedent(
-            PHASE1_SCRIPT.format(tests=str(REPO / "tests"), server=server, out=str(tmp_path), workers=workers)
-        )
+        textwrap.dedent(PHASE1_SCRIPT.format(tests=str(REPO / "tests"), server=server, out=str(tmp_path)))
     )
     process = subprocess.Popen([sys.executable, str(script)], **popen)
     journals = [tmp_path / "journals" / f"{name}__demo__r001.jsonl" for name in ("one", "two")]
@@ -249,22 +239,15 @@ def _children(pid: int) -> list[int]:
     return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
-@pytest.mark.parametrize(
-    ("workers", "target"),
-    [(1, "process"), (2, "process"), (2, "group"), pytest.param(2, "worker", marks=linux_only)],
-    ids=["one-process", "workers", "workers-terminal", "one-worker"],
-)
-def test_ctrl_c_marks_the_attempts_in_flight_incomplete(tmp_path: Path, workers: int, target: str) -> None:
-    """SIGINT to the run's process, to its whole process group (as a terminal sends it), or to one worker."""
+@pytest.mark.parametrize("target", ["process", "group"], ids=["process", "terminal"])
+def test_ctrl_c_marks_the_attempts_in_flight_incomplete(tmp_path: Path, target: str) -> None:
+    """SIGINT to the run's process, or to its whole process group (as a terminal sends it: the stdio
+    capture proxies the run started get it too)."""
     server = f"ServerConfig(name='cap', command='python', args=[{str(SERVER)!r}])"
-    process = _start_until_both_call_tools(
-        tmp_path, server, workers, stderr=subprocess.PIPE, start_new_session=True
-    )
+    process = _start_until_both_call_tools(tmp_path, server, stderr=subprocess.PIPE, start_new_session=True)
     time.sleep(0.2)  # let the answers arrive
     if target == "group":
         os.killpg(process.pid, signal.SIGINT)
-    elif target == "worker":  # one running an attempt (its capture proxy is its child): both may be one's
-        os.kill(next(pid for pid in _children(process.pid) if _children(pid)), signal.SIGINT)
     else:
         process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=30)
@@ -335,7 +318,6 @@ def test_an_http_server_is_reached_through_the_run_proxy(http_url: str, tmp_path
         concurrency=2,
         runner_for=lambda s: runner,
         progress=False,
-        workers=1,  # the runner's record of what it was given is read back below, in this process
     )
     assert len(runner.seen) == 2
     assert all(request.server.transport == "http" for request in runner.seen)
@@ -352,13 +334,10 @@ def test_an_http_server_is_reached_through_the_run_proxy(http_url: str, tmp_path
         assert SERVER_SECRET not in path.read_text()
 
 
-# --- worker processes: the attempts shared by forked workers, and every way such a run ends ----------
+# --- how a run shares its slots and how it ends -----------------------------------------------------
 
 
-@linux_only
-def test_workers_share_the_attempts_and_a_slow_one_holds_up_only_its_slot(
-    http_url: str, tmp_path: Path
-) -> None:
+def test_a_slow_attempt_holds_up_only_its_slot(http_url: str, tmp_path: Path) -> None:
     def script(request: RunRequest) -> list[tuple[str, dict[str, Any]]]:
         calls = [("echo", {"text": str(os.getpid())})]  # the process that ran the attempt
         return calls + [("slow", {"seconds": 5})] if request.task.task_id == "slow" else calls
@@ -373,16 +352,14 @@ def test_workers_share_the_attempts_and_a_slow_one_holds_up_only_its_slot(
         concurrency=2,
         runner_for=lambda s: runner,
         progress=False,
-        workers=2,
     )
     assert [p.name for p in paths] == [f"{name}__openai_model-a__r001.json" for name in names]
     traces = {read_trace(p).task_id: read_trace(p) for p in paths}
-    pids = {name: trace.final_answer.split(" | ")[0] for name, trace in traces.items()}  # type: ignore[union-attr]
-    assert len(set(pids.values())) == 2 and str(os.getpid()) not in pids.values(), "two forked workers"
-    assert {pids[name] for name in names[1:]} == {pids["q-1"]} != {pids["slow"]}, (
-        "the other worker took every quick attempt while one slot was busy"
+    pids = {trace.final_answer.split(" | ")[0] for trace in traces.values()}  # type: ignore[union-attr]
+    assert pids == {str(os.getpid())}, "every attempt runs in the run's own process"
+    assert max(traces[name].ended_at for name in names[1:]) < traces["slow"].ended_at, (
+        "the other slot ran every quick attempt while the slow one was busy"
     )
-    assert max(traces[name].ended_at for name in names[1:]) < traces["slow"].ended_at
     for path in paths:
         trace = traces[read_trace(path).task_id]
         assert trace.status == "completed"
@@ -390,8 +367,7 @@ def test_workers_share_the_attempts_and_a_slow_one_holds_up_only_its_slot(
         assert _calls(trace.steps) == _calls(journal_tool_calls(journal)), "call for call, from the journal"
 
 
-@linux_only
-def test_a_configuration_error_in_a_worker_stops_the_run_as_itself(tmp_path: Path) -> None:
+def test_a_configuration_error_stops_the_run_as_itself(tmp_path: Path) -> None:
     from mcpipechekr.errors import UserError
 
     class NoKey:
@@ -409,88 +385,29 @@ def test_a_configuration_error_in_a_worker_stops_the_run_as_itself(tmp_path: Pat
             concurrency=2,
             runner_for=lambda s: NoKey(),
             progress=False,
-            workers=2,
         )
     assert type(caught.value) is UserError and caught.value.message.startswith("no API key for openai")
+    assert not list((tmp_path / "traces").glob("*.json")), "no attempt ran far enough to have a trace"
+
+
+def _descendants(pid: int) -> list[int]:
+    found = []
+    for child in _children(pid):
+        found += [child, *_descendants(child)]
+    return found
 
 
 @linux_only
-def test_a_worker_that_dies_stops_the_run_naming_what_it_was_running(http_url: str, tmp_path: Path) -> None:
-    from mcpipechekr.runners.workers import WorkerLost
-
-    hanging = ClientRunner(lambda request: [("echo", {"text": "working"})], hang=True)
-    other = tmp_path / "journals" / "long__openai_model-a__r001.jsonl"
-
-    class Killer:
-        name = "native"
-
-        async def run(self, request: RunRequest) -> Any:
-            if request.task.task_id == "killer":
-                with anyio.fail_after(30):  # until the other worker's attempt is calling tools
-                    while not (other.exists() and b'"tools/call"' in other.read_bytes()):
-                        await anyio.sleep(0.05)
-                os.kill(os.getpid(), signal.SIGKILL)
-            return await hanging.run(request)
-
-    with pytest.raises(WorkerLost) as caught:
-        run_phase1(
-            _config(url=http_url),
-            tmp_path,
-            [_task("killer"), _task("long"), _task("never")],
-            [A],
-            concurrency=2,
-            runner_for=lambda s: Killer(),
-            progress=False,
-            workers=2,
-        )
-    message = caught.value.message
-    assert "was killed by SIGKILL while running killer · openai/model-a · r1" in message
-    assert "those attempts have no trace" in message
-    (path,) = (tmp_path / "traces").glob("*.json")
-    trace = read_trace(path)
-    assert trace.task_id == "long" and trace.status == "incomplete"
-    assert trace.status_reason.startswith("the run stopped: a Phase 1 worker process (pid ")  # type: ignore[union-attr]
-    working = [{"type": "text", "text": "working"}]
-    assert _calls(trace.steps) == [("echo", {"text": "working"}, False, working)]
-
-
-@linux_only
-def test_workers_whose_parent_is_killed_write_their_traces_and_exit(http_url: str, tmp_path: Path) -> None:
-    server = f"ServerConfig(name='cap', url={http_url!r})"
-    process = _start_until_both_call_tools(tmp_path, server, 2, stderr=subprocess.DEVNULL)
-    workers = _children(process.pid)
-    assert len(workers) == 2
+def test_a_run_killed_outright_leaves_no_process_behind(tmp_path: Path) -> None:
+    """SIGKILL gives the run no chance to stop what it started: the stdio capture proxies see their
+    stdin close, stop the servers under test and exit."""
+    server = f"ServerConfig(name='cap', command='python', args=[{str(SERVER)!r}])"
+    process = _start_until_both_call_tools(tmp_path, server, stderr=subprocess.DEVNULL)
+    started = _descendants(process.pid)
+    assert len(started) >= 4, "two capture proxies, each with its server"
     process.kill()
     process.wait(timeout=10)
-    traces = [tmp_path / "traces" / f"{name}__demo__r001.json" for name in ("one", "two")]
     deadline = time.monotonic() + 30
-    while not all(t.exists() for t in traces) or any(process_alive(pid) for pid in workers):
-        assert time.monotonic() < deadline, "orphaned workers should write their traces and exit"
+    while left := [pid for pid in started if process_alive(pid)]:
+        assert time.monotonic() < deadline, f"processes left running after the run was killed: {left}"
         time.sleep(0.05)
-    for path in traces:
-        trace = read_trace(path)
-        assert trace.status == "incomplete"
-        assert trace.status_reason == "the run stopped: its main process went away"
-
-
-def test_without_posix_semaphores_the_attempts_run_in_this_process(
-    http_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import multiprocessing.context
-
-    def no_semaphores(*args: Any, **kwargs: Any) -> Any:
-        raise OSError(38, "Function not implemented")  # what SemLock raises where /dev/shm is missing
-
-    monkeypatch.setattr(multiprocessing.context.BaseContext, "Value", no_semaphores)
-    runner = ClientRunner(lambda request: [("echo", {"text": str(os.getpid())})])
-    paths = run_phase1(
-        _config(url=http_url),
-        tmp_path,
-        [_task("p-1"), _task("p-2")],
-        [A],
-        concurrency=2,
-        runner_for=lambda s: runner,
-        progress=False,
-        workers=2,
-    )
-    assert [read_trace(p).final_answer for p in paths] == [str(os.getpid())] * 2

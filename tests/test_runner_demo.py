@@ -1,5 +1,6 @@
-"""The scripted demo model on the example's eight tasks, against the live emailindex server through the
-capture proxy, before and after the maintainer's fix patches.
+"""The example's demo agent (examples/emailindex/demo_agent.py, run by the demo runner from the server's
+folder) on the example's eight tasks, against the live emailindex server through the capture proxy,
+before and after the maintainer's fix patches.
 
 Expected answers are read from the archive with SQL, never written into the test; the demo sees only
 the prompt, the tool list and the results, so the fixed server changes its behaviour only through the
@@ -26,10 +27,12 @@ from mcpipechekr.capture import journal_tool_calls, proxy_server
 from mcpipechekr.config import ServerConfig, load_config
 from mcpipechekr.providers import parse_provider
 from mcpipechekr.runners.base import DEMO_MODEL_LABEL, RunnerOutput, RunRequest
-from mcpipechekr.runners.demo import FALLBACK_START_YEAR, DemoRunner, demo_model
+from mcpipechekr.runners.demo import DemoRunner, load_demo_module
 from mcpipechekr.tasks import Task, load_tasks
 
 REPO = Path(__file__).resolve().parents[1]
+EXAMPLE_AGENT = load_demo_module(REPO / "examples" / "emailindex" / "demo_agent.py")
+FALLBACK_START_YEAR = EXAMPLE_AGENT.FALLBACK_START_YEAR
 FIRST = "find-first-email-ron-chinn"
 PROJECTION = "list-office-move-emails-2024"
 LATEST = "latest-email-from-ron-chinn"
@@ -42,8 +45,12 @@ def example_tasks() -> dict[str, Task]:
 def run_demo(
     tmp_path: Path, server_dir: Path, db: Path, tasks: list[Task]
 ) -> dict[str, tuple[RunnerOutput, Path]]:
-    """Run the demo on these tasks at once (one proxy and server process each); output and journal."""
-    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"server": {"name": "emailindex", "command": "x"}}))
+    """Run the demo on these tasks at once (one proxy and server process each); output and journal.
+
+    The server's folder (its `cwd`, as in config.yaml) holds the demo agent the runner loads.
+    """
+    effective = {"name": "emailindex", "command": "python", "cwd": str(server_dir)}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump({"server": effective}))
     config = load_config(tmp_path / "config.yaml")
     server = ServerConfig(
         name="emailindex",
@@ -264,7 +271,7 @@ def test_the_model_reads_parameter_roles_from_any_schema() -> None:
         instructions=None,
     )
     messages = [ModelRequest(parts=[UserPromptPart("When did Ada Lovelace first write to us?")])]
-    response = demo_model(messages, info)
+    response = EXAMPLE_AGENT.demo_model(messages, info)
     (call,) = [part for part in response.parts if isinstance(part, ToolCallPart)]
     assert call.tool_name == "find_messages"
     assert call.args == {"text": "Ada Lovelace", "order": "oldest_first", "max_results": 1}

@@ -1,9 +1,12 @@
 """The Phase 1 engine: attempts run concurrently in one event loop, each one trace.
 
-`execute.run_phase1` plans the attempts and hands them to this engine, in
-this process or in forked workers (`workers.py`) that each run it on their
-share; the attempt types live here so that the workers and the progress
-display can use them without importing `execute.py`.
+`execute.run_phase1` plans the attempts and runs this engine in its process;
+under doit, each trace's task runs it on its one attempt. The attempt types
+live here so that the progress display can use them without importing
+`execute.py`.
+
+`concurrency` slots run the attempts: each slot takes the next attempt in plan
+order as soon as it is free, so a slow attempt holds up only its own slot.
 
 Each attempt gets its own journal (`journals/…jsonl`), its own proxied server
 (`capture.CaptureHub`), a private scratch folder outside the run (agent
@@ -46,7 +49,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,8 +79,6 @@ JOURNAL_SETTLE_S = 10.0
 """Longest wait for a stdio proxy to finish its journal after the agent let go of it."""
 
 RunnerFor = Callable[[ProviderSpec], Runner]
-Claim = Callable[[], int | None]
-"""The next attempt (an index into the run's attempts) a slot should run, or None when there are none left."""
 
 
 @dataclass
@@ -201,10 +202,9 @@ class _Engine:
             self.state.stop_reason = f"the run halted: {message.splitlines()[0]}"
         tg.cancel_scope.cancel()
 
-    async def slot(self, claim: Claim, tg: anyio.abc.TaskGroup) -> None:
-        """One of `concurrency` slots: runs the attempts it claims, one after another, until none are left."""
-        while self.state.halt is None and (index := claim()) is not None:
-            attempt = self.state.attempts[index]
+    async def slot(self, pending: Iterator[Attempt], tg: anyio.abc.TaskGroup) -> None:
+        """One of `concurrency` slots: runs pending attempts one after another until none are left."""
+        while self.state.halt is None and (attempt := next(pending, None)) is not None:
             attempt.state = "running"
             self.on_change(None)
             halt_message = await self._run(attempt)
@@ -346,12 +346,6 @@ def plan_attempts(tasks: Sequence[Task], providers: Sequence[ProviderSpec], repe
     ]
 
 
-def claim_in_order(attempts: Sequence[Attempt]) -> Claim:
-    """Hands out the attempts' indices in plan order, each once: the claim of a single process."""
-    indices = iter(range(len(attempts)))
-    return lambda: next(indices, None)
-
-
 async def run_attempts(
     config: Config,
     run_dir: RunDir | Path,
@@ -361,18 +355,12 @@ async def run_attempts(
     concurrency: int = DEFAULT_CONCURRENCY,
     max_requests: int = DEFAULT_MAX_REQUESTS,
     on_change: Callable[[Phase1State, Attempt | None], None] | None = None,
-    claim: Claim | None = None,
-    stop_signal: Callable[[], Awaitable[str]] | None = None,
-    phase_s: float | None = None,
 ) -> Phase1State:
     """The async core of `execute.run_phase1`, for callers that already run an event loop.
 
-    `concurrency` slots each run the attempts `claim` hands them (default: all
-    of `attempts`, in plan order). A worker process shares the claim with the
-    others (`runners.workers`) and passes `stop_signal`, which returns a reason
-    when the run must stop (another worker's server halt, Ctrl-C): the
-    attempts in flight are then written as `incomplete` with that reason.
-    `phase_s` is the time left of `timeouts.phase_s` (default: all of it).
+    `on_change(state, attempt)` is called when an attempt starts (`attempt`
+    None) and when it ends (the attempt). Raises ServerHalt as the module doc
+    says; cancellation (Ctrl-C) writes the attempts in flight as `incomplete`.
     """
     if concurrency < 1:
         raise UserError(f"concurrency must be >= 1, got {concurrency}")
@@ -380,8 +368,7 @@ async def run_attempts(
     state = Phase1State(attempts)
     root = run_dir.root if isinstance(run_dir, RunDir) else Path(run_dir)
     notify = (lambda attempt: on_change(state, attempt)) if on_change else (lambda attempt: None)
-    claim = claim or claim_in_order(attempts)
-    phase_s = config.timeouts.phase_s if phase_s is None else phase_s
+    pending = iter(attempts)
     async with CaptureHub(
         config.server,
         redactions=pairs,
@@ -394,24 +381,17 @@ async def run_attempts(
                 async with anyio.create_task_group() as tg:
 
                     async def phase_watchdog() -> None:
-                        await anyio.sleep(phase_s)
+                        await anyio.sleep(config.timeouts.phase_s)
                         state.stop_reason = (
                             state.stop_reason
                             or f"the phase ran past timeouts.phase_s ({config.timeouts.phase_s:g} s)"
                         )
                         tg.cancel_scope.cancel()
 
-                    async def stop_watch(signal: Callable[[], Awaitable[str]]) -> None:
-                        reason = await signal()
-                        state.stop_reason = state.stop_reason or reason
-                        tg.cancel_scope.cancel()
-
                     outer.start_soon(phase_watchdog)
-                    if stop_signal is not None:
-                        outer.start_soon(stop_watch, stop_signal)
                     for _ in range(min(concurrency, len(attempts))):
-                        tg.start_soon(engine.slot, claim, tg)
-                outer.cancel_scope.cancel()  # every attempt is over: the watchdogs have nothing left to guard
+                        tg.start_soon(engine.slot, pending, tg)
+                outer.cancel_scope.cancel()  # every attempt is over: the watchdog has nothing left to guard
         except BaseExceptionGroup as group:
             raise _user_error_in(group) from None
         finally:

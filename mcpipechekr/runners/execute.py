@@ -1,14 +1,18 @@
 """Phase 1 execution: every task x provider x repetition, concurrently, each attempt one trace.
 
 `run_phase1` plans the attempts and runs them with the engine (`engine.py`,
-which holds the rules for timeouts, server failures and Ctrl-C), in this
-process or shared among forked worker processes (`workers.py`), with the
-progress display (`progress.py`) on stderr.
+which holds the rules for timeouts, server failures and Ctrl-C) in one event
+loop in this process, with the progress display (`progress.py`) on stderr.
+
+One process is enough: an attempt spends seconds waiting for the model and a
+few hundred milliseconds of this interpreter's CPU, so `concurrency` attempts
+in flight keep one event loop far from busy. bench/phase1_concurrency.py
+measures it against the same attempts spread over forked processes, with a
+model that takes 1-3 s per request: the processes gain nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,7 +33,6 @@ from mcpipechekr.runners.engine import (
 )
 from mcpipechekr.runners.progress import Phase1Progress
 from mcpipechekr.runners.registry import DEFAULT_RUNNER, runner_factory
-from mcpipechekr.runners.workers import WorkerPool, worker_count
 from mcpipechekr.tasks import Task
 
 
@@ -46,7 +49,6 @@ def run_phase1(
     keep_builtin_tools: bool = False,
     max_requests: int | None = None,
     progress: bool = True,
-    workers: int | None = None,
     attempts: Sequence[Attempt] | None = None,
     on_attempt: Callable[[Attempt], None] | None = None,
 ) -> list[Path]:
@@ -54,11 +56,9 @@ def run_phase1(
 
     `runner_for` picks the runner per provider (default: the registry, with
     `runner` for non-demo providers, and the agent CLIs' built-in tools left
-    to them when `keep_builtin_tools`). `progress` shows done / running /
-    failed and tokens on stderr. `workers` processes share the attempts
-    (default: one per usable CPU, up to `concurrency`; see `runners.workers`);
-    1 keeps them all in this process, as does a system without a safe fork.
-    Raises ServerHalt when the server fails (see the module doc) and
+    to them when `keep_builtin_tools`). At most `concurrency` attempts run at
+    once. `progress` shows done / running / failed and tokens on stderr.
+    Raises ServerHalt when the server fails (see `runners.engine`) and
     KeyboardInterrupt on Ctrl-C, after writing the traces of the attempts in
     flight. `attempts` replaces the plan of `tasks` x `providers` x `repeat`
     (a doit target runs one); `on_attempt` is told of each attempt as soon as
@@ -68,43 +68,28 @@ def run_phase1(
     attempts = list(attempts) if attempts is not None else plan_attempts(tasks, providers, repeat)
     if runner_for is None:
         runner_for = runner_factory(config, runner, keep_builtin_tools=keep_builtin_tools)
-    max_requests = max_requests or config.timeouts.max_requests
-    pool: WorkerPool | None = None
-    count = worker_count(concurrency, len(attempts), workers)
-    if count > 1:
-        try:
-            pool = WorkerPool(
-                config, run_dir, attempts, runner_for, workers=count, concurrency=concurrency,
-                max_requests=max_requests,
-            )  # fmt: skip
-        except OSError:  # no POSIX semaphores for the shared counter (no /dev/shm): one process runs all
-            pool = None
-    with pool if pool is not None else contextlib.nullcontext():  # workers fork before the display's thread
-        display = Phase1Progress(err_console) if progress else None
+    display = Phase1Progress(err_console) if progress else None
 
-        def update(state: Phase1State, attempt: Attempt | None) -> None:
-            if display is not None:
-                display.update(state, attempt)
-            if attempt is not None and on_attempt is not None:
-                on_attempt(attempt)
+    def update(state: Phase1State, attempt: Attempt | None) -> None:
+        if display is not None:
+            display.update(state, attempt)
+        if attempt is not None and on_attempt is not None:
+            on_attempt(attempt)
 
-        try:
-            if pool is not None:
-                state = pool.run(update)
-            else:
-                state = anyio.run(
-                    functools.partial(
-                        run_attempts,
-                        config,
-                        run_dir,
-                        attempts,
-                        runner_for,
-                        concurrency=concurrency,
-                        max_requests=max_requests,
-                        on_change=update,
-                    )  # fmt: skip
-                )
-        finally:
-            if display is not None:
-                display.close()
+    try:
+        state = anyio.run(
+            functools.partial(
+                run_attempts,
+                config,
+                run_dir,
+                attempts,
+                runner_for,
+                concurrency=concurrency,
+                max_requests=max_requests or config.timeouts.max_requests,
+                on_change=update,
+            )
+        )
+    finally:
+        if display is not None:
+            display.close()
     return [attempt.trace for attempt in state.attempts if attempt.trace is not None]

@@ -21,11 +21,18 @@ Mapping:
 
 Limits: latency is only known when the runner measured it (`latencies`, by call
 id); otherwise it is 0 and the journal's figure replaces it.
+
+The same history is what a scripted model (provider `demo`) decides from:
+`user_prompt` and `tool_results` read it back for one, and are the public helpers
+a server's own `demo_agent.py` may use (see `runners/demo.py`).
 """
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -38,6 +45,7 @@ from pydantic_ai.messages import (
     ThinkingPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 
 from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, Usage, tool_call_from_result
@@ -178,3 +186,61 @@ def final_answer(messages: Sequence[ModelMessage]) -> str | None:
             text = "".join(part.content for part in message.parts if isinstance(part, TextPart))
             return text or None
     return None
+
+
+# --- Reading a history back, for scripted models --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """One tool call a model made and what came back, as a scripted model reads it.
+
+    `data` is the result parsed as JSON when it was JSON text, else the result as
+    it came (a private copy: changing it never changes the history); `text` is the
+    result as text (an error's message); `ok` is false for an error, a retry
+    prompt, and a call that got no answer.
+    """
+
+    tool: str
+    args: dict[str, Any]
+    ok: bool
+    data: Any
+    text: str
+
+
+def user_prompt(messages: Sequence[ModelMessage]) -> str:
+    """The text of the first user prompt in the history (the task's prompt), or "" when there is none."""
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
+                    return part.content
+    return ""
+
+
+def _tool_result(call: ToolCallPart, answer: ToolReturnPart | RetryPromptPart | None) -> ToolResult:
+    args = call.args_as_dict()
+    if answer is None:
+        return ToolResult(call.tool_name, args, False, None, "no result")
+    if isinstance(answer, RetryPromptPart):
+        return ToolResult(call.tool_name, args, False, None, answer.model_response())
+    data: Any = copy.deepcopy(answer.content)
+    text = data if isinstance(data, str) else json.dumps(data, default=str)
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except ValueError:
+            pass
+    return ToolResult(call.tool_name, args, answer.outcome not in ERROR_OUTCOMES, data, text)
+
+
+def tool_results(messages: Sequence[ModelMessage]) -> list[ToolResult]:
+    """Every tool call of the history with its result, in the order the calls were made."""
+    answers = _answers(messages)
+    return [
+        _tool_result(part, answers.get(part.tool_call_id))
+        for message in messages
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart)
+    ]
