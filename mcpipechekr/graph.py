@@ -1,4 +1,4 @@
-"""The doit build graph: every artifact a target, every action a call into `stages`.
+"""The doit build graph: every artifact a target, every action a call into `steps`.
 
 `dodo.py` at the project root only imports the `task_*` functions and
 `DOIT_CONFIG` from here.
@@ -53,7 +53,8 @@ from mcpipechekr.artifacts import RunDir, list_runs, list_traces
 from mcpipechekr.artifacts.trace import trace_path
 from mcpipechekr.config import PROVIDER_FLAGS, Config, ConfigOverrides, load_config, provider_flag
 from mcpipechekr.errors import UserError
-from mcpipechekr.runplan import RunPlan, plan_run
+from mcpipechekr.runplan import RunPlan
+from mcpipechekr.steps.stage import plan_run_folder
 from mcpipechekr.tasks import Task, load_tasks, select_tasks
 
 STATE_DIR = Path(".mcpipechekr")
@@ -240,17 +241,15 @@ def graph_inputs(settings: Settings) -> GraphInputs:
     try:
         config = load_graph_config(settings)
         tasks = select_tasks(load_tasks(config.paths.tasks), settings.task_ids, settings.tags)
-        if _preparing():
-            from mcpipechekr.server.workspace import prepare_repo
-
-            prepare_repo(config.server)  # before planning: the identity includes the repository's state
-        plan = plan_run(
+        plan = plan_run_folder(
             config,
-            task_ids=[task.task_id for task in tasks],
-            phase1=[str(config.providers.phase1), settings.runner, f"builtin={settings.keep_builtin_tools}"],
+            tasks,
+            runner=settings.runner,
+            keep_builtin_tools=settings.keep_builtin_tools,
             repeat=settings.repeat,
             new_run=settings.new_run,
             parameters=settings.given(),
+            prepare=_preparing(),
         )
     except UserError as exc:
         return GraphInputs(settings, error=exc.message)
@@ -311,18 +310,18 @@ def hold_project_lock() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Actions: thin wrappers that print a user error as a message instead of a traceback.
+# Actions: thin wrappers that print a user error as a message instead of a traceback, and fail the task
+# when the call returns False (doit's own rule for Python actions).
 
 
 def _action(fn: Callable[..., Any], *args: Any) -> tuple[Callable[..., bool], list[Any]]:
     @functools.wraps(fn)
     def run(*call_args: Any, **_params: Any) -> bool:
         try:
-            fn(*call_args)
+            return fn(*call_args) is not False
         except UserError as exc:
             console.print(f"[bold red]error:[/] {exc.format_message()}", markup=True, soft_wrap=True)
             return False
-        return True
 
     return (run, list(args))
 
@@ -345,7 +344,7 @@ def _p(path: str | Path) -> str:
 
 
 def _snapshot() -> None:
-    from mcpipechekr.stages import snapshot_step
+    from mcpipechekr.steps.snapshot import snapshot_step
 
     config, tasks, plan = _inputs().require()
     snapshot_step(config, plan, tasks)
@@ -365,14 +364,15 @@ def task__tools() -> dict[str, Any]:
     }
 
 
-def _planned(step: str) -> Callable[[], None]:
-    """An action calling `stages.<step>(config, run_dir)` for the planned run; imported when it runs."""
+def _planned(module: str, step: str) -> Callable[[], None]:
+    """An action calling `steps.<module>.<step>(config, run_dir)` for the planned run; the step is
+    imported when it runs, so that listing the graph stays quick."""
 
     def run() -> None:
-        from mcpipechekr import stages
+        import importlib
 
         config, _, plan = _inputs().require()
-        getattr(stages, step)(config, plan.run_dir)
+        getattr(importlib.import_module(f"mcpipechekr.steps.{module}"), step)(config, plan.run_dir)
 
     run.__name__ = step
     return run
@@ -386,7 +386,7 @@ def task_check() -> dict[str, Any]:
     config, _, plan = inputs.require()
     cases = [path for path in (config.check.cases, config.check.expected_failures) if path]
     return {
-        "actions": [_action(_planned("check_step"))],
+        "actions": [_action(_planned("check", "check_step"))],
         "file_dep": [_p(plan.run_dir.tools), *map(_p, cases)],
         "targets": [_p(plan.run_dir.check_report)],
         "uptodate": [config_changed(config.config_hash)],
@@ -401,7 +401,7 @@ def task_lint() -> dict[str, Any]:
         return _unavailable("lint", task_lint.__doc__, inputs.error)
     config, _, plan = inputs.require()
     return {
-        "actions": [_action(_planned("lint_step"))],
+        "actions": [_action(_planned("lint", "lint_step"))],
         "file_dep": [_p(plan.run_dir.tools)],
         "targets": [_p(plan.run_dir.tef_report)],
         "uptodate": [config_changed(config.config_hash)],
@@ -435,14 +435,13 @@ def task_trace() -> Iterator[dict[str, Any]]:
             target = trace_path(plan.run_dir, task.task_id, str(spec), repetition)
 
             def attempt(one: Task = task, number: int = repetition) -> None:  # doit reserves `task`
-                from mcpipechekr.stages import trace_step
+                from mcpipechekr.runners.engine import Attempt
+                from mcpipechekr.steps.trace import trace_step
 
                 trace_step(
                     config,
                     plan.run_dir,
-                    one,
-                    spec,
-                    number,
+                    [Attempt(one, spec, number)],
                     runner=inputs.settings.runner,
                     keep_builtin_tools=inputs.settings.keep_builtin_tools,
                 )
@@ -461,10 +460,10 @@ def task_trace() -> Iterator[dict[str, Any]]:
 
 
 def _evaluate(run_root: str) -> None:
-    from mcpipechekr.stages import evaluate_step
+    from mcpipechekr.steps.evaluate import evaluate_step
 
     config, _, _ = _inputs().require()
-    evaluate_step(config, RunDir(Path(run_root)))
+    evaluate_step(config, RunDir(Path(run_root)), require_baseline=True)
 
 
 def task_evaluate() -> Iterator[dict[str, Any]]:
@@ -517,7 +516,7 @@ def task_review() -> dict[str, Any]:
         return _unavailable("review", task_review.__doc__, inputs.error)
     _, _, plan = inputs.require()
     return {
-        "actions": [_action(_planned("review_step"))],
+        "actions": [_action(_planned("review", "require_decision"))],
         "file_dep": [_p(plan.run_dir.bug_report)],
         "targets": [_p(plan.run_dir.review)],
         "uptodate": [_review_is_current(plan.run_dir)],
@@ -532,7 +531,7 @@ def task_fix() -> dict[str, Any]:
         return _unavailable("fix", task_fix.__doc__, inputs.error)
     config, _, plan = inputs.require()
     return {
-        "actions": [_action(_planned("fix_step"))],
+        "actions": [_action(_planned("fix", "fix_step"))],
         "file_dep": [_p(plan.run_dir.bug_report), _p(plan.run_dir.review)],
         "targets": [_p(plan.run_dir.fix_record)],
         "uptodate": [config_changed(config.fix.model_dump(mode="json"))],
@@ -541,9 +540,9 @@ def task_fix() -> dict[str, Any]:
 
 
 def _report(config: Config, run_dir: RunDir) -> None:
-    from mcpipechekr.stages import report_step
+    from mcpipechekr.steps.summary import summary_step
 
-    report_step(config, [run_dir])
+    summary_step(config, [run_dir])
 
 
 def task_report() -> dict[str, Any]:
@@ -565,26 +564,18 @@ def task_report() -> dict[str, Any]:
 # Baseline: explicit only, and only the tasks that have no entry yet.
 
 
-def announce_project(config: Config) -> None:
-    """Name the project a long step works on: with `doit -f elsewhere/dodo.py` it is that folder's."""
-    source = display_path(config.source) if config.source else "no config file"
-    console.print(f"project {Path.cwd()}: {source}, server {config.server.name}", markup=False)
-
-
-def _baseline() -> None:
-    from mcpipechekr.baseline import build_baseline
+def _baseline() -> bool:
+    """Fails the task when a task's baseline could not be obtained (its entry is written with score 0)."""
+    from mcpipechekr.steps.baseline import baseline_step
 
     settings = current_settings()
-    config = load_graph_config(settings)
-    announce_project(config)
-    outcome = build_baseline(
-        config, task_ids=settings.task_ids, tags=settings.tags, regenerate=settings.regenerate_baseline
+    outcome = baseline_step(
+        load_graph_config(settings),
+        task_ids=settings.task_ids,
+        tags=settings.tags,
+        regenerate=settings.regenerate_baseline,
     )
-    console.print(
-        f"baseline: {len(outcome.baselined)} task(s) baselined, {len(outcome.kept)} kept → {outcome.path}"
-    )
-    if outcome.problems:
-        raise UserError("; ".join(outcome.problems))
+    return not outcome.problems
 
 
 def _baseline_complete() -> bool:
@@ -652,18 +643,13 @@ def build(targets: list[str], *, settings: Settings, parallel: int = 1) -> int:
 
 def run_loop(**params: Any) -> None:
     """lint → trace → evaluate → review → fix → restart, a new run each iteration, until exit or the cap."""
-    from mcpipechekr.artifacts import read_model
-    from mcpipechekr.artifacts.review import Review
-    from mcpipechekr.baseline import require_baseline
-    from mcpipechekr.preflight import LOOP_PHASES, check_preflight
-    from mcpipechekr.stages import report_step
+    from mcpipechekr.steps.session import committed_fixes, exited_at_review, start_session
+    from mcpipechekr.steps.summary import summary_step
 
     settings = current_settings()
     inputs = graph_inputs.__wrapped__(settings)  # the first iteration's plan, without touching the cache
     config, _, _ = inputs.require()  # config and task selection problems first
-    announce_project(config)
-    check_preflight(config, LOOP_PHASES, runner=settings.runner)  # what would stop a later step, now
-    require_baseline(config)  # before any cost: the loop needs the accepted answers to judge against
+    start_session(config, runner=settings.runner)  # before any cost: what would stop a later step
     session: list[RunDir] = []
     stop = ""
     for iteration in range(1, config.loop.max_iterations + 1):
@@ -677,25 +663,18 @@ def run_loop(**params: Any) -> None:
         settings = replace(settings, new_run=False)  # the run exists now: later steps work in it
         if build([f"evaluate:{plan.run_id}", "review"], settings=settings) != 0:
             raise UserError(f"the loop stopped at review of {plan.run_id} (see above)")
-        review = read_model(plan.run_dir.review, Review)
-        if review.decision == "exit":
+        if exited_at_review(plan.run_dir):
             stop = f"you ended the loop at the review of {plan.run_id}"
             break
         if build(["fix"], settings=settings) != 0:
             raise UserError(f"the loop stopped in the fix step of {plan.run_id} (see above)")
-        if not _committed(plan.run_dir):
+        if not committed_fixes(plan.run_dir):
             stop = f"nothing was committed in {plan.run_id}: nothing left to fix"
             break
     else:
         stop = f"loop.max_iterations ({config.loop.max_iterations}) reached"
-    report_step(config, session)
+    summary_step(config, session)
     console.print(f"loop finished: {stop}")
-
-
-def _committed(run_dir: RunDir) -> bool:
-    from mcpipechekr.artifacts.fix_record import read_fix_record
-
-    return run_dir.fix_record.exists() and bool(read_fix_record(run_dir.fix_record).commits)
 
 
 def task_loop() -> dict[str, Any]:

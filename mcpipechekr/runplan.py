@@ -1,4 +1,4 @@
-"""Run identity: which run folder an invocation works in.
+"""Run identity: which run folder an invocation works in, and the manifest it starts with.
 
 Why: doit rebuilds what changed, but a run folder is a record of one set of
 inputs. When the inputs that make runs comparable differ from the latest
@@ -8,11 +8,16 @@ artifacts belong in a new folder; otherwise the latest run is reused and only
 its stale targets are rebuilt (editing one task's prompt re-traces that task
 in the same run). `--new-run` always starts a fresh folder; folders are never
 overwritten.
+
+`new_manifest` pins everything that can change a run's outcome (versions,
+hashes, models, the redacted config) when its folder is created.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -20,10 +25,11 @@ from typing import Any
 
 from mcpipechekr import __version__
 from mcpipechekr._util.hashing import sha256_bytes, sha256_json
-from mcpipechekr.artifacts import Manifest, RunDir, list_runs, read_model
+from mcpipechekr.artifacts import Manifest, PhaseProviders, RunDir, ServerRef, list_runs, read_model, utc_now
 from mcpipechekr.artifacts.rundir import MAX_RUNS_PER_DAY, existing_run_numbers, format_run_id
-from mcpipechekr.config import Config
+from mcpipechekr.config import PHASES, Config
 from mcpipechekr.errors import UserError
+from mcpipechekr.tasks import Task, task_file_hash
 
 
 @dataclass(frozen=True)
@@ -140,3 +146,49 @@ def claim_run_dir(plan: RunPlan) -> bool:
                 f"{plan.run_dir.root} was created by another invocation meanwhile; run the command again"
             ) from None
         return False
+
+
+def server_ref(config: Config) -> ServerRef:
+    """How the server was reached, with secrets scrubbed, for the manifest."""
+    server = config.server
+    if server.command:
+        command = shlex.join([server.command, *server.args])
+        return ServerRef(name=server.name, transport="stdio", command=config.redactor.redact(command))
+    return ServerRef(name=server.name, transport="http", url=config.redactor.redact(server.url))
+
+
+def new_manifest(
+    config: Config,
+    run_id: str,
+    tasks: Sequence[Task],
+    *,
+    identity: str | None = None,
+    parameters: dict[str, Any] | None = None,
+    phase1: str | None = None,
+) -> Manifest:
+    """A run's manifest as it starts: everything that can change its outcome, pinned.
+
+    `phase1` names the Phase 1 models when a run compares several (comma-separated,
+    in order); default: the config's `providers.phase1`.
+    """
+    from mcpipechekr.server.workspace import repo_state  # deferred: `doit list` should not pay for GitPython
+
+    state = repo_state(config.server)
+    providers = {phase: str(config.providers.for_phase(phase)) for phase in PHASES}
+    if phase1 is not None:
+        providers["phase1"] = phase1
+    return Manifest(
+        run_id=run_id,
+        started_at=utc_now(),
+        harness_version=__version__,
+        mcp_server_sha=state.sha,
+        mcp_server_dirty=state.dirty,
+        task_file_hash=task_file_hash(config.paths.tasks),
+        providers=PhaseProviders(**providers),
+        config_hash=config.config_hash,
+        config=config.redacted_dump(),
+        server=server_ref(config),
+        task_ids=[task.task_id for task in tasks],
+        identity=identity,
+        parameters=parameters or {},
+    )

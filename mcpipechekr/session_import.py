@@ -26,9 +26,9 @@ is none yet or `new_run` asks for one (with a manifest and the tools.json the
 names were mapped against). Secrets of the config are redacted from it like
 from any trace.
 
-This module sits beside `pipeline.py`, not in `runners/`, whose converters it
+This module sits above `steps/`, not in `runners/`, whose converters it
 reuses: making a run (its manifest and tools.json) is the harness's business,
-and the runners know nothing of runs.
+done as the steps do it, and the runners know nothing of runs.
 """
 
 from __future__ import annotations
@@ -56,7 +56,6 @@ from mcpipechekr.artifacts.rundir import LATEST, open_run
 from mcpipechekr.artifacts.trace import ToolCall, Trace, trace_path, write_trace
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.pipeline import new_manifest, server_tools
 from mcpipechekr.runners.base import RunnerOutput
 from mcpipechekr.runners.claude_code import (
     claude_client_version,
@@ -70,8 +69,10 @@ from mcpipechekr.runners.opencode import (
     opencode_session_prompt,
 )
 from mcpipechekr.runners.tool_names import CLAUDE_MCP_PREFIX, SessionClient, ToolNameMapping, map_tool_names
+from mcpipechekr.runplan import new_manifest
 from mcpipechekr.server.lifecycle import ServerUnderTest
 from mcpipechekr.server.workspace import prepare_repo
+from mcpipechekr.steps.snapshot import server_tools
 from mcpipechekr.tasks import Task, load_tasks
 
 SessionKind = SessionClient

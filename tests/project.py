@@ -1,4 +1,4 @@
-"""A copy of the project a user runs doit in, and doit run in it as a subprocess.
+"""A copy of the project a user runs doit in, and doit (or mcpipechekr) run in it as a subprocess.
 
 Shared by the tests that drive the doit graph, so each builds its copy the same
 way: the files a user has (dodo.py, config.yaml, tasks.yaml, checks/, examples/),
@@ -31,6 +31,13 @@ def doit(
 ) -> subprocess.CompletedProcess[str]:
     """`python -m doit ARGS` in the project, without a terminal (stdin is /dev/null)."""
     return _run_in(project, env, [sys.executable, "-m", "doit", *args], timeout)
+
+
+def mcpipechekr(
+    project: Path, env: dict[str, str], *args: str, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`python -m mcpipechekr ARGS` in the project, without a terminal (stdin is /dev/null)."""
+    return _run_in(project, env, [sys.executable, "-m", "mcpipechekr", *args], timeout)
 
 
 def installed(

@@ -17,14 +17,19 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from mcpipechekr.artifacts import Bug, BugReport, RunDir, create_run_dir, write_model
+from mcpipechekr.artifacts import Bug, BugReport, RunDir, create_run_dir, read_model, write_model
 from mcpipechekr.artifacts.fix_record import read_fix_record
 from mcpipechekr.cli import main
 from mcpipechekr.config import Config, load_config
 from mcpipechekr.errors import ServerHalt, UserError
+from mcpipechekr.findings.bugs import bug_finding_id, register_bug_report
+from mcpipechekr.findings.home import HOME_ENV, Home
+from mcpipechekr.findings.lifecycle import record_verification
+from mcpipechekr.findings.store import load_findings
 from mcpipechekr.fix import FixAgent, run_fix_loop
 from mcpipechekr.review import record_decision
 from mcpipechekr.server.workspace import prepare_repo
+from mcpipechekr.steps.fix import fix_step
 
 pytestmark = pytest.mark.slow
 
@@ -334,6 +339,28 @@ def test_unhealthy_server_after_a_fix_halts_naming_the_commit(
     assert record.health is not None and not record.health.healthy and record.health.after_commit == sha
     assert "exited with code 1" in (record.health.error or "") and record.finished_at is not None
     assert log_messages(repo) == [f"fix: {GAP_ID}", "Initial import of emailindex"]
+
+
+def test_the_fix_step_claims_the_commit_made_before_a_halt_and_claims_nothing_when_refused(
+    tmp_path, emailindex_dir, emailindex_db, monkeypatch
+) -> None:
+    monkeypatch.delenv(HOME_ENV, raising=False)  # the config's paths.home is the findings home
+    config, repo, run = shell_project(tmp_path, emailindex_dir, emailindex_db, health_timeout=10)
+    write_report(run, [gap_bug(900), fts_bug(100)])
+    home = Home.resolve(config.paths.home)
+    register_bug_report(home, read_model(run.bug_report, BugReport), server=config.server.name)
+    record_decision(run, "approve")
+
+    with pytest.raises(ServerHalt):
+        fix_step(config, run)  # the first fix is committed, then the server does not start
+    assert {f.bug_id: f.state for f in load_findings(home)} == {GAP_ID: "fix-claimed", FTS_ID: "open"}
+
+    record_verification(
+        home, bug_finding_id(GAP_ID), run_id="run-20990101-001", passed=True, binding="b", probe="p"
+    )
+    with pytest.raises(UserError, match="already fixed"):
+        fix_step(config, run)  # an earlier invocation's commits are not claimed again
+    assert {f.bug_id: (f.state, f.streak) for f in load_findings(home)}[GAP_ID] == ("verifying", 1)
 
 
 def test_ctrl_c_during_a_bug_leaves_no_half_made_fix(tmp_path, emailindex_dir, emailindex_db, monkeypatch):

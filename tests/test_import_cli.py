@@ -216,7 +216,7 @@ def bug_ids(project: Path, run: RunDir) -> list[str]:
         catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output
-    return sorted(bug["id"] for bug in json.loads(result.output)["bugs"])
+    return sorted(bug["id"] for bug in json.loads(result.stdout)["bugs"])  # the summary is on stderr
 
 
 @pytest.fixture(scope="module")

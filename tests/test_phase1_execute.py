@@ -29,6 +29,7 @@ from mcpipechekr.config import Config, ServerConfig, TimeoutsConfig
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.base import RunRequest
+from mcpipechekr.runners.engine import Attempt
 from mcpipechekr.runners.execute import run_phase1
 from mcpipechekr.tasks import Task
 
@@ -274,6 +275,36 @@ def http_url() -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_given_attempts_run_alone_each_reported_as_soon_as_its_trace_is_written(tmp_path: Path) -> None:
+    runner = ClientRunner(lambda request: [("echo", {"text": request.task.task_id})])
+    reported: list[tuple[str, int, str]] = []
+
+    def finished(attempt: Attempt) -> None:
+        assert attempt.trace is not None and read_trace(attempt.trace).task_id == attempt.task.task_id
+        assert (tmp_path / "journals" / f"{attempt.trace.stem}.jsonl").exists()
+        reported.append((attempt.task.task_id, attempt.repetition, attempt.state))
+
+    paths = run_phase1(
+        _config(),
+        tmp_path,
+        (),
+        (),
+        attempts=[Attempt(_task("second"), B, 3), Attempt(_task("first"), A, 1)],
+        concurrency=1,
+        runner_for=lambda spec: runner,
+        progress=False,
+        on_attempt=finished,
+    )
+    assert [path.name for path in paths] == [
+        "second__openai_model-b__r003.json",
+        "first__openai_model-a__r001.json",
+    ]
+    assert reported == [("second", 3, "completed"), ("first", 1, "completed")]
+    assert sorted(path.name for path in (tmp_path / "traces").iterdir()) == sorted(
+        path.name for path in paths
+    )
 
 
 def test_an_http_server_is_reached_through_the_run_proxy(http_url: str, tmp_path: Path) -> None:

@@ -1,4 +1,8 @@
-"""A harness run: its manifest, its secrets, and how runs end when things go wrong (the graph: test_graph)."""
+"""A run opened by the steps: its manifest, its secrets, and how runs end when things go wrong.
+
+Both front ends open a run through `steps.snapshot.snapshot_step` and run each
+step inside `steps.stage.run_stage`; the graph's own behaviour is in test_graph.
+"""
 
 from __future__ import annotations
 
@@ -21,9 +25,12 @@ from mcpipechekr.artifacts import (
     read_model,
 )
 from mcpipechekr.cli import main
-from mcpipechekr.config import load_config
+from mcpipechekr.config import Config, load_config
 from mcpipechekr.errors import ServerHalt
-from mcpipechekr.pipeline import harness_run
+from mcpipechekr.runplan import RunPlan
+from mcpipechekr.steps.snapshot import snapshot_step
+from mcpipechekr.steps.stage import plan_run_folder, run_stage
+from mcpipechekr.tasks import load_tasks
 
 TINY = Path(__file__).parent / "servers" / "tiny_server.py"
 PLANTED = "sk-test-PLANTED-4f1c9b2e7d"
@@ -71,40 +78,76 @@ def all_bytes(folder: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
 
 
+def open_run(config: Config) -> RunPlan:
+    """A new run opened as `mcpipechekr run` opens it: planned, then the snapshot step."""
+    tasks = load_tasks(config.paths.tasks).tasks
+    plan = plan_run_folder(config, tasks, runner="native", keep_builtin_tools=False, repeat=1, new_run=True)
+    snapshot_step(config, plan, tasks)
+    return plan
+
+
 def test_secrets_never_reach_the_run_folder(tmp_path: Path) -> None:
     config = load_config(write_config(tmp_path), environ={"TINY_API_KEY": PLANTED})
     assert config.server.env["TINY_API_KEY"] == PLANTED  # the server does get it
-    with harness_run(config) as run:
-        assert run.server.call_tool("echo", {"text": "hi"}).content[0].text == "hi"
-    manifest = orjson.loads(run.run_dir.manifest.read_bytes())
+    plan = open_run(config)
+    manifest = orjson.loads(plan.run_dir.manifest.read_bytes())
     assert manifest["config"]["server"]["env"]["TINY_API_KEY"] == "${TINY_API_KEY}"
-    assert manifest["status"] == "completed"
-    assert PLANTED.encode() not in all_bytes(run.run_dir.root)
+    assert manifest["status"] == "completed" and manifest["identity"] == plan.identity
+    assert [tool["name"] for tool in orjson.loads(plan.run_dir.tools.read_bytes())["tools"]] == [
+        "echo",
+        "pid",
+        "sleep",
+    ]
+    assert PLANTED.encode() not in all_bytes(plan.run_dir.root)
 
 
 def test_a_server_that_dies_at_start_fails_the_run_with_its_reason(tmp_path: Path) -> None:
     config = load_config(write_config(tmp_path, "--exit-at-start", "3"), environ={"TINY_API_KEY": PLANTED})
     with pytest.raises(ServerHalt, match="exited with code 3"):
-        with harness_run(config):
-            pytest.fail("a run must not start on a dead server")
+        open_run(config)
     (run,) = list_runs(tmp_path / "runs")
     manifest = read_model(run.manifest, Manifest)
     assert manifest.status == "failed"
-    assert (
-        manifest.status_reason is not None and "exited with code 3 during start-up" in manifest.status_reason
-    )
+    assert manifest.status_reason is not None and manifest.status_reason.startswith("tools: ")
+    assert "exited with code 3 during start-up" in manifest.status_reason
     assert "missing DATABASE_URL" in run.server_stderr_log.read_text()  # stderr is kept in the run
     assert not run.tools.exists()
 
 
+def test_mcpipechekr_run_on_a_dead_server_leaves_the_run_failed(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "--exit-at-start", "3")
+    result = CliRunner(env={"TINY_API_KEY": PLANTED}).invoke(
+        main, ["run", "--config", str(config)], catch_exceptions=False
+    )
+    assert result.exit_code == 2 and "exited with code 3 during start-up" in result.output
+    (run,) = list_runs(tmp_path / "runs")
+    assert read_model(run.manifest, Manifest).status == "failed"
+    assert not list_traces(run)
+
+
 def test_ctrl_c_marks_the_run_interrupted(tmp_path: Path) -> None:
     config = load_config(write_config(tmp_path), environ={"TINY_API_KEY": PLANTED})
+    plan = open_run(config)
     with pytest.raises(KeyboardInterrupt):
-        with harness_run(config) as run:
+        with run_stage(config, plan.run_dir, "trace") as manifest:
+            assert manifest is not None and manifest.status == "running"
+            assert read_model(plan.run_dir.manifest, Manifest).status == "running"
             raise KeyboardInterrupt
-    manifest = read_model(run.run_dir.manifest, Manifest)
+    manifest = read_model(plan.run_dir.manifest, Manifest)
     assert manifest.status == "interrupted"
-    assert not run.server.running
+    assert manifest.status_reason == "trace: interrupted by the user (Ctrl-C)"
+    assert manifest.finished_at is not None
+
+
+def test_a_step_that_fails_records_its_redacted_reason(tmp_path: Path) -> None:
+    config = load_config(write_config(tmp_path), environ={"TINY_API_KEY": PLANTED})
+    plan = open_run(config)
+    with pytest.raises(RuntimeError):
+        with run_stage(config, plan.run_dir, "evaluate"):
+            raise RuntimeError(f"the model said {PLANTED}\nand more")
+    manifest = read_model(plan.run_dir.manifest, Manifest)
+    assert manifest.status == "failed"
+    assert manifest.status_reason == "evaluate: the model said ${TINY_API_KEY}"
 
 
 def test_server_health_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

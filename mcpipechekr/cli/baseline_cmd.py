@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import click
 
-from mcpipechekr._util.console import console, err_console
-from mcpipechekr.baseline import build_baseline
 from mcpipechekr.cli.common import (
     config_options,
     effective_config,
@@ -13,6 +11,7 @@ from mcpipechekr.cli.common import (
     server_options,
     task_selection_options,
 )
+from mcpipechekr.steps.baseline import baseline_step
 
 
 @click.command("baseline")
@@ -41,23 +40,6 @@ def baseline_command(
     Exits 0 when every result was obtained, 1 when a task's calls or agent
     failed (its entry is written with score 0), 2 for bad input.
     """
-    config = effective_config(ctx)
-    outcome = build_baseline(config, task_ids=task_ids, tags=tags, regenerate=regenerate)
-    for task_id in outcome.kept:
-        console.print(f"kept       {task_id}", markup=False, highlight=False)
-    if outcome.baseline is not None:
-        for task_id in outcome.baselined:
-            entry = outcome.baseline.entry(task_id)
-            assert entry is not None
-            console.print(
-                f"baselined  {task_id}: {entry.method}, plausibility {entry.plausibility_score:.2f} "
-                f"({entry.evaluator})",
-                markup=False,
-                highlight=False,
-            )
-    for problem in outcome.problems:
-        err_console.print(f"warning: {problem}", markup=False, highlight=False)
-    verb = "wrote" if outcome.written else "unchanged:"
-    console.print(f"{verb} {outcome.path}", markup=False, highlight=False)
+    outcome = baseline_step(effective_config(ctx), task_ids=task_ids, tags=tags, regenerate=regenerate)
     if outcome.problems:
         ctx.exit(1)

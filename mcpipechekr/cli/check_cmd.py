@@ -13,9 +13,9 @@ from mcpipechekr._util.console import console, err_console
 from mcpipechekr.artifacts.atomic import atomic_write_text
 from mcpipechekr.artifacts.check_report import LAYERS
 from mcpipechekr.check.report import FORMATS, render, text_lines
-from mcpipechekr.check.runner import run_check
 from mcpipechekr.cli.common import effective_config, server_options
 from mcpipechekr.config import DEFAULT_CONFIG_FILE
+from mcpipechekr.steps.check import check_step
 
 _FILE = click.Path(path_type=Path, dir_okay=False)
 
@@ -88,8 +88,9 @@ def check_command(
     """
     config = effective_config(ctx)
     with _progress() as progress:
-        report = run_check(
+        report = check_step(
             config,
+            None,
             layers=layers or LAYERS,
             cases_path=cases_path,
             expected_failures_path=expected_failures_path,

@@ -7,7 +7,8 @@ import click
 from mcpipechekr._util.console import console, err_console
 from mcpipechekr.artifacts.atomic import dumps_json
 from mcpipechekr.cli.common import config_options, effective_config, provider_option, server_options
-from mcpipechekr.lint import lint, render_text
+from mcpipechekr.lint import render_text
+from mcpipechekr.steps.lint import lint_step
 
 
 @click.command("lint")
@@ -57,8 +58,9 @@ def lint_command(
     input or a server that cannot be reached.
     """
     config = effective_config(ctx)
-    outcome = lint(
+    outcome = lint_step(
         config,
+        None,
         repeat=repeat,
         accept_risks=accept_risks,
         accept_reason=accept_reason,

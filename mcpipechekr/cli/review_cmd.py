@@ -11,18 +11,12 @@ from click.core import ParameterSource
 from rich.text import Text
 
 from mcpipechekr._util.console import console
-from mcpipechekr._util.yamlsrc import display_path
+from mcpipechekr.artifacts.review import ReviewDecision
 from mcpipechekr.cli.common import config_options, effective_config, resolve_run
 from mcpipechekr.config import DEFAULT_CONFIG_FILE, Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.review import (
-    describe_decision,
-    interactive_review,
-    record_decision,
-    review_checkpoint,
-    show_review,
-    write_session_summary,
-)
+from mcpipechekr.steps.review import review_step
+from mcpipechekr.steps.summary import summary_step
 
 
 @click.command("review")
@@ -74,34 +68,35 @@ def review_command(
     if approve and exit_:
         raise UserError("--approve and --exit are mutually exclusive: choose one decision.")
     run_dir = resolve_run(ctx, run)  # a run folder given as a path needs no config
-    decision = "approve" if approve else "exit" if exit_ else None
-    if decision is not None:
-        if interactive:
-            raise UserError("--interactive asks for the decision at the prompt; drop --approve/--exit.")
-        config = _fix_config(ctx) if decision == "approve" else None
-        show_review(run_dir, console)
-        review = record_decision(run_dir, decision, annotations, config=config)
-        console.print(Text(describe_decision(review) + f" → {display_path(run_dir.review)}"))
-    elif interactive or (interactive is None and sys.stdin.isatty()):
-        review = interactive_review(run_dir, console, _prompt_with(annotations), config=_fix_config(ctx))
-    else:
-        if annotations:
-            raise UserError(
-                "--annotate is recorded with a decision: add --approve or --exit (nothing was recorded)."
-            )
-        found = review_checkpoint(run_dir, console, interactive=False)
-        if found is None:
-            ctx.exit(2)
+    decision: ReviewDecision | None = "approve" if approve else "exit" if exit_ else None
+    if decision is not None and interactive:
+        raise UserError("--interactive asks for the decision at the prompt; drop --approve/--exit.")
+    asking = decision is None and (interactive or (interactive is None and sys.stdin.isatty()))
+    if decision is None and not asking and annotations:
+        raise UserError(
+            "--annotate is recorded with a decision: add --approve or --exit (nothing was recorded)."
+        )
+    review = review_step(
+        _project_config(ctx) if decision == "approve" or asking else None,
+        run_dir,
+        decision=decision,
+        annotations=annotations if decision is not None else (),
+        interactive=asking,
+        input_fn=_prompt_with(annotations) if asking else None,
+    )
+    if review is None:
+        ctx.exit(2)
+    if decision is None and not asking:
         return  # a decision recorded earlier: shown, not made again
     if review.decision == "approve":
         console.print(Text(f"next: `mcpipechekr fix {run_dir.run_id}` works through the approved bugs."))
     else:
-        summary = write_session_summary([run_dir], run_dir.session_summary)
-        console.print(Text(f"session summary → {display_path(summary)}"))
+        summary_step(_project_config(ctx), [run_dir])
 
 
-def _fix_config(ctx: click.Context) -> Config | None:
-    """The config the fix step will run with, to check an approval against; None where there is none.
+def _project_config(ctx: click.Context) -> Config | None:
+    """The project's config: the fix step's, to check an approval against, and the findings home's for
+    the summary; None where there is none.
 
     A run folder may be reviewed away from its project (no config.yaml, --config
     left at its default): then there is nothing to check the approval against.

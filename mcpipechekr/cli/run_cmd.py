@@ -17,12 +17,14 @@ from mcpipechekr.cli.common import (
     task_selection_options,
 )
 from mcpipechekr.config import Config
-from mcpipechekr.pipeline import harness_run, phase1_for_run
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.base import DEMO_MODEL_LABEL
-from mcpipechekr.runners.engine import DEFAULT_CONCURRENCY
+from mcpipechekr.runners.engine import DEFAULT_CONCURRENCY, plan_attempts
 from mcpipechekr.runners.registry import AGENT_RUNNERS, DEFAULT_RUNNER, runner_factory
-from mcpipechekr.stages import record_call_evidence
+from mcpipechekr.steps.snapshot import snapshot_step
+from mcpipechekr.steps.stage import plan_run_folder
+from mcpipechekr.steps.trace import trace_step
+from mcpipechekr.tasks import load_tasks, select_tasks
 
 
 def phase1_providers(config: Config, given: tuple[str, ...]) -> list[ProviderSpec]:
@@ -118,7 +120,9 @@ def run_command(
     every MCP message (runs/RUN/journals/), and each trace
     (runs/RUN/traces/TASK__PROVIDER__rNNN.json) takes its tool calls from that
     journal. An attempt that times out (timeouts.task_s) or reaches
-    --max-requests ends with that status and the run goes on.
+    --max-requests ends with that status and the run goes on. Each finished
+    attempt's calls go to the findings home at once. Every run gets a new run
+    folder (models vary between runs; doit's targets reuse a run instead).
 
     Exit codes: 0 the run finished (whatever each attempt's status); 2 bad
     input, or the server failed (the error names the task; traces written so
@@ -127,20 +131,32 @@ def run_command(
     config = effective_config(ctx)
     specs = phase1_providers(config, phase1_provider)
     runner_factory(config, runner, keep_builtin_tools=keep_builtin_tools)  # refuses bad flags before a run
-    with harness_run(config, task_ids, tags) as run:
-        console.print(
-            f"{run.run_dir.run_id}: {len(run.tasks)} task(s) x {len(specs)} provider(s) x {repeat} "
-            f"({', '.join(_shown(str(spec)) for spec in specs)}; concurrency {concurrency})"
-        )
-        paths = phase1_for_run(
-            run,
-            specs,
-            repeat=repeat,
-            concurrency=concurrency,
-            runner=runner,
-            keep_builtin_tools=keep_builtin_tools,
-            max_requests=max_requests or config.timeouts.max_requests,
-        )
-        record_call_evidence(config, run.run_dir, sorted((run.run_dir.root / "journals").glob("*.jsonl")))
+    tasks = select_tasks(load_tasks(config.paths.tasks), task_ids, tags)
+    attempts = plan_attempts(tasks, specs, repeat)
+    plan = plan_run_folder(
+        config,
+        tasks,
+        providers=specs,
+        runner=runner,
+        keep_builtin_tools=keep_builtin_tools,
+        repeat=repeat,
+        new_run=True,
+        parameters={"keep_builtin_tools": True} if keep_builtin_tools else {},
+    )
+    snapshot_step(config, plan, tasks, providers=specs)
+    console.print(
+        f"{plan.run_id}: {len(tasks)} task(s) x {len(specs)} provider(s) x {repeat} "
+        f"({', '.join(_shown(str(spec)) for spec in specs)}; concurrency {concurrency})"
+    )
+    paths = trace_step(
+        config,
+        plan.run_dir,
+        attempts,
+        concurrency=concurrency,
+        runner=runner,
+        keep_builtin_tools=keep_builtin_tools,
+        max_requests=max_requests,
+        progress=True,
+    )
     console.print(_summary(paths), soft_wrap=True)
-    console.print(f"{len(paths)} trace(s) in {run.run_dir.traces}")
+    console.print(f"{len(paths)} trace(s) in {plan.run_dir.traces}")

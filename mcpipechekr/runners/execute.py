@@ -14,7 +14,7 @@ model that takes 1-3 s per request: the processes gain nothing.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -23,7 +23,14 @@ from mcpipechekr._util.console import err_console
 from mcpipechekr.artifacts.rundir import RunDir
 from mcpipechekr.config import Config
 from mcpipechekr.providers import ProviderSpec
-from mcpipechekr.runners.engine import DEFAULT_CONCURRENCY, RunnerFor, plan_attempts, run_attempts
+from mcpipechekr.runners.engine import (
+    DEFAULT_CONCURRENCY,
+    Attempt,
+    Phase1State,
+    RunnerFor,
+    plan_attempts,
+    run_attempts,
+)
 from mcpipechekr.runners.progress import Phase1Progress
 from mcpipechekr.runners.registry import DEFAULT_RUNNER, runner_factory
 from mcpipechekr.tasks import Task
@@ -42,6 +49,8 @@ def run_phase1(
     keep_builtin_tools: bool = False,
     max_requests: int | None = None,
     progress: bool = True,
+    attempts: Sequence[Attempt] | None = None,
+    on_attempt: Callable[[Attempt], None] | None = None,
 ) -> list[Path]:
     """Run every task with every provider `repeat` times; returns the trace files written, in plan order.
 
@@ -51,12 +60,22 @@ def run_phase1(
     once. `progress` shows done / running / failed and tokens on stderr.
     Raises ServerHalt when the server fails (see `runners.engine`) and
     KeyboardInterrupt on Ctrl-C, after writing the traces of the attempts in
-    flight.
+    flight. `attempts` replaces the plan of `tasks` x `providers` x `repeat`
+    (a doit target runs one); `on_attempt` is told of each attempt as soon as
+    it is finished and its trace written (not those cancelled by another's
+    server halt, Ctrl-C or the phase timeout).
     """
-    attempts = plan_attempts(tasks, providers, repeat)
+    attempts = list(attempts) if attempts is not None else plan_attempts(tasks, providers, repeat)
     if runner_for is None:
         runner_for = runner_factory(config, runner, keep_builtin_tools=keep_builtin_tools)
     display = Phase1Progress(err_console) if progress else None
+
+    def update(state: Phase1State, attempt: Attempt | None) -> None:
+        if display is not None:
+            display.update(state, attempt)
+        if attempt is not None and on_attempt is not None:
+            on_attempt(attempt)
+
     try:
         state = anyio.run(
             functools.partial(
@@ -67,7 +86,7 @@ def run_phase1(
                 runner_for,
                 concurrency=concurrency,
                 max_requests=max_requests or config.timeouts.max_requests,
-                on_change=display.update if display else None,
+                on_change=update,
             )
         )
     finally:

@@ -1,0 +1,53 @@
+"""Phase 2, `evaluate`: a run's traces → bug_report.json and phase2_narrative.md, then the findings hand-off.
+
+Both front ends get the same evaluation and the same hand-off: the run's bugs
+are registered as findings, and every finding a fix claimed is judged by this
+run (`handoff.register_and_verify`). The lines that describe the report are
+printed here, once, for both.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from mcpipechekr._util.console import console
+from mcpipechekr._util.yamlsrc import display_path
+from mcpipechekr.artifacts import BugReport, RunDir
+from mcpipechekr.config import Config
+from mcpipechekr.steps.handoff import register_and_verify
+from mcpipechekr.steps.stage import run_stage
+
+
+def evaluate_step(
+    config: Config, run_dir: RunDir, *, require_baseline: bool = False, out: Console = console
+) -> BugReport:
+    """Evaluate the run, describe the report on `out`, register and verify its findings; return the report.
+
+    `require_baseline` refuses to evaluate before runs/baseline.json exists
+    (the loop judges answers against it); without it, a missing baseline is a
+    note in the report and answers go unchecked.
+    """
+    from mcpipechekr.baseline import require_baseline as baseline_exists
+    from mcpipechekr.evaluate import evaluate_run
+
+    if require_baseline:
+        baseline_exists(config)
+    with run_stage(config, run_dir, "evaluate"):
+        report = evaluate_run(config, run_dir)
+        for line in report_lines(report, run_dir):
+            out.print(line, markup=False)
+        register_and_verify(config, run_dir, report, out=out)
+    return report
+
+
+def report_lines(report: BugReport, run_dir: RunDir) -> list[str]:
+    """What a bug report says, in a few lines: counts and files, one line per bug, the notes."""
+    files = f"{display_path(run_dir.bug_report)}, {display_path(run_dir.phase2_narrative)}"
+    counts = f"{len(report.bugs)} bug(s), {len(report.review_flags)} answer(s) to review"
+    lines = [f"{report.run_id}: {counts} → {files}"]
+    lines += [
+        f"  {bug.id}  {bug.severity}  x{bug.occurrences}  gap {bug.token_cost_of_gap:,} tokens"
+        for bug in report.bugs
+    ]
+    lines += [f"note: {note}" for note in report.notes]
+    return lines

@@ -1,0 +1,73 @@
+"""Phase 3, `fix`: the approved bugs fixed one commit at a time, and each commit claimed as a finding's fix.
+
+The claim is part of the step, not of a front end: whichever front end ran
+the fix loop, a committed fix turns its bug's finding fix-claimed, so later
+runs verify it (three greens close it). Commits made before a fix broke the
+server, or before Ctrl-C, stand in the repository and are claimed too.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.console import Console
+from rich.table import Table
+
+from mcpipechekr._util.console import console
+from mcpipechekr.artifacts import RunDir, utc_now
+from mcpipechekr.artifacts.fix_record import FixRecord, read_fix_record
+from mcpipechekr.config import Config
+from mcpipechekr.server.workspace import prepare_repo
+from mcpipechekr.steps.handoff import claim_fixes
+from mcpipechekr.steps.stage import run_stage
+
+
+def fix_step(config: Config, run_dir: RunDir, *, again: bool = False, out: Console = console) -> FixRecord:
+    """Run the fix loop on the approved report (`fix.loop.run_fix_loop`), claim its commits, describe it.
+
+    `again` runs it on a report that was already fixed. Raises what the loop
+    raises (UserError when the report is not approved, ServerHalt when a fix
+    leaves the server unhealthy), after claiming the commits it made.
+    """
+    from mcpipechekr.fix.loop import run_fix_loop
+
+    prepare_repo(config.server)
+    begun = utc_now()
+    with run_stage(config, run_dir, "fix"):
+        try:
+            record = run_fix_loop(config, run_dir, console=out, again=again)
+        except BaseException:
+            made = _record_since(run_dir, begun)
+            if made is not None:
+                claim_fixes(config, made)
+            raise
+        claim_fixes(config, record)
+    out.print(fix_table(record))
+    if record.health is not None:
+        out.print(
+            f"server healthy after the fixes: {record.health.tools} tool(s) in {record.health.elapsed_s}s",
+            markup=False,
+        )
+    elif not record.commits:
+        out.print("nothing committed: the server's code is unchanged", markup=False)
+    out.print(f"wrote {run_dir.fix_record}", markup=False)
+    return record
+
+
+def _record_since(run_dir: RunDir, begun: datetime) -> FixRecord | None:
+    """fix.json as the loop left it, when this very invocation wrote it (an older one claims nothing)."""
+    if not run_dir.fix_record.exists():
+        return None
+    record = read_fix_record(run_dir.fix_record)
+    return record if record.started_at >= begun else None
+
+
+def fix_table(record: FixRecord) -> Table:
+    """One row per bug: what the fix loop did with it."""
+    table = Table(title=f"{record.run_id}: fixes in {record.repo}", title_justify="left")
+    for column in ("bug", "status", "runs", "commit", "files / reason"):
+        table.add_column(column, overflow="fold")
+    for bug in record.bugs:
+        detail = ", ".join(bug.files_changed) if bug.status == "committed" else (bug.reason or "")
+        table.add_row(bug.bug_id, bug.status, str(bug.iterations), (bug.commit or "")[:7], detail)
+    return table

@@ -1,0 +1,93 @@
+"""The findings hand-offs: what a step gives the findings home, which outlasts any one run.
+
+- after each Phase 1 attempt, its capture journal as call records
+  (`record_call_evidence`), so failures that recur across runs and real use
+  are seen;
+- after an evaluation, the run's bugs as findings, and a verdict on every
+  finding a fix claimed (`register_and_verify`);
+- after a fix commit, the claim (`claim_fixes`): the bug's finding becomes
+  fix-claimed, and later runs verify it.
+
+Each is safe to repeat: event ids are derived, a report recorded twice is a
+replay, and claiming the same commit again in a row changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from mcpipechekr._util.console import console
+from mcpipechekr.artifacts import BugReport, RunDir
+from mcpipechekr.artifacts.atomic import atomic_write_text
+from mcpipechekr.artifacts.fix_record import FixRecord
+from mcpipechekr.config import Config
+from mcpipechekr.findings.home import HOME_ENV, Home
+from mcpipechekr.server.workspace import repo_state
+
+if TYPE_CHECKING:
+    from mcpipechekr.findings.lifecycle import Transition
+
+
+def findings_home(config: Config | None) -> Home:
+    """$MCPIPECHEKR_HOME when set, else config.yaml's `paths.home` (without a config: `.mcpipechekr/`)."""
+    return Home.resolve(os.environ.get(HOME_ENV) or (config.paths.home if config is not None else None))
+
+
+def record_call_evidence(config: Config, run_dir: RunDir, journals: Iterable[Path]) -> None:
+    """Hand Phase 1 capture journals to the findings home as call records; a missing journal (the
+    attempt never reached the server) is passed over."""
+    from mcpipechekr.findings.phase1 import records_from_journal
+    from mcpipechekr.findings.records import append_records
+
+    home = findings_home(config)
+    for journal in journals:
+        if journal.exists():
+            session = f"{run_dir.run_id}/{journal.stem}"
+            append_records(home, records_from_journal(journal, config.server.name, session, home=home))
+
+
+def register_and_verify(
+    config: Config, run_dir: RunDir, report: BugReport, *, out: Console = console
+) -> None:
+    """Register the run's bugs as findings, then judge every followed finding by this run.
+
+    A fixed bug that is absent from this run's report is one green verification;
+    present again, it is red, and a closed finding coming back is a regression.
+    The outcome goes to `out` and to the end of phase2_narrative.md.
+    """
+    from mcpipechekr.findings.bugs import register_bug_report
+    from mcpipechekr.findings.reverify import verify_from_bug_report, verify_registered_probes
+
+    home = findings_home(config)
+    register_bug_report(home, report, server=config.server.name)
+    outcome = verify_from_bug_report(home, report, server_revision=repo_state(config.server).sha).merge(
+        verify_registered_probes(home, config.server, run_id=run_dir.run_id)
+    )
+    lines = outcome.summary_lines()
+    if not lines:
+        return
+    for line in lines:
+        out.print(line, markup=False)
+    narrative = run_dir.phase2_narrative.read_text(encoding="utf-8").rstrip("\n")
+    block = "\n".join(f"    {line}" for line in lines)
+    atomic_write_text(
+        run_dir.phase2_narrative, f"{narrative}\n\n## Findings verified by this run\n\n{block}\n"
+    )
+
+
+def claim_fixes(config: Config, record: FixRecord) -> list[Transition]:
+    """Claim each committed fix of `record` for its bug's finding; later runs verify it, three greens
+    close it."""
+    from mcpipechekr.findings.reverify import claim_bug_fix
+
+    home = findings_home(config)
+    return [
+        claim_bug_fix(home, entry.bug_id, entry.commit)
+        for entry in record.bugs
+        if entry.status == "committed" and entry.commit
+    ]

@@ -1,0 +1,59 @@
+"""The review checkpoint: a person approves the bug report for the fix loop, or exits.
+
+One step for both front ends. A decision given up front (`mcpipechekr review
+--approve/--exit`) is recorded after the report is shown; otherwise a person
+at a terminal is asked at the `review>` prompt; with neither, the report and
+the commands to continue are shown and nothing is approved. The loop meets
+the checkpoint through `require_decision`, which stops it there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.text import Text
+
+from mcpipechekr._util.console import console
+from mcpipechekr._util.yamlsrc import display_path
+from mcpipechekr.artifacts import RunDir
+from mcpipechekr.artifacts.review import Review, ReviewDecision
+from mcpipechekr.config import Config
+from mcpipechekr.errors import UserError
+from mcpipechekr.review import InputFn, describe_decision, record_decision, review_checkpoint, show_review
+
+
+def review_step(
+    config: Config | None,
+    run_dir: RunDir,
+    *,
+    decision: ReviewDecision | None = None,
+    annotations: Sequence[str] = (),
+    interactive: bool | None = None,
+    input_fn: InputFn | None = None,
+    out: Console = console,
+) -> Review | None:
+    """Record `decision`, or ask for one; returns the review in force, or None when nobody decided.
+
+    `config` is the fix step's: an approval it could not act on (no
+    `server.repo`) is refused; None (a run folder reviewed away from its
+    project) approves unchecked. `interactive` defaults to whether stdin is a
+    terminal; `input_fn` reads the prompt's answers (default: the console).
+    """
+    if decision is None:
+        return review_checkpoint(run_dir, out, interactive=interactive, input_fn=input_fn, config=config)
+    show_review(run_dir, out)
+    review = record_decision(run_dir, decision, annotations, config=config if decision == "approve" else None)
+    out.print(Text(describe_decision(review) + f" → {display_path(run_dir.review)}"))
+    return review
+
+
+def require_decision(config: Config, run_dir: RunDir, *, out: Console = console) -> Review:
+    """The checkpoint as the loop meets it: the review in force, or a UserError that stops the loop."""
+    review = review_step(config, run_dir, out=out)
+    if review is None:
+        raise UserError(
+            f"the loop stopped at the review of {run_dir.run_id}; decide as shown above, then run "
+            "`doit loop` again to go on."
+        )
+    return review

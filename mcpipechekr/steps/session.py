@@ -1,0 +1,38 @@
+"""What the loop checks before it spends anything, and what it reads between its builds.
+
+`doit loop` (`graph.run_loop`) builds targets; everything else it does is
+here: the checks that would otherwise stop a later step after tokens were
+spent, and whether an iteration's review and fix let the loop go on.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from mcpipechekr._util.console import console
+from mcpipechekr.artifacts import RunDir, read_model
+from mcpipechekr.artifacts.fix_record import read_fix_record
+from mcpipechekr.artifacts.review import Review
+from mcpipechekr.config import Config
+from mcpipechekr.steps.stage import announce_project
+
+
+def start_session(config: Config, *, runner: str, out: Console = console) -> None:
+    """Name the project, then refuse now what would stop a later step: the settings of every phase
+    (preflight) and a missing baseline, which the loop needs to judge answers against."""
+    from mcpipechekr.baseline import require_baseline
+    from mcpipechekr.preflight import LOOP_PHASES, check_preflight
+
+    announce_project(config, out)
+    check_preflight(config, LOOP_PHASES, runner=runner)
+    require_baseline(config)
+
+
+def exited_at_review(run_dir: RunDir) -> bool:
+    """True when the person ended the loop at this run's review."""
+    return read_model(run_dir.review, Review).decision == "exit"
+
+
+def committed_fixes(run_dir: RunDir) -> bool:
+    """True when this run's fix step committed something: the server changed, and a new run is due."""
+    return run_dir.fix_record.exists() and bool(read_fix_record(run_dir.fix_record).commits)

@@ -1,0 +1,37 @@
+"""The session summary: what ran, what was found, what was fixed, costs, and the regression rate.
+
+Written where a session ends, whichever front end ends it: the loop after its
+last iteration, `doit report` for the planned run, `mcpipechekr review --exit`
+for the run it reviewed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from mcpipechekr._util.console import console
+from mcpipechekr._util.yamlsrc import display_path
+from mcpipechekr.artifacts import RunDir
+from mcpipechekr.config import Config
+from mcpipechekr.runplan import read_manifest
+from mcpipechekr.steps.handoff import findings_home
+
+
+def summary_step(config: Config | None, runs: Sequence[RunDir], *, out: Console = console) -> Path:
+    """session_summary.md of the last of `runs`, covering them all; the regression rate comes from the
+    findings home (`config`'s, or the default one when the run is reviewed away from its project)."""
+    from mcpipechekr.findings.lifecycle import regression_stats
+    from mcpipechekr.session_summary import write_session_summary
+
+    started = [manifest.started_at for run in runs if (manifest := read_manifest(run)) is not None]
+    stats = regression_stats(findings_home(config), since=min(started) if started else None)
+    lines = [
+        f"regression rate: {stats.regressions} regression(s) for {stats.fixes} fix(es) claimed"
+        + (f" ({stats.rate:.0%})" if stats.fixes else "")
+    ]
+    path = write_session_summary(runs, runs[-1].session_summary, regressions=lines)
+    out.print(f"session summary → {display_path(path)}", markup=False)
+    return path

@@ -1,0 +1,85 @@
+"""Phase 1, `trace`: agents run tasks blind against the server; each attempt becomes a trace.
+
+One code path for every front end and every runner: doit's `trace:<task>__<model>__rNNN`
+target runs its one attempt, `mcpipechekr run` all of them (tasks x providers x
+repetitions, `--concurrency` at once), both through the Phase 1 engine
+(`runners.execute.run_phase1`). Each attempt's capture journal is handed to
+the findings home as soon as that attempt is finished, so the evidence of a
+long run is there before the run ends; attempts cut short by a server halt or
+Ctrl-C are handed over when the step ends, whichever way it ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from mcpipechekr._util.console import console
+from mcpipechekr._util.yamlsrc import display_path
+from mcpipechekr.artifacts import RunDir
+from mcpipechekr.artifacts.journal import journal_path
+from mcpipechekr.config import Config
+from mcpipechekr.runners.engine import DEFAULT_CONCURRENCY, Attempt
+from mcpipechekr.runners.execute import run_phase1
+from mcpipechekr.runners.registry import DEFAULT_RUNNER
+from mcpipechekr.steps.handoff import record_call_evidence
+from mcpipechekr.steps.stage import run_stage
+
+
+def attempt_journal(run_dir: RunDir, attempt: Attempt) -> Path:
+    """Where the capture proxy journals one attempt's MCP messages."""
+    return journal_path(run_dir, attempt.task.task_id, str(attempt.provider), attempt.repetition)
+
+
+def trace_step(
+    config: Config,
+    run_dir: RunDir,
+    attempts: Sequence[Attempt],
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    runner: str = DEFAULT_RUNNER,
+    keep_builtin_tools: bool = False,
+    max_requests: int | None = None,
+    progress: bool = False,
+    out: Console = console,
+) -> list[Path]:
+    """Run `attempts` → traces/ and journals/ of `run_dir`; returns the traces written, in plan order.
+
+    `progress` shows the engine's display on stderr (a line per finished
+    attempt, and a status line on a terminal); without it, each finished
+    attempt's line goes to `out`. Raises ServerHalt when the server fails and
+    KeyboardInterrupt on Ctrl-C, with the run's manifest recording either.
+    """
+    handed: set[Path] = set()
+
+    def finished(attempt: Attempt) -> None:
+        journal = attempt_journal(run_dir, attempt)
+        record_call_evidence(config, run_dir, [journal])
+        handed.add(journal)
+        if not progress:
+            where = display_path(attempt.trace) if attempt.trace else "no trace"
+            out.print(
+                f"trace {attempt.label}: {attempt.state}, {attempt.tokens:,} tokens → {where}", markup=False
+            )
+
+    step = f"trace {attempts[0].label}" if len(attempts) == 1 else "trace"
+    with run_stage(config, run_dir, step):
+        try:
+            return run_phase1(
+                config,
+                run_dir,
+                (),
+                (),
+                attempts=attempts,
+                concurrency=concurrency,
+                runner=runner,
+                keep_builtin_tools=keep_builtin_tools,
+                max_requests=max_requests,
+                progress=progress,
+                on_attempt=finished,
+            )
+        finally:  # attempts cancelled by a halt or Ctrl-C still journaled what they did
+            started = [attempt_journal(run_dir, one) for one in attempts if one.state != "pending"]
+            record_call_evidence(config, run_dir, [journal for journal in started if journal not in handed])
