@@ -23,7 +23,7 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
-from mcpipechekr.check.runner import run_check
+from mcpipechekr.check.orchestrate import run_check
 from mcpipechekr.config import Config, ServerConfig
 from mcpipechekr.server.lifecycle import ServerUnderTest
 

@@ -31,9 +31,9 @@ from pathlib import Path
 
 import orjson
 
+from mcpipechekr.findings.evidence.index import refresh_index
+from mcpipechekr.findings.evidence.records import CallRecord, arg_shape, template_id
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.index import refresh_index
-from mcpipechekr.findings.records import CallRecord, arg_shape, template_id
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 TOOLS = ["search", "get_email", "count_emails", "list_threads", "send_reply"]

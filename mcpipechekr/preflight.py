@@ -32,7 +32,7 @@ from PATH is then a warning, as the fix may run on another machine.
 Blind spots: a launch is checked only where its paths can be read as paths:
 the command itself when it is a relative path, and the script arguments of a
 known local interpreter (`python server.py`, `node dist/index.js`); a
-container, a package runner (`npx`, `uvx`) or a shell snippet is not looked
+container, a package launcher (`npx`, `uvx`) or a shell snippet is not looked
 into. A key is checked only for providers whose variables we know
 (`providers.PROVIDER_ENV`, endpoints' `api_key_env`).
 """
@@ -307,7 +307,7 @@ def _named_paths(launch: LaunchSpec) -> Iterator[tuple[Loc, str]]:
     name = Path(launch.command).name
     interpreter = name in _INTERPRETERS or _PYTHON_VERSIONED.match(name) is not None
     if not interpreter and launch.resolved_command() != sys.executable:
-        return  # a container, a package runner, a binary: its arguments are its own business
+        return  # a container, a package launcher, a binary: its arguments are its own business
     for index, arg in enumerate(launch.args):
         if _relative_path(arg) and (arg.startswith(("./", "../")) or Path(arg).suffix in SCRIPT_SUFFIXES):
             yield ("args", index), arg

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from mcpipechekr.findings.evidence.records import CallRecord, template_id
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.records import CallRecord, template_id
 
 T0 = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 _NAMESPACE = uuid.UUID("0e4a1c52-7d8b-4f3e-a6c9-5b2d8e1f7a34")

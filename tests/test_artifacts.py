@@ -66,8 +66,8 @@ from mcpipechekr.artifacts.fieldtables import models_in_order, refresh_doc_text
 from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.artifacts.fix_record import AgentRun, BugFix, FixHealth, FixRecord
 from mcpipechekr.errors import UserError
-from mcpipechekr.findings.records import CallRecord
-from mcpipechekr.findings.render import FindingsList
+from mcpipechekr.findings.evidence.records import CallRecord
+from mcpipechekr.findings.views.render import FindingsList
 
 REPO = Path(__file__).resolve().parent.parent
 T0 = datetime(2025, 1, 14, 9, 30, tzinfo=UTC)

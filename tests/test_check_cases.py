@@ -36,7 +36,7 @@ def problems(path: Path, loader=load_cases) -> list[str]:
     return str(caught.value).splitlines()
 
 
-def test_shipped_cases_file_loads_and_answers_the_runner() -> None:
+def test_shipped_cases_file_loads_and_answers_case_lookups() -> None:
     cases = load_cases(SHIPPED_CASES)
     ids = [case.id for case in cases.cases]
     assert len(ids) == len(set(ids)) >= 9

@@ -1,4 +1,4 @@
-"""Layer 1 and the runner against real servers: the bundled example over stdio and HTTP, a raw
+"""Layer 1 and `run_check` against real servers: the bundled example over stdio and HTTP, a raw
 JSON-RPC server with planted defects, and a server whose tools change state.
 
 Each server is checked once per module (a start costs about a second) and the tests read
@@ -15,8 +15,8 @@ import pytest
 
 from mcpipechekr.artifacts.atomic import read_model
 from mcpipechekr.artifacts.check_report import CheckReport, CheckResult
+from mcpipechekr.check.orchestrate import run_check, write_check_report
 from mcpipechekr.check.protocol import CHECKS
-from mcpipechekr.check.runner import run_check, write_check_report
 from mcpipechekr.config import Config, LaunchSpec, ServerConfig
 
 SERVERS = Path(__file__).resolve().parent / "servers"

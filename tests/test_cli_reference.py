@@ -122,20 +122,20 @@ def test_doit_tasks_are_listed_with_their_docstrings_and_flags() -> None:
 
 def test_docs_command_writes_once_and_check_reports_stale(tmp_path: Path) -> None:
     out = tmp_path / "docs" / "cli.md"
-    runner = CliRunner()
-    missing = runner.invoke(main, ["docs", "--out", str(out), "--check"], catch_exceptions=False)
+    cli = CliRunner()
+    missing = cli.invoke(main, ["docs", "--out", str(out), "--check"], catch_exceptions=False)
     assert missing.exit_code == 1 and "is missing" in missing.output and not out.exists()
 
-    written = runner.invoke(main, ["docs", "--out", str(out)], catch_exceptions=False)
+    written = cli.invoke(main, ["docs", "--out", str(out)], catch_exceptions=False)
     assert written.exit_code == 0 and written.output == f"wrote {out}\n"
     assert out.read_text(encoding="utf-8") == render_reference(main)
 
     os.utime(out, ns=(1, 1))  # a rewrite would move the time forward again
-    again = runner.invoke(main, ["docs", "--out", str(out)], catch_exceptions=False)
+    again = cli.invoke(main, ["docs", "--out", str(out)], catch_exceptions=False)
     assert again.exit_code == 0 and "up to date" in again.output and out.stat().st_mtime_ns == 1
-    assert runner.invoke(main, ["docs", "--out", str(out), "--check"]).exit_code == 0
+    assert cli.invoke(main, ["docs", "--out", str(out), "--check"]).exit_code == 0
 
     out.write_text(out.read_text(encoding="utf-8").replace("Show the version", "Old wording"))
-    stale = runner.invoke(main, ["docs", "--out", str(out), "--check"], catch_exceptions=False)
+    stale = cli.invoke(main, ["docs", "--out", str(out), "--check"], catch_exceptions=False)
     assert stale.exit_code == 1 and "out of date" in stale.output and "mcpipechekr docs --out" in stale.output
     assert "Old wording" in out.read_text(encoding="utf-8")

@@ -42,19 +42,19 @@ def page(total: int, offset: int, ids: list[int]) -> dict:
 
 def test_date_walk_forward_is_a_feature_gap_with_its_windows() -> None:
     ctx = ctx_of(read_trace(FIXTURES / "find-first__demo__r001.json"))
-    [finding] = DateWindows().analyze(ctx)
-    assert finding.id == "GAP-no-date-sort-query-email-database"
-    assert finding.steps == [1, 2, 3] and finding.wasted == [1, 2]
-    assert [(w["from"], w["to"], w["found"]) for w in finding.details["windows"]] == [
+    [sighting] = DateWindows().analyze(ctx)
+    assert sighting.id == "GAP-no-date-sort-query-email-database"
+    assert sighting.steps == [1, 2, 3] and sighting.wasted == [1, 2]
+    assert [(w["from"], w["to"], w["found"]) for w in sighting.details["windows"]] == [
         ("2011-01-01", "2011-12-31", 0),
         ("2012-01-01", "2012-12-31", 0),
         ("2013-01-01", "2013-12-31", 2),
     ]
     assert (
         "add a sort_order parameter (date_asc/date_desc) to query_email_database"
-        in finding.acceptance_criteria
+        in sighting.acceptance_criteria
     )
-    cost = price(finding, ctx)
+    cost = price(sighting, ctx)
     wasted = sum(ctx.trace.steps[i].result_tokens_estimated for i in (1, 2))
     assert cost.gap > wasted > 0
 
@@ -82,11 +82,11 @@ def test_backward_walk_with_a_counting_tool_names_the_listing_tool() -> None:
             ),
         ],
     )
-    [finding] = DateWindows().analyze(ctx_of(trace))
-    assert finding.tool == "query_email_database" and finding.details["direction"] == "backward"
-    assert finding.details["walked_tool"] == "count_emails"
-    assert finding.steps == [0, 1, 2, 4] and finding.wasted == [0, 1, 2]
-    assert "date_desc" in finding.acceptance_criteria[1]
+    [sighting] = DateWindows().analyze(ctx_of(trace))
+    assert sighting.tool == "query_email_database" and sighting.details["direction"] == "backward"
+    assert sighting.details["walked_tool"] == "count_emails"
+    assert sighting.steps == [0, 1, 2, 4] and sighting.wasted == [0, 1, 2]
+    assert "date_desc" in sighting.acceptance_criteria[1]
 
 
 @pytest.mark.parametrize(
@@ -178,15 +178,15 @@ def test_date_filters_that_are_not_a_walk(calls: list[dict]) -> None:
 
 def test_error_then_workaround_is_a_bug_with_the_error_text_and_the_projection() -> None:
     ctx = ctx_of(read_trace(FIXTURES / "office-move__demo__r001.json"))
-    [finding] = ErrorWorkaround().analyze(ctx)
-    assert finding.id == "BUG-no-such-column-fts-rank-query-email-database"
-    assert finding.type == "bug" and finding.steps == [0, 2] and finding.wasted == [0]
-    assert "no such column: fts.rank" in finding.observed
-    assert finding.details["dropped_arguments"] == ["fields"]
+    [sighting] = ErrorWorkaround().analyze(ctx)
+    assert sighting.id == "BUG-no-such-column-fts-rank-query-email-database"
+    assert sighting.type == "bug" and sighting.steps == [0, 2] and sighting.wasted == [0]
+    assert "no such column: fts.rank" in sighting.observed
+    assert sighting.details["dropped_arguments"] == ["fields"]
     assert "date_from, date_to, keywords combined with fields must return the projected fields" in (
-        finding.acceptance_criteria
+        sighting.acceptance_criteria
     )
-    cost = price(finding, ctx)
+    cost = price(sighting, ctx)
     failed, workaround = ctx.trace.steps[0], ctx.trace.steps[2]
     # The optimum is the working result cut down to subject and date: cheaper than what was received.
     assert cost.optimal < workaround.result_tokens_estimated
@@ -205,9 +205,9 @@ def test_a_corrected_input_mistake_is_a_description_problem() -> None:
             call("count_emails", {"date_from": "2019-01-01"}, count(3)),
         ],
     )
-    [finding] = ErrorWorkaround().analyze(ctx_of(trace))
-    assert finding.type == "description" and finding.severity == "low"
-    assert finding.id == "DSC-date-from-is-not-a-date-use-yyyy-count-emails"
+    [sighting] = ErrorWorkaround().analyze(ctx_of(trace))
+    assert sighting.type == "description" and sighting.severity == "low"
+    assert sighting.id == "DSC-date-from-is-not-a-date-use-yyyy-count-emails"
 
 
 def test_error_key_keeps_the_stable_core() -> None:
@@ -230,8 +230,10 @@ def test_repeated_identical_calls_in_any_key_order() -> None:
             call("get_email", {"email_id": 8, "x": 1}, {"id": 8}),
         ],
     )
-    [finding] = RepeatedCalls().analyze(ctx_of(trace))
-    assert finding.id == "EFF-repeated-calls-get-email" and finding.steps == [0, 1] and finding.wasted == [1]
+    [sighting] = RepeatedCalls().analyze(ctx_of(trace))
+    assert (
+        sighting.id == "EFF-repeated-calls-get-email" and sighting.steps == [0, 1] and sighting.wasted == [1]
+    )
 
 
 def test_a_legitimate_two_call_sequence_is_not_flagged() -> None:
@@ -271,8 +273,8 @@ def test_paging_that_stops_early_is_flagged_and_reading_to_the_end_is_not() -> N
             ),
         ],
     )
-    [finding] = PaginationWalk().analyze(ctx_of(early))
-    assert finding.id == "GAP-paging-to-find-query-email-database" and finding.wasted == [0]
+    [sighting] = PaginationWalk().analyze(ctx_of(early))
+    assert sighting.id == "GAP-paging-to-find-query-email-database" and sighting.wasted == [0]
     full = make_trace(
         "t",
         [
@@ -302,9 +304,9 @@ def test_call_count_against_the_minimum_and_its_priced_optimum() -> None:
         calls=1,
         reference_tokens=10,
     )
-    [finding] = CallCount().analyze(ctx_of(trace, task("t"), entry))
-    assert finding.details == {"calls": 6, "min_calls": 1, "ratio": 6.0}
-    assert price(finding, ctx_of(trace, task("t"), entry)).optimal == 10
+    [sighting] = CallCount().analyze(ctx_of(trace, task("t"), entry))
+    assert sighting.details == {"calls": 6, "min_calls": 1, "ratio": 6.0}
+    assert price(sighting, ctx_of(trace, task("t"), entry)).optimal == 10
     assert CallCount().analyze(ctx_of(make_trace("t", calls[:2]), task("t", min_calls=1))) == []
     assert CallCount().analyze(ctx_of(trace, task("t"))) == [], "no minimum known: nothing to compare"
 
@@ -312,8 +314,8 @@ def test_call_count_against_the_minimum_and_its_priced_optimum() -> None:
 def test_wrong_tool_never_used_and_used_late() -> None:
     expected = task("t", expected_tool="count_emails", min_calls=1)
     never = make_trace("t", [call("query_email_database", {"keywords": "x"}, page(3, 0, [1, 2, 3]))])
-    [finding] = WrongTool().analyze(ctx_of(never, expected))
-    assert finding.id == "DSC-wrong-tool-count-emails"
+    [sighting] = WrongTool().analyze(ctx_of(never, expected))
+    assert sighting.id == "DSC-wrong-tool-count-emails"
     late = make_trace(
         "t",
         [
@@ -321,8 +323,8 @@ def test_wrong_tool_never_used_and_used_late() -> None:
             call("count_emails", {"keywords": "x"}, count(3)),
         ],
     )
-    [finding] = WrongTool().analyze(ctx_of(late, expected))
-    assert finding.id == "DSC-late-tool-count-emails" and finding.wasted == [0]
+    [sighting] = WrongTool().analyze(ctx_of(late, expected))
+    assert sighting.id == "DSC-late-tool-count-emails" and sighting.wasted == [0]
 
 
 def test_oversized_results_far_above_the_budget_only() -> None:
@@ -331,9 +333,9 @@ def test_oversized_results_far_above_the_budget_only() -> None:
         "t", [call("query_email_database", {}, big), call("get_email", {"email_id": 1}, {"id": 1})]
     )
     budgets = Budgets(default=4000, per_tool={"query_email_database": 500})
-    [finding] = OversizedResults().analyze(ctx_of(trace, budgets=budgets))
-    assert finding.id == "EFF-oversized-result-query-email-database"
-    cost = price(finding, ctx_of(trace, budgets=budgets))
+    [sighting] = OversizedResults().analyze(ctx_of(trace, budgets=budgets))
+    assert sighting.id == "EFF-oversized-result-query-email-database"
+    cost = price(sighting, ctx_of(trace, budgets=budgets))
     assert cost.gap == trace.steps[0].result_tokens_estimated - 500
     assert OversizedResults().analyze(ctx_of(trace)) == [], "within 2x the default budget"
 
@@ -364,11 +366,11 @@ def test_unread_fields_are_priced_and_named() -> None:
         [call("query_email_database", {"keywords": "Ron Chinn"}, _emails())],
         answer="Email 4089: Third floor heating: contractor recommendation.",
     )
-    [finding] = UnreadFields(min_tokens=10, min_share=0.1).analyze(ctx_of(trace))
-    unread = finding.details["unread_fields"]
+    [sighting] = UnreadFields(min_tokens=10, min_share=0.1).analyze(ctx_of(trace))
+    unread = sighting.details["unread_fields"]
     assert set(unread) == {"emails[].thread_id", "emails[].date", "emails[].amount", "emails[].snippet"}
     assert unread["emails[].snippet"] > unread["emails[].thread_id"] > 0
-    assert abs(price(finding, ctx_of(trace)).gap - sum(unread.values())) <= len(unread)  # rounding per field
+    assert abs(price(sighting, ctx_of(trace)).gap - sum(unread.values())) <= len(unread)  # rounding per field
 
 
 def test_a_field_read_under_a_different_formatting_counts_as_read() -> None:

@@ -6,7 +6,7 @@ from trace_builder import call, ctx_of, make_trace, say
 
 from mcpipechekr._util.tokens import estimate_tokens
 from mcpipechekr.artifacts.trace import ModelTurn, Usage
-from mcpipechekr.evaluate.base import Finding, call_cost
+from mcpipechekr.evaluate.base import BugSighting, call_cost
 from mcpipechekr.evaluate.call_count import CallCount
 from mcpipechekr.evaluate.costing import price, turn_tokens
 from mcpipechekr.evaluate.date_windows import DateWindows
@@ -16,8 +16,8 @@ from mcpipechekr.tasks import Task
 OUT = 10  # trace_builder's `say(..., tokens=N)`: N input tokens reported, 10 output
 
 
-def finding(steps: list[int], wasted: list[int], **fields) -> Finding:
-    return Finding(
+def sighting(steps: list[int], wasted: list[int], **fields) -> BugSighting:
+    return BugSighting(
         type="bug",
         slug=("x",),
         severity="low",
@@ -56,11 +56,11 @@ def test_a_wasted_round_trip_costs_its_output_the_next_request_and_every_later_r
     # the turn that issued it (10 out), the request that read it (300 in), and the two later
     # requests re-reading that output and the call
     expected = OUT + 300 + 2 * (OUT + call_cost(wasted))
-    assert turn_tokens(finding([1, 3], [1]), ctx) == expected
-    cost = price(finding([1, 3], [1]), ctx)
+    assert turn_tokens(sighting([1, 3], [1]), ctx) == expected
+    cost = price(sighting([1, 3], [1]), ctx)
     assert cost.optimal == call_cost(needed)
     assert cost.gap == call_cost(wasted) + expected
-    assert turn_tokens(finding([1, 3], []), ctx) == 0, "nothing wasted, no turns priced"
+    assert turn_tokens(sighting([1, 3], []), ctx) == 0, "nothing wasted, no turns priced"
 
 
 def test_a_wasted_call_issued_beside_a_needed_one_adds_no_round_trip() -> None:
@@ -78,9 +78,9 @@ def test_a_wasted_call_issued_beside_a_needed_one_adds_no_round_trip() -> None:
     ctx = ctx_of(trace)
     assert [request.calls for request in ctx.requests] == [(1, 2), (4,), ()]
     # the request at step 3 happens anyway and reads it once (the call's own price); step 5 re-reads it
-    assert turn_tokens(finding([1, 2], [1]), ctx) == call_cost(trace.steps[1])
+    assert turn_tokens(sighting([1, 2], [1]), ctx) == call_cost(trace.steps[1])
     both = OUT + 400 + 1 * (OUT + call_cost(trace.steps[1]) + call_cost(trace.steps[2]))
-    assert turn_tokens(finding([1, 2], [1, 2]), ctx) == both
+    assert turn_tokens(sighting([1, 2], [1, 2]), ctx) == both
 
 
 def test_consecutive_wasted_rounds_count_each_removed_request_once() -> None:
@@ -124,7 +124,7 @@ def test_unreported_input_is_estimated_from_the_conversation_so_far() -> None:
     conversation = estimate_tokens(trace.prompt) + first.usage.output_tokens + wasted.result_tokens_estimated
     assert ctx.requests[1].input_tokens == conversation
     expected = first.usage.output_tokens + conversation + (first.usage.output_tokens + call_cost(wasted))
-    assert turn_tokens(finding([1, 3], [1]), ctx) == expected
+    assert turn_tokens(sighting([1, 3], [1]), ctx) == expected
     assert second.usage.source == "estimated"
 
 
@@ -145,7 +145,7 @@ def test_a_trace_without_model_turns_gets_a_request_per_call_and_one_for_the_ans
         (prompt + first, 0, (1,)),
         (prompt + first + call_cost(trace.steps[1]), 0, ()),
     ]
-    assert turn_tokens(finding([0, 1], [0]), ctx) == (prompt + first) + first
+    assert turn_tokens(sighting([0, 1], [0]), ctx) == (prompt + first) + first
     unanswered = make_trace("t", [call("count_emails", {"keywords": "ron"}, {"count": 0})], answer=None)
     assert [r.calls for r in requests_of(unanswered)] == [(0,)], "no answer: nobody read the last result"
 
@@ -171,7 +171,7 @@ def test_call_count_prices_the_turns_of_its_extra_calls_only() -> None:
     )
     [found] = CallCount().analyze(ctx)
     assert found.extra_calls == 4 and len(found.wasted) == 6
-    every = turn_tokens(finding(found.steps, found.wasted), ctx)
+    every = turn_tokens(sighting(found.steps, found.wasted), ctx)
     assert turn_tokens(found, ctx) == round(every * 4 / 6) > 0
 
 
@@ -204,4 +204,4 @@ def test_requests_the_trace_does_not_record_are_estimated() -> None:
         (1, 300, OUT, (2,)),
         (None, prompt + call_cost(failed) + OUT + listed.result_tokens_estimated, 0, ()),
     ]
-    assert turn_tokens(finding([0, 2], [0]), ctx_of(trace)) == 300 + call_cost(failed)
+    assert turn_tokens(sighting([0, 2], [0]), ctx_of(trace)) == 300 + call_cost(failed)

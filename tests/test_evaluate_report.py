@@ -227,12 +227,12 @@ def test_phase2_model_writes_the_narrative_and_adds_validated_bugs(project: tupl
 def test_forked_workers_give_the_serial_report(
     project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import mcpipechekr.evaluate.runner as runner
+    import mcpipechekr.evaluate.orchestrate as orchestrate
 
     config_path, run = project
     config = load_config(config_path)
     serial = evaluate_run(config, run).model_dump(exclude={"evaluated_at"})
-    monkeypatch.setattr(runner, "PARALLEL_FROM", 2)
-    monkeypatch.setattr(runner, "PARALLEL_MIN_CORES", 2)
-    monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(orchestrate, "PARALLEL_FROM", 2)
+    monkeypatch.setattr(orchestrate, "PARALLEL_MIN_CORES", 2)
+    monkeypatch.setattr(orchestrate.os, "cpu_count", lambda: 2)
     assert evaluate_run(config, run).model_dump(exclude={"evaluated_at"}) == serial

@@ -17,18 +17,18 @@ from findings_sessions import converse, rpc, tool_call
 from mcp import Client, StdioServerParameters
 
 from mcpipechekr.cli import main
-from mcpipechekr.findings.home import HOME_ENV, Home
-from mcpipechekr.findings.index import refresh_index
-from mcpipechekr.findings.locking import JournalLock
-from mcpipechekr.findings.passive import CallRecordWriter, default_server_name
-from mcpipechekr.findings.phase1 import records_from_journal
-from mcpipechekr.findings.records import (
+from mcpipechekr.findings.evidence.index import refresh_index
+from mcpipechekr.findings.evidence.passive import CallRecordWriter, default_server_name
+from mcpipechekr.findings.evidence.phase1 import records_from_journal
+from mcpipechekr.findings.evidence.records import (
     CallRecord,
     append_records,
     arg_shape,
     normalize_message,
     template_id,
 )
+from mcpipechekr.findings.home import HOME_ENV, Home
+from mcpipechekr.findings.locking import JournalLock
 
 SERVERS = Path(__file__).parent / "servers"
 RAW = [sys.executable, str(SERVERS / "findings_raw.py")]
@@ -53,7 +53,7 @@ CALLS = [
 def capture(home: Path, *server: str) -> list[str]:
     """The passive proxy as its own process, through its light entry point (the same code as
     `mcpipechekr capture`, without loading the whole command line; one test below uses that)."""
-    return [sys.executable, "-m", "mcpipechekr.findings.passive", "--home", str(home), "--", *server]
+    return [sys.executable, "-m", "mcpipechekr.findings.evidence.passive", "--home", str(home), "--", *server]
 
 
 def journal_records(home: Home) -> list[CallRecord]:
@@ -299,8 +299,8 @@ def test_an_unwritable_home_is_a_user_error(tmp_path: Path) -> None:
 
 def test_capture_cli_needs_a_command_and_has_help(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(HOME_ENV, str(tmp_path / "home"))
-    runner = CliRunner()
-    result = runner.invoke(main, ["capture"])
+    cli = CliRunner()
+    result = cli.invoke(main, ["capture"])
     assert result.exit_code == 2 and "give the server's command after `--`" in result.output
-    help_text = runner.invoke(main, ["capture", "--help"]).output
+    help_text = cli.invoke(main, ["capture", "--help"]).output
     assert "-- CMD [ARGS]..." in help_text and "never values" in help_text

@@ -10,8 +10,8 @@ from findings_sessions import SECRET, SERVER, cli, promoted_lookup_finding, stor
 
 from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.lifecycle import current_state
-from mcpipechekr.findings.store import lifecycle_connection, upsert_finding
+from mcpipechekr.findings.lifecycle.states import current_state
+from mcpipechekr.findings.lifecycle.store import lifecycle_connection, upsert_finding
 
 MANUAL = "finding-9999999999999999"
 

@@ -16,10 +16,10 @@ from click.testing import CliRunner
 
 from mcpipechekr.cli import main
 from mcpipechekr.findings.errors import EXIT_EVIDENCE_UNAVAILABLE, EvidenceUnavailable, JournalRejected
+from mcpipechekr.findings.evidence.index import open_index, refresh_index
+from mcpipechekr.findings.evidence.journal_rows import canonical_row, fast_row, model_row, parse_lines
+from mcpipechekr.findings.evidence.records import MAX_RECORD_BYTES, CallRecord, template_id
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.index import open_index, refresh_index
-from mcpipechekr.findings.journal_rows import canonical_row, fast_row, model_row, parse_lines
-from mcpipechekr.findings.records import MAX_RECORD_BYTES, CallRecord, template_id
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -331,25 +331,25 @@ def test_missing_corrupt_and_incomplete_indexes_are_unavailable_evidence(home: H
 
 
 def test_the_index_command(home: Home) -> None:
-    runner = CliRunner()
-    empty = runner.invoke(main, ["index"], catch_exceptions=False)
+    cli = CliRunner()
+    empty = cli.invoke(main, ["index"], catch_exceptions=False)
     assert empty.exit_code == 0 and "no journals under" in empty.output
     journal = home.journals / "20260301T000000.000000Z-a.jsonl"
     journal.write_bytes(session_lines(home, "s1", 10))
-    result = runner.invoke(main, ["index"], catch_exceptions=False)
+    result = cli.invoke(main, ["index"], catch_exceptions=False)
     assert result.exit_code == 0
     assert result.output.startswith("indexed 10 new call record(s) from 1 journal(s) (incremental;")
     assert "the index holds 10 call(s) and 2 failure window(s)" in result.output
-    rebuilt_output = runner.invoke(main, ["index", "--rebuild"]).output
+    rebuilt_output = cli.invoke(main, ["index", "--rebuild"]).output
     assert "(full, rebuild requested;" in rebuilt_output
     home.index_db.unlink()
-    assert runner.invoke(main, ["index"]).exit_code == 0 and len(dump(home)["calls"]) == 10
+    assert cli.invoke(main, ["index"]).exit_code == 0 and len(dump(home)["calls"]) == 10
     with open(journal, "ab") as handle:
         handle.write(b'{"version": 1}\n')
-    damaged = runner.invoke(main, ["index"])
+    damaged = cli.invoke(main, ["index"])
     assert damaged.exit_code == 2
     assert f"{journal}:11: not a call record (field `event_id`: Field required)" in damaged.output
-    assert "index" in runner.invoke(main, ["index", "--help"]).output
+    assert "index" in cli.invoke(main, ["index", "--help"]).output
 
 
 def mutations(good: dict[str, Any]) -> list[dict[str, Any]]:

@@ -14,10 +14,8 @@ from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.check.cases import Case, Expect
 from mcpipechekr.config import ServerConfig
 from mcpipechekr.errors import UserError
-from mcpipechekr.findings.bugs import bug_finding_id, register_bug_report
-from mcpipechekr.findings.credit import changed_files, credit_binding
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.lifecycle import (
+from mcpipechekr.findings.lifecycle.states import (
     VerificationConflict,
     claim_fix,
     close_manually,
@@ -26,8 +24,10 @@ from mcpipechekr.findings.lifecycle import (
     regression_stats,
     standings,
 )
-from mcpipechekr.findings.probes import attempts_for, detection_chance, probe_kind
-from mcpipechekr.findings.reverify import claim_bug_fix, verify_from_bug_report
+from mcpipechekr.findings.promotion.bugs import bug_finding_id, register_bug_report
+from mcpipechekr.findings.verification.credit import changed_files, credit_binding
+from mcpipechekr.findings.verification.probes import attempts_for, detection_chance, probe_kind
+from mcpipechekr.findings.verification.reverify import claim_bug_fix, verify_from_bug_report
 
 FID = "finding-00112233445566aa"
 

@@ -12,8 +12,14 @@ import pytest
 
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.lifecycle import claim_fix, current_state, lifecycle_db
-from mcpipechekr.findings.migrations import LATEST, MIGRATIONS, m001_initial, migrate, schema_version
+from mcpipechekr.findings.lifecycle.migrations import (
+    LATEST,
+    MIGRATIONS,
+    m001_initial,
+    migrate,
+    schema_version,
+)
+from mcpipechekr.findings.lifecycle.states import claim_fix, current_state, lifecycle_db
 
 FID = "finding-00112233445566aa"
 
@@ -146,8 +152,8 @@ def test_a_failing_migration_leaves_the_file_as_it_was(monkeypatch: pytest.Monke
     db = sqlite3.connect(":memory:", isolation_level=None)
     migrate(db)
     before = schema(db)
-    monkeypatch.setattr("mcpipechekr.findings.migrations.MIGRATIONS", [*MIGRATIONS, broken])
-    monkeypatch.setattr("mcpipechekr.findings.migrations.LATEST", LATEST + 1)
+    monkeypatch.setattr("mcpipechekr.findings.lifecycle.migrations.MIGRATIONS", [*MIGRATIONS, broken])
+    monkeypatch.setattr("mcpipechekr.findings.lifecycle.migrations.LATEST", LATEST + 1)
     with pytest.raises(RuntimeError, match="boom"):
         migrate(db)
     assert schema(db) == before
@@ -161,7 +167,7 @@ RACER = textwrap.dedent(
     import sys, time
     from pathlib import Path
     from mcpipechekr.findings.home import Home
-    from mcpipechekr.findings.lifecycle import lifecycle_db
+    from mcpipechekr.findings.lifecycle.states import lifecycle_db
 
     go, homes = Path(sys.argv[1]), sys.argv[2:]
     print("ready", flush=True)

@@ -15,12 +15,13 @@ from findings_journal import T0, Session, write_journal
 from findings_sessions import run
 
 from mcpipechekr.artifacts.bug_report import Bug, BugReport, Evidence, TaskStats
-from mcpipechekr.findings.bugs import register_bug_report
-from mcpipechekr.findings.groups import collect_groups
+from mcpipechekr.findings.evidence.index import open_index, refresh_index
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.index import open_index, refresh_index
-from mcpipechekr.findings.promote import promote, score_groups
-from mcpipechekr.findings.scoring import (
+from mcpipechekr.findings.lifecycle.store import load_findings
+from mcpipechekr.findings.promotion.bugs import register_bug_report
+from mcpipechekr.findings.promotion.groups import collect_groups
+from mcpipechekr.findings.promotion.promote import promote, score_groups
+from mcpipechekr.findings.promotion.scoring import (
     DEFAULT_THRESHOLD,
     calibrate_threshold,
     f1_at,
@@ -28,7 +29,6 @@ from mcpipechekr.findings.scoring import (
     score,
     wilson_low,
 )
-from mcpipechekr.findings.store import load_findings
 
 CORPUS = Path(__file__).parent / "fixtures" / "findings_corpus"
 NOW = T0 + timedelta(hours=1)

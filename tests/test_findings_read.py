@@ -16,11 +16,11 @@ from findings_sessions import run
 from mcp import Client, StdioServerParameters
 
 from mcpipechekr.findings.classes import SEVERITY_ORDER
+from mcpipechekr.findings.evidence.index import refresh_index
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.index import refresh_index
-from mcpipechekr.findings.lifecycle import claim_fix
-from mcpipechekr.findings.promote import promote
-from mcpipechekr.findings.store import load_findings
+from mcpipechekr.findings.lifecycle.states import claim_fix
+from mcpipechekr.findings.lifecycle.store import load_findings
+from mcpipechekr.findings.promotion.promote import promote
 
 SERVERS = Path(__file__).parent / "servers"
 SECRET = "tok-51f0c2e9-SECRET"

@@ -14,7 +14,7 @@ from mcp import Client, StdioServerParameters
 
 from mcpipechekr.check.pointer import result_text
 from mcpipechekr.findings.home import HOME_ENV, Home
-from mcpipechekr.findings.lifecycle import current_state
+from mcpipechekr.findings.lifecycle.states import current_state
 
 SERVE = "from mcpipechekr.cli.serve_cmd import serve_command; serve_command()"
 

@@ -19,9 +19,9 @@ from findings_sessions import cli
 
 from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.lifecycle import claim_fix, current_state
-from mcpipechekr.findings.reverify import verify_registered_probes
-from mcpipechekr.findings.store import lifecycle_connection, upsert_finding
+from mcpipechekr.findings.lifecycle.states import claim_fix, current_state
+from mcpipechekr.findings.lifecycle.store import lifecycle_connection, upsert_finding
+from mcpipechekr.findings.verification.reverify import verify_registered_probes
 from mcpipechekr.server.target import resolve_server
 
 SERVERS = Path(__file__).parent / "servers"

@@ -22,10 +22,10 @@ from mcpipechekr.artifacts.fix_record import read_fix_record
 from mcpipechekr.cli import main
 from mcpipechekr.config import Config, load_config
 from mcpipechekr.errors import ServerHalt, UserError
-from mcpipechekr.findings.bugs import bug_finding_id, register_bug_report
 from mcpipechekr.findings.home import HOME_ENV, Home
-from mcpipechekr.findings.lifecycle import record_verification
-from mcpipechekr.findings.store import load_findings
+from mcpipechekr.findings.lifecycle.states import record_verification
+from mcpipechekr.findings.lifecycle.store import load_findings
+from mcpipechekr.findings.promotion.bugs import bug_finding_id, register_bug_report
 from mcpipechekr.fix import FixAgent, run_fix_loop
 from mcpipechekr.review import record_decision
 from mcpipechekr.server.workspace import prepare_repo
@@ -390,25 +390,25 @@ def test_fix_command(demo_project) -> None:
     config, repo, run = demo_project
     assert config.source is not None
     args = ["fix", run.run_id, "--config", str(config.source)]
-    runner = CliRunner()
+    cli = CliRunner()
 
-    refused = runner.invoke(main, args, catch_exceptions=False)
+    refused = cli.invoke(main, args, catch_exceptions=False)
     assert refused.exit_code == 2 and "has not been reviewed" in refused.output
 
     write_report(run, [eff_bug(), fts_bug()])
     record_decision(run, "approve")
-    done = runner.invoke(main, args, catch_exceptions=False)
+    done = cli.invoke(main, args, catch_exceptions=False)
     assert done.exit_code == 1, done.output  # the oversized result stays unresolved
     assert f"committed {repo.head.commit.hexsha[:7]} fix: {FTS_ID} after 1 run(s): server.py" in done.output
     assert "server healthy after the fixes: 3 tool(s)" in done.output
     assert f"wrote {run.fix_record}" in done.output
     assert log_messages(repo)[0] == f"fix: {FTS_ID}"
 
-    twice = runner.invoke(main, args, catch_exceptions=False)
+    twice = cli.invoke(main, args, catch_exceptions=False)
     assert twice.exit_code == 2 and "already fixed (1 commit(s))" in twice.output
     assert "--again" in twice.output
 
-    help_text = runner.invoke(main, ["fix", "--help"]).output
+    help_text = cli.invoke(main, ["fix", "--help"]).output
     assert "--phase3-provider" in help_text and "<promise>COMPLETE</promise>" in help_text
 
 

@@ -24,9 +24,9 @@ from project import copy_project, doit, mcpipechekr, ran
 
 from mcpipechekr.artifacts import BugReport, Manifest, RunDir, list_runs, read_model
 from mcpipechekr.artifacts.fix_record import FixRecord
+from mcpipechekr.findings.evidence.index import open_index, refresh_index
 from mcpipechekr.findings.home import HOME_ENV, Home
-from mcpipechekr.findings.index import open_index, refresh_index
-from mcpipechekr.findings.store import load_findings
+from mcpipechekr.findings.lifecycle.store import load_findings
 
 pytestmark = pytest.mark.slow
 

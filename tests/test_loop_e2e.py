@@ -21,7 +21,7 @@ from mcpipechekr.artifacts import BugReport, list_runs, read_model, read_trace
 from mcpipechekr.artifacts.fix_record import FixRecord
 from mcpipechekr.artifacts.review import Review
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.store import load_findings
+from mcpipechekr.findings.lifecycle.store import load_findings
 
 pytestmark = pytest.mark.slow
 

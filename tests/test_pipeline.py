@@ -152,17 +152,17 @@ def test_a_step_that_fails_records_its_redacted_reason(tmp_path: Path) -> None:
 
 def test_server_health_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    runner = CliRunner()
-    ok = runner.invoke(main, ["server", "health", "--command", f"python {TINY}"], catch_exceptions=False)
+    cli = CliRunner()
+    ok = cli.invoke(main, ["server", "health", "--command", f"python {TINY}"], catch_exceptions=False)
     assert ok.exit_code == 0, ok.output
     assert "is healthy (stdio: python " in ok.output
     assert "echo  Echo the text back." in ok.output
-    bad = runner.invoke(
+    bad = cli.invoke(
         main, ["server", "health", "--command", f"python {TINY} --exit-at-start 3"], catch_exceptions=False
     )
     assert bad.exit_code == 2
     assert "exited with code 3 during start-up" in bad.output
-    too_few = runner.invoke(
+    too_few = cli.invoke(
         main, ["server", "health", "--command", f"python {TINY}", "--min-tools", "5"], catch_exceptions=False
     )
     assert too_few.exit_code == 2 and "needs at least 5" in too_few.output

@@ -432,8 +432,8 @@ def test_fix_order_is_highest_gap_first_ties_by_id() -> None:
 
 
 def invoke(project: Path, *args: str, input: str | None = None):  # type: ignore[no-untyped-def]
-    runner = CliRunner()
-    return runner.invoke(
+    cli = CliRunner()
+    return cli.invoke(
         main, ["review", *args, "--config", str(project / "config.yaml")], input=input, catch_exceptions=False
     )
 

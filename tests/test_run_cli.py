@@ -17,8 +17,8 @@ from fakes.openai_server import FakeOpenAI, text_reply, tool_call_reply
 from mcpipechekr.artifacts.trace import ToolCall, read_trace
 from mcpipechekr.capture import journal_tool_calls
 from mcpipechekr.cli import main
+from mcpipechekr.findings.evidence.index import open_index, refresh_index
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.index import open_index, refresh_index
 
 REPO = Path(__file__).resolve().parents[1]
 FIRST = "find-first-email-ron-chinn"

@@ -37,15 +37,15 @@ def test_check_flag_from_a_separate_process() -> None:
 
 def test_export_writes_all_then_nothing_and_keeps_mtimes(tmp_path: Path) -> None:
     out = tmp_path / "schemas"
-    runner = CliRunner()
-    first = runner.invoke(main, ["schema", "--out", str(out)])
+    cli = CliRunner()
+    first = cli.invoke(main, ["schema", "--out", str(out)])
     assert first.exit_code == 0, first.output
     assert sorted(p.name for p in out.iterdir()) == NAMES
     assert first.output.count("wrote ") == len(NAMES)
     old = {p: p.stat().st_mtime_ns for p in out.iterdir()}
     for path in out.iterdir():
         os.utime(path, ns=(1, 1))  # any rewrite would move the time forward again
-    second = runner.invoke(main, ["schema", "--out", str(out)])
+    second = cli.invoke(main, ["schema", "--out", str(out)])
     assert second.exit_code == 0 and "wrote" not in second.output and "up to date" in second.output
     assert all(p.stat().st_mtime_ns == 1 for p in old)
     assert export_schemas(out) == []

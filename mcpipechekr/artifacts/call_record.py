@@ -1,7 +1,7 @@
 """The call record format: one findings journal line per tool call.
 
 The record is a file format like every artifact (it has a JSON Schema in
-docs/schemas/), so it lives here; `findings/records.py` sanitizes calls into
+docs/schemas/), so it lives here; `findings/evidence/records.py` sanitizes calls into
 it, writes the journals, and re-exports it with the limits it checks.
 """
 

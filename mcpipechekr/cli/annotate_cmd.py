@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from mcpipechekr.findings.annotate import ANNOTATION_KINDS, MAX_NOTE_CHARS, add_annotation
 from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.promotion.annotate import ANNOTATION_KINDS, MAX_NOTE_CHARS, add_annotation
 
 
 @click.command("annotate")

@@ -2,7 +2,7 @@
 
 Replace the server's command in the client's config with `mcpipechekr capture
 -- <the command>`; every message passes unchanged, and one sanitized record per
-tool call goes to a journal in the findings home (`findings/passive.py`).
+tool call goes to a journal in the findings home (`findings/evidence/passive.py`).
 Clients start servers from folders of their choosing, so `--home` (or
 $MCPIPECHEKR_HOME in the config's `env`) should name the home absolutely.
 """
@@ -16,8 +16,8 @@ import click
 
 from mcpipechekr.capture.stdio_proxy import exit_at_once
 from mcpipechekr.errors import UserError
+from mcpipechekr.findings.evidence.passive import run_passive_capture
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.passive import run_passive_capture
 
 
 @click.command(

@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from mcpipechekr._util.console import console
-from mcpipechekr.findings.export import export_issues
 from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.views.export import export_issues
 
 
 @click.command("export-issues")

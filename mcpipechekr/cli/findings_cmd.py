@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.promote import registered_findings
-from mcpipechekr.findings.render import STATE_ORDER, render
+from mcpipechekr.findings.promotion.promote import registered_findings
+from mcpipechekr.findings.views.render import STATE_ORDER, render
 
 
 @click.command("findings")

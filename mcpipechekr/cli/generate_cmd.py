@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from mcpipechekr._util.console import console
-from mcpipechekr.findings.generate import generate_manifest, read_expect
 from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.verification.generate import generate_manifest, read_expect
 
 _FILE = click.Path(path_type=Path, dir_okay=False)
 

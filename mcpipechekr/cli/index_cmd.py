@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
+from mcpipechekr.findings.evidence.index import refresh_index
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.index import refresh_index
 
 
 @click.command("index")

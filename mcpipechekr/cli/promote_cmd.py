@@ -8,7 +8,7 @@ import click
 
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.promote import promote
+from mcpipechekr.findings.promotion.promote import promote
 
 
 def _as_of(value: str | None) -> datetime | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mcpipechekr.findings.serve import serve
+from mcpipechekr.findings.views.serve import serve
 
 
 @click.command("serve")

@@ -9,10 +9,10 @@ import click
 
 from mcpipechekr._util.console import console
 from mcpipechekr.errors import UserError
-from mcpipechekr.findings.generate import find_finding
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.lifecycle import close_manually
-from mcpipechekr.findings.verify import verify_finding
+from mcpipechekr.findings.lifecycle.states import close_manually
+from mcpipechekr.findings.verification.generate import find_finding
+from mcpipechekr.findings.verification.verify import verify_finding
 from mcpipechekr.server.target import resolve_server
 
 

@@ -5,13 +5,13 @@ One module per analyzer (`call_count`, `repeated_calls`, `date_windows`,
 each a small class whose docstring states its rule and its blind spots; then
 `correctness` (answers against the baseline), `costing` (the token prices,
 with `turns`: the model requests around each call),
-`aggregate` (findings into bugs), `stats` (Wilson, pass@k, pass^k),
+`aggregate` (sightings into bugs), `stats` (Wilson, pass@k, pass^k),
 `narrative` (phase2_narrative.md, and the optional model evaluator) and
-`runner` (`evaluate_run`). docs/evaluation.md explains them for users.
+`orchestrate` (`evaluate_run`). docs/evaluation.md explains them for users.
 """
 
-from mcpipechekr.evaluate.base import Analyzer, Budgets, Finding, TraceContext
-from mcpipechekr.evaluate.runner import (
+from mcpipechekr.evaluate.base import Analyzer, Budgets, BugSighting, TraceContext
+from mcpipechekr.evaluate.orchestrate import (
     default_analyzers,
     evaluate_contexts,
     evaluate_run,
@@ -23,7 +23,7 @@ from mcpipechekr.evaluate.runner import (
 __all__ = [
     "Analyzer",
     "Budgets",
-    "Finding",
+    "BugSighting",
     "TraceContext",
     "default_analyzers",
     "evaluate_contexts",

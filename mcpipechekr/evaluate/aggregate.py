@@ -1,7 +1,7 @@
-"""Many findings in many traces -> one bug per defect, most costly first.
+"""Many sightings in many traces -> one bug per defect, most costly first.
 
 The same defect seen in several traces (tasks, repetitions, models) is one
-entry: its id is the finding's stable id (prefix + slug of trigger and tool),
+entry: its id is the sighting's stable id (prefix + slug of trigger and tool),
 `occurrences` counts the traces showing it, and its token costs are the mean
 per occurrence, rounded. The text (trigger, observed, expected, details) is
 that of the first occurrence in trace-file order, so it is the same on every
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mcpipechekr.artifacts.bug_report import Bug, Evidence
-from mcpipechekr.evaluate.base import Finding, TraceContext
+from mcpipechekr.evaluate.base import BugSighting, TraceContext
 from mcpipechekr.evaluate.costing import Cost
 
 _SEVERITY = {"low": 0, "medium": 1, "high": 2}
@@ -22,38 +22,38 @@ _SEVERITY = {"low": 0, "medium": 1, "high": 2}
 
 @dataclass
 class Occurrence:
-    finding: Finding
+    sighting: BugSighting
     ctx: TraceContext
     cost: Cost
 
 
-def drop_explained(findings: list[Finding], excess: int) -> list[Finding]:
-    """Drop the summary findings of a trace that the specific ones already explain.
+def drop_explained(sightings: list[BugSighting], excess: int) -> list[BugSighting]:
+    """Drop the summary sightings of a trace that the specific ones already explain.
 
-    A call-count finding goes when the other findings' wasted calls cover the excess; a late-tool
-    finding (wrong_tool) goes when every call it blames is already another finding's waste: the
+    A call-count sighting goes when the other sightings' wasted calls cover the excess; a late-tool
+    sighting (wrong_tool) goes when every call it blames is already another sighting's waste: the
     same waste must not be counted twice.
     """
-    specific = [finding for finding in findings if finding.analyzer not in ("call_count", "wrong_tool")]
-    wasted = {step for finding in specific for step in finding.wasted}
+    specific = [sighting for sighting in sightings if sighting.analyzer not in ("call_count", "wrong_tool")]
+    wasted = {step for sighting in specific for step in sighting.wasted}
     kept = []
-    for finding in findings:
-        if finding.analyzer == "call_count" and len(wasted) >= excess:
+    for sighting in sightings:
+        if sighting.analyzer == "call_count" and len(wasted) >= excess:
             continue
-        if finding.analyzer == "wrong_tool" and finding.wasted and set(finding.wasted) <= wasted:
+        if sighting.analyzer == "wrong_tool" and sighting.wasted and set(sighting.wasted) <= wasted:
             continue
-        kept.append(finding)
+        kept.append(sighting)
     return kept
 
 
 def merge(occurrences: list[Occurrence]) -> list[Bug]:
-    """One Bug per finding id, in the order described in the module docstring."""
+    """One Bug per sighting id, in the order described in the module docstring."""
     groups: dict[str, list[Occurrence]] = {}
     for occurrence in occurrences:
-        groups.setdefault(occurrence.finding.id, []).append(occurrence)
+        groups.setdefault(occurrence.sighting.id, []).append(occurrence)
     bugs = []
     for bug_id, group in groups.items():
-        first = group[0].finding
+        first = group[0].sighting
         count = len(group)
         task_ids = sorted({occ.ctx.trace.task_id for occ in group})
         observed = round(sum(occ.cost.observed for occ in group) / count)
@@ -62,7 +62,7 @@ def merge(occurrences: list[Occurrence]) -> list[Bug]:
             Bug(
                 id=bug_id,
                 type=first.type,
-                severity=max((occ.finding.severity for occ in group), key=_SEVERITY.__getitem__),
+                severity=max((occ.sighting.severity for occ in group), key=_SEVERITY.__getitem__),
                 source="analyzer",
                 tool=first.tool,
                 task_id=group[0].ctx.trace.task_id,
@@ -79,7 +79,7 @@ def merge(occurrences: list[Occurrence]) -> list[Bug]:
                     Evidence(
                         task_id=occ.ctx.trace.task_id,
                         trace=occ.ctx.trace_ref,
-                        steps=sorted(occ.finding.steps),
+                        steps=sorted(occ.sighting.steps),
                     )
                     for occ in group
                 ],

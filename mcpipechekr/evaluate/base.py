@@ -1,10 +1,10 @@
 """What every Phase 2 analyzer sees and what it returns.
 
 An analyzer is a small class with one job: it reads one trace (with the task
-and the baseline entry beside it) and returns findings. A finding is a bug
+and the baseline entry beside it) and returns sightings. A sighting is a bug
 observed once, in one trace, with the step numbers that show it and the steps
 whose cost is the waste; `costing` prices those steps and `aggregate` merges
-the findings of many traces into one bug per defect.
+the sightings of many traces into one bug per defect.
 
 Analyzers never call a model and never touch the network, so evaluating a run
 is fast, repeatable, and gives the same bug report twice.
@@ -89,7 +89,7 @@ class TraceContext:
 
 
 @dataclass
-class Finding:
+class BugSighting:
     """One bug seen once in one trace; `steps` show it, `wasted` are the steps whose cost is the gap."""
 
     type: BugType
@@ -122,7 +122,7 @@ class Analyzer(Protocol):
 
     name: ClassVar[str]
 
-    def analyze(self, ctx: TraceContext) -> list[Finding]: ...
+    def analyze(self, ctx: TraceContext) -> list[BugSighting]: ...
 
 
 def call_cost(call: ToolCall) -> int:

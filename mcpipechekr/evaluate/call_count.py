@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from mcpipechekr.evaluate.base import Finding, TraceContext
+from mcpipechekr.evaluate.base import BugSighting, TraceContext
 
 
 @dataclass
@@ -19,7 +19,7 @@ class CallCount:
     reported per task in the statistics, flagged or not.
 
     Blind spots: it says nothing about WHY the calls were needed; the other
-    analyzers do. When their findings already account for the extra calls, the
+    analyzers do. When their sightings already account for the extra calls, the
     aggregation drops this one so the same waste is not counted twice. A task
     with no known minimum is never flagged.
     """
@@ -30,7 +30,7 @@ class CallCount:
     min_extra: int = 2
     min_ratio: float = 1.5
 
-    def analyze(self, ctx: TraceContext) -> list[Finding]:
+    def analyze(self, ctx: TraceContext) -> list[BugSighting]:
         minimum = ctx.min_calls
         observed = len(ctx.calls)
         if not minimum or observed - minimum < self.min_extra or observed < self.min_ratio * minimum:
@@ -44,7 +44,7 @@ class CallCount:
         if optimal >= spent:
             return []  # more calls, but no more tokens than the known solution: nothing wasted
         return [
-            Finding(
+            BugSighting(
                 type="efficiency",
                 slug=("too-many-calls", task_id),
                 severity="high" if ratio >= 3 else "medium",

@@ -12,7 +12,7 @@ A bug's steps are priced in two parts:
 
 1. **Calls.** Each call's arguments plus its result as the agent received it,
    always estimated with the one estimator (`_util.tokens.estimate_tokens`,
-   4 bytes per token). A finding names the steps that show it and the steps
+   4 bytes per token). A sighting names the steps that show it and the steps
    that were waste; unless the analyzer priced it itself (a projected result,
    a response budget, the baseline's reference tokens), observed = the cost
    of its steps and optimal = observed - the cost of the wasted steps.
@@ -50,7 +50,7 @@ from typing import Literal
 
 from mcpipechekr._util.tokens import estimate_tokens
 from mcpipechekr.artifacts.trace import ToolCall, Trace
-from mcpipechekr.evaluate.base import Finding, TraceContext, call_cost
+from mcpipechekr.evaluate.base import BugSighting, TraceContext, call_cost
 
 
 @dataclass(frozen=True)
@@ -63,24 +63,24 @@ class Cost:
         return max(0, self.observed - self.optimal)
 
 
-def price(finding: Finding, ctx: TraceContext) -> Cost:
-    """The cost of one finding: its calls, plus the model turns around its wasted calls."""
+def price(sighting: BugSighting, ctx: TraceContext) -> Cost:
+    """The cost of one sighting: its calls, plus the model turns around its wasted calls."""
     tokens = ctx.call_tokens
 
     def cost(indexes: list[int]) -> int:
         return sum(tokens.get(index, 0) for index in set(indexes))
 
-    observed = finding.observed_tokens if finding.observed_tokens is not None else cost(finding.steps)
-    optimal = finding.optimal_tokens
+    observed = sighting.observed_tokens if sighting.observed_tokens is not None else cost(sighting.steps)
+    optimal = sighting.optimal_tokens
     if optimal is None:
-        optimal = observed - cost(finding.wasted)
+        optimal = observed - cost(sighting.wasted)
     optimal = max(0, min(optimal, observed))
-    return Cost(observed=observed + turn_tokens(finding, ctx), optimal=optimal)
+    return Cost(observed=observed + turn_tokens(sighting, ctx), optimal=optimal)
 
 
-def turn_tokens(finding: Finding, ctx: TraceContext) -> int:
-    """Tokens of the model turns a finding's wasted calls added (part 2 of the module docstring)."""
-    wasted = {index for index in finding.wasted if index in ctx.call_tokens}
+def turn_tokens(sighting: BugSighting, ctx: TraceContext) -> int:
+    """Tokens of the model turns a sighting's wasted calls added (part 2 of the module docstring)."""
+    wasted = {index for index in sighting.wasted if index in ctx.call_tokens}
     if not wasted:
         return 0
     requests = ctx.requests
@@ -104,8 +104,8 @@ def turn_tokens(finding: Finding, ctx: TraceContext) -> int:
     for position in range(len(requests) - 1, 0, -1):
         later[position - 1] = later[position] + (position not in removed)
     total += sum(content * later[reader] for reader, content in added)
-    if finding.extra_calls is not None:
-        total = round(total * min(finding.extra_calls, len(wasted)) / len(wasted))
+    if sighting.extra_calls is not None:
+        total = round(total * min(sighting.extra_calls, len(wasted)) / len(wasted))
     return total
 
 

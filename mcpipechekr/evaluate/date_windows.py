@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import orjson
 
 from mcpipechekr.artifacts.trace import ToolCall
-from mcpipechekr.evaluate.base import Finding, TraceContext, records_of, result_is_empty, result_json
+from mcpipechekr.evaluate.base import BugSighting, TraceContext, records_of, result_is_empty, result_json
 from mcpipechekr.evaluate.matching import as_day
 
 _LOWER = ("from", "start", "after", "since", "begin", "min", "gte", "gt")
@@ -115,7 +115,7 @@ class DateWindows:
 
     When the walked tool only counts (its results list no records) and a
     later call to another tool lists the last window with the same filters,
-    that listing tool is where the sort order is missing: the finding names it,
+    that listing tool is where the sort order is missing: the sighting names it,
     and every window of the walk is waste.
 
     Blind spots: comparing three adjacent periods on purpose (counts per year)
@@ -140,7 +140,7 @@ class DateWindows:
                 return "backward"
         return None
 
-    def analyze(self, ctx: TraceContext) -> list[Finding]:
+    def analyze(self, ctx: TraceContext) -> list[BugSighting]:
         walks: list[tuple[str, str, list[Window]]] = []
         by_tool: dict[str, list[ToolCall]] = {}
         for call in ctx.calls:
@@ -149,7 +149,7 @@ class DateWindows:
             walks.extend((tool, direction, chain) for direction, chain in self._chains(calls))
         walks.sort(key=lambda walk: walk[2][0].step)
         return [
-            self._finding(tool, direction, chain, _lister(ctx, tool, chain))
+            self._sighting(tool, direction, chain, _lister(ctx, tool, chain))
             for tool, direction, chain in walks
         ]
 
@@ -181,7 +181,9 @@ class DateWindows:
             return True
         return len(chain) >= 2 and any(window.empty for window in chain[:-1])
 
-    def _finding(self, walked: str, direction: str, chain: list[Window], lister: ToolCall | None) -> Finding:
+    def _sighting(
+        self, walked: str, direction: str, chain: list[Window], lister: ToolCall | None
+    ) -> BugSighting:
         tool = lister.tool if lister is not None else walked
         which = "earliest" if direction == "forward" else "latest"
         order = "date_asc" if direction == "forward" else "date_desc"
@@ -191,7 +193,7 @@ class DateWindows:
             else window.label()
             for window in chain
         )
-        return Finding(
+        return BugSighting(
             type="feature_gap",
             slug=("no-date-sort", tool),
             severity="high" if len(chain) >= 5 else "medium",

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import orjson
 
 from mcpipechekr.artifacts.trace import ToolCall
-from mcpipechekr.evaluate.base import Finding, TraceContext, call_cost, records_of, result_json
+from mcpipechekr.evaluate.base import BugSighting, TraceContext, call_cost, records_of, result_json
 
 _TOOL_PREFIX = re.compile(r"^\s*error executing tool [\w.-]+:\s*", re.I)
 _CATEGORY = re.compile(r"^\s*[\w ]{0,30}?\berror:\s*", re.I)
@@ -101,33 +101,33 @@ class ErrorWorkaround:
 
     name: ClassVar[str] = "error_workaround"
 
-    def analyze(self, ctx: TraceContext) -> list[Finding]:
-        found: dict[str, Finding] = {}
+    def analyze(self, ctx: TraceContext) -> list[BugSighting]:
+        found: dict[str, BugSighting] = {}
         calls = ctx.calls
         for position, failed in enumerate(calls):
             if not failed.is_error:
                 continue
             later = calls[position + 1 :]
             success = next((call for call in later if not call.is_error), None)
-            finding = self._finding(ctx, failed, success, later)
-            previous = found.get(finding.id)
+            sighting = self._sighting(ctx, failed, success, later)
+            previous = found.get(sighting.id)
             if previous is None:
-                found[finding.id] = finding
+                found[sighting.id] = sighting
             else:
-                previous.steps = sorted(set(previous.steps) | set(finding.steps))
-                previous.wasted = sorted(set(previous.wasted) | set(finding.wasted))
-                if previous.optimal_tokens is not None and finding.optimal_tokens is not None:
-                    previous.optimal_tokens += finding.optimal_tokens
+                previous.steps = sorted(set(previous.steps) | set(sighting.steps))
+                previous.wasted = sorted(set(previous.wasted) | set(sighting.wasted))
+                if previous.optimal_tokens is not None and sighting.optimal_tokens is not None:
+                    previous.optimal_tokens += sighting.optimal_tokens
         return list(found.values())
 
-    def _finding(
+    def _sighting(
         self, ctx: TraceContext, failed: ToolCall, success: ToolCall | None, later: list[ToolCall]
-    ) -> Finding:
+    ) -> BugSighting:
         text = error_text(failed)
         key = error_key(text)
         args = orjson.dumps(failed.arguments, option=orjson.OPT_SORT_KEYS, default=str).decode()
         if success is None:
-            return Finding(
+            return BugSighting(
                 type="bug",
                 slug=(key, failed.tool),
                 severity="high",
@@ -168,7 +168,7 @@ class ErrorWorkaround:
             )
         else:
             workaround = f"switched to `{success.tool}`"
-        return Finding(
+        return BugSighting(
             type="description" if self_corrected else "bug",
             slug=(key, failed.tool),
             severity="low" if self_corrected else "high" if projection or dropped else "medium",

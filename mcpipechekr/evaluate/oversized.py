@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from mcpipechekr._util.tokens import estimate_tokens
-from mcpipechekr.evaluate.base import Finding, TraceContext
+from mcpipechekr.evaluate.base import BugSighting, TraceContext
 
 
 @dataclass
@@ -15,7 +15,7 @@ class OversizedResults:
     `check.budget_tokens`).
 
     Rule: the result's estimated tokens (as recorded in the trace) against the
-    budget; one finding per tool per trace, priced as the tokens above budget.
+    budget; one sighting per tool per trace, priced as the tokens above budget.
     `mcpipechekr check` warns at the budget itself; here only what is far
     above it counts, because agents legitimately ask for big pages now and then.
 
@@ -26,20 +26,20 @@ class OversizedResults:
     name: ClassVar[str] = "oversized"
     factor: float = 2.0
 
-    def analyze(self, ctx: TraceContext) -> list[Finding]:
+    def analyze(self, ctx: TraceContext) -> list[BugSighting]:
         over: dict[str, list[tuple[int, int, int]]] = {}
         for call in ctx.calls:
             budget = ctx.budgets.for_tool(call.tool)
             if call.result_tokens_estimated > self.factor * budget:
                 over.setdefault(call.tool, []).append((call.index, call.result_tokens_estimated, budget))
-        findings = []
+        sightings = []
         for tool, rows in sorted(over.items()):
             biggest = max(tokens for _, tokens, _ in rows)
             budget = rows[0][2]
             observed = sum(tokens for _, tokens, _ in rows)
             args_cost = sum(estimate_tokens(ctx.trace.steps[step].arguments) for step, _, _ in rows)  # type: ignore[union-attr]
-            findings.append(
-                Finding(
+            sightings.append(
+                BugSighting(
                     type="efficiency",
                     slug=("oversized-result", tool),
                     severity="high" if biggest > 5 * budget else "medium",
@@ -58,4 +58,4 @@ class OversizedResults:
                     details={"budget_tokens": budget, "largest_tokens": biggest},
                 )
             )
-        return findings
+        return sightings

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import orjson
 
 from mcpipechekr.artifacts.trace import ToolCall
-from mcpipechekr.evaluate.base import Finding, TraceContext, records_of, result_json
+from mcpipechekr.evaluate.base import BugSighting, TraceContext, records_of, result_json
 
 PAGE_KEYS = (
     "offset",
@@ -71,8 +71,8 @@ class PaginationWalk:
     name: ClassVar[str] = "pagination"
     min_pages: int = 3
 
-    def analyze(self, ctx: TraceContext) -> list[Finding]:
-        findings = []
+    def analyze(self, ctx: TraceContext) -> list[BugSighting]:
+        sightings = []
         by_tool: dict[str, list[ToolCall]] = {}
         for call in ctx.calls:
             if not call.is_error:
@@ -92,10 +92,10 @@ class PaginationWalk:
                         chain_key = this_key
                         continue
                 if self._flag(chain):
-                    findings.append(self._finding(tool, chain))
+                    sightings.append(self._sighting(tool, chain))
                 if call is not None:
                     chain, chain_key = [(call, value)], this_key
-        return findings
+        return sightings
 
     def _flag(self, chain: list[tuple[ToolCall, Any]]) -> bool:
         if len(chain) < 2:
@@ -104,10 +104,10 @@ class PaginationWalk:
         more = _has_more(last, offset)
         return more if more is not None else len(chain) >= self.min_pages
 
-    def _finding(self, tool: str, chain: list[tuple[ToolCall, Any]]) -> Finding:
+    def _sighting(self, tool: str, chain: list[tuple[ToolCall, Any]]) -> BugSighting:
         key = _paging_key(chain[-1][0].arguments) or "offset"
         values = [value if value is not None else "(first page)" for _, value in chain]
-        return Finding(
+        return BugSighting(
             type="feature_gap",
             slug=("paging-to-find", tool),
             severity="medium",

@@ -8,7 +8,7 @@ from typing import ClassVar
 import orjson
 
 from mcpipechekr.artifacts.trace import ToolCall
-from mcpipechekr.evaluate.base import Finding, TraceContext
+from mcpipechekr.evaluate.base import BugSighting, TraceContext
 
 
 def call_key(call: ToolCall) -> tuple[str, bytes]:
@@ -20,7 +20,7 @@ def call_key(call: ToolCall) -> tuple[str, bytes]:
 class RepeatedCalls:
     """Flags identical calls (same tool, same arguments after sorting keys) made more than once.
 
-    Rule: every repeat after the first is waste; one finding per tool, listing
+    Rule: every repeat after the first is waste; one sighting per tool, listing
     all copies. Errors count too: retrying the exact call that failed cannot help.
 
     Blind spots: a tool whose answer changes over time (a job status, a queue)
@@ -30,7 +30,7 @@ class RepeatedCalls:
 
     name: ClassVar[str] = "repeated_calls"
 
-    def analyze(self, ctx: TraceContext) -> list[Finding]:
+    def analyze(self, ctx: TraceContext) -> list[BugSighting]:
         groups: dict[tuple[str, bytes], list[ToolCall]] = {}
         for call in ctx.calls:
             groups.setdefault(call_key(call), []).append(call)
@@ -38,13 +38,13 @@ class RepeatedCalls:
         for (tool, _), calls in groups.items():
             if len(calls) > 1:
                 by_tool.setdefault(tool, []).append(calls)
-        findings = []
+        sightings = []
         for tool, repeats in sorted(by_tool.items()):
             steps = sorted(call.index for calls in repeats for call in calls)
             wasted = sorted(call.index for calls in repeats for call in calls[1:])
             example = repeats[0][0]
-            findings.append(
-                Finding(
+            sightings.append(
+                BugSighting(
                     type="efficiency",
                     slug=("repeated-calls", tool),
                     severity="low",
@@ -63,4 +63,4 @@ class RepeatedCalls:
                     details={"repeats": len(wasted)},
                 )
             )
-        return findings
+        return sightings

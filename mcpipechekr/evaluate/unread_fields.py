@@ -9,7 +9,7 @@ import orjson
 
 from mcpipechekr._util.tokens import estimate_tokens
 from mcpipechekr.artifacts.trace import ModelTurn
-from mcpipechekr.evaluate.base import Finding, TraceContext, result_json
+from mcpipechekr.evaluate.base import BugSighting, TraceContext, result_json
 from mcpipechekr.evaluate.matching import Haystack, prepare
 
 
@@ -72,7 +72,7 @@ class UnreadFields:
     min_tokens: int = 50
     min_share: float = 0.2
 
-    def analyze(self, ctx: TraceContext) -> list[Finding]:
+    def analyze(self, ctx: TraceContext) -> list[BugSighting]:
         haystack = Haystack.prepared(
             [
                 prepare(" ".join([step.text, *step.thinking]))
@@ -108,7 +108,7 @@ class UnreadFields:
                     position = last_seen[memo] = haystack.last_seen(value)
                 if position >= since:
                     read.add(path)
-        findings = []
+        sightings = []
         for tool, entry in sorted(per_tool.items()):
             unread = {path: tokens for path, tokens in entry["tokens"].items() if path not in entry["read"]}
             wasted = round(sum(unread.values()))
@@ -117,8 +117,8 @@ class UnreadFields:
             ranked = sorted(unread.items(), key=lambda item: (-item[1], item[0]))
             names = ", ".join(f"{path} (~{round(tokens)} tokens)" for path, tokens in ranked)
             observed = entry["total"]
-            findings.append(
-                Finding(
+            sightings.append(
+                BugSighting(
                     type="efficiency",
                     slug=("unread-fields", tool),
                     severity="medium" if wasted >= 500 else "low",
@@ -137,4 +137,4 @@ class UnreadFields:
                     details={"unread_fields": {path: round(tokens) for path, tokens in ranked}},
                 )
             )
-        return findings
+        return sightings

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from mcpipechekr.evaluate.base import Finding, TraceContext
+from mcpipechekr.evaluate.base import BugSighting, TraceContext
 
 
 @dataclass
@@ -16,7 +16,7 @@ class WrongTool:
     solution makes before it (its position in `reference_calls`; without
     reference calls, `min_calls - 1`). More calls before it is a detour; none
     at all is a wrong choice. Either points at tool descriptions that do not
-    say when to use which tool, hence a `description` finding on the tool that
+    say when to use which tool, hence a `description` sighting on the tool that
     should have been chosen.
 
     Blind spots: tasks without `expected_tool` are skipped; an agent that
@@ -25,7 +25,7 @@ class WrongTool:
 
     name: ClassVar[str] = "wrong_tool"
 
-    def analyze(self, ctx: TraceContext) -> list[Finding]:
+    def analyze(self, ctx: TraceContext) -> list[BugSighting]:
         task = ctx.task
         if task is None or not task.expected_tool or not ctx.calls:
             return []
@@ -48,7 +48,7 @@ class WrongTool:
             )
             slug = ("late-tool", expected)
         return [
-            Finding(
+            BugSighting(
                 type="description",
                 slug=slug,
                 severity="medium",

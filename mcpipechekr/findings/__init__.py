@@ -1,9 +1,16 @@
 """Findings: recurring failures across runs and real use, with evidence and a lifecycle.
 
-Evidence comes from call records (`records`), written by the passive capture
-proxy and by the Phase 1 capture proxy into journals under the findings home
-(`home`). `index` derives a SQLite view of them (index.db, rebuildable);
-`promote` turns recurring groups into findings; `lifecycle.db` holds what is
-authoritative: findings registered, annotations, lifecycle states and
-verification evidence, so deleting index.db loses nothing.
+Grouped by concern, each group importing only from those below it (the import-linter
+contract in pyproject.toml checks it, and names its one exception):
+
+- `views/`: the findings rendered, exported as issues, served over MCP;
+- `verification/`: a finding's case, its runs as evidence, what the loop calls after a fix;
+- `promotion/`: recurring groups of failures (and Phase 2 bugs) registered as findings;
+- `lifecycle/` (lifecycle.db, authoritative) and `evidence/` (call records and index.db,
+  rebuildable), side by side;
+- below them all, as modules of this package: `home` (where it all lives), `errors`,
+  `locking` and `classes` (the defect classes, from capture to display).
+
+Deleting index.db loses nothing: lifecycle.db holds the registered findings, annotations,
+lifecycle states and verification evidence.
 """

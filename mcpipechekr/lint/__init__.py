@@ -8,9 +8,9 @@ rule and score.
 
 import logging
 
+from mcpipechekr.lint.orchestrate import LintOutcome, lint, run_lint
 from mcpipechekr.lint.report import precision_warnings, render_text, write_tef_report
 from mcpipechekr.lint.risks import confirm_lint_risks, lint_gate, parse_accept_risk
-from mcpipechekr.lint.runner import LintOutcome, lint, run_lint
 
 # A library logs; the application decides where logs go (the CLI prints warnings in its report).
 logging.getLogger(__name__).addHandler(logging.NullHandler())

@@ -33,12 +33,12 @@ def check_step(
     progress: Callable[[str], None] | None = None,
     out: Console = console,
 ) -> CheckReport:
-    """Check the configured server (see `check.runner.run_check` for the options) and return the report.
+    """Check the configured server (see `check.orchestrate.run_check` for the options) and return the report.
 
     With `run_dir`, the report becomes its check_report.json and one summary
     line goes to `out`.
     """
-    from mcpipechekr.check.runner import run_check, write_check_report
+    from mcpipechekr.check.orchestrate import run_check, write_check_report
 
     stage = run_stage(config, run_dir, "check") if run_dir is not None else contextlib.nullcontext()
     with stage:

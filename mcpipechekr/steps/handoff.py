@@ -30,7 +30,7 @@ from mcpipechekr.findings.home import HOME_ENV, Home
 from mcpipechekr.server.workspace import repo_state
 
 if TYPE_CHECKING:
-    from mcpipechekr.findings.lifecycle import Transition
+    from mcpipechekr.findings.lifecycle.states import Transition
 
 
 def findings_home(config: Config | None) -> Home:
@@ -41,8 +41,8 @@ def findings_home(config: Config | None) -> Home:
 def record_call_evidence(config: Config, run_dir: RunDir, journals: Iterable[Path]) -> None:
     """Hand Phase 1 capture journals to the findings home as call records; a missing journal (the
     attempt never reached the server) is passed over."""
-    from mcpipechekr.findings.phase1 import records_from_journal
-    from mcpipechekr.findings.records import append_records
+    from mcpipechekr.findings.evidence.phase1 import records_from_journal
+    from mcpipechekr.findings.evidence.records import append_records
 
     home = findings_home(config)
     for journal in journals:
@@ -60,8 +60,8 @@ def register_and_verify(
     present again, it is red, and a closed finding coming back is a regression.
     The outcome goes to `out` and to the end of phase2_narrative.md.
     """
-    from mcpipechekr.findings.bugs import register_bug_report
-    from mcpipechekr.findings.reverify import verify_from_bug_report, verify_registered_probes
+    from mcpipechekr.findings.promotion.bugs import register_bug_report
+    from mcpipechekr.findings.verification.reverify import verify_from_bug_report, verify_registered_probes
 
     home = findings_home(config)
     register_bug_report(home, report, server=config.server.name)
@@ -83,7 +83,7 @@ def register_and_verify(
 def claim_fixes(config: Config, record: FixRecord) -> list[Transition]:
     """Claim each committed fix of `record` for its bug's finding; later runs verify it, three greens
     close it."""
-    from mcpipechekr.findings.reverify import claim_bug_fix
+    from mcpipechekr.findings.verification.reverify import claim_bug_fix
 
     home = findings_home(config)
     return [

@@ -43,7 +43,7 @@ def lint_step(
     interactive: bool | None = None,
     out: Console = console,
 ) -> LintOutcome:
-    """Lint the server's tool descriptions (see `lint.runner.lint` for the options); return the outcome.
+    """Lint the server's tool descriptions (see `lint.orchestrate.lint` for the options); return the outcome.
 
     With `run_dir`: its tools.json is linted, tef_report.json written, the
     summary and warnings go to `out`, and UserError stops the run when a risk

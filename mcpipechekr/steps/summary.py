@@ -23,7 +23,7 @@ from mcpipechekr.steps.handoff import findings_home
 def summary_step(config: Config | None, runs: Sequence[RunDir], *, out: Console = console) -> Path:
     """session_summary.md of the last of `runs`, covering them all; the regression rate comes from the
     findings home (`config`'s, or the default one when the run is reviewed away from its project)."""
-    from mcpipechekr.findings.lifecycle import regression_stats
+    from mcpipechekr.findings.lifecycle.states import regression_stats
     from mcpipechekr.session_summary import write_session_summary
 
     started = [manifest.started_at for run in runs if (manifest := read_manifest(run)) is not None]

@@ -16,7 +16,7 @@ the same transaction as the migrations it counts, so both commit or neither
 does; and a file made before versioning already reads 0, which is exactly
 "no migration recorded".
 
-`migrate(db)` runs on every open (`lifecycle.lifecycle_db`) and is cheap when
+`migrate(db)` runs on every open (`lifecycle.states.lifecycle_db`) and is cheap when
 nothing is pending: one header read. Otherwise it takes the write lock with
 `BEGIN IMMEDIATE`, reads the version again under it and applies only what is
 still pending, so two processes opening a new file at once serialize and the

@@ -44,7 +44,7 @@ class VerificationManifest(StrictModel):
         return next((case for case in self.cases if case.id == case_id), None)
 
     def as_cases_file(self, case: Case) -> CasesFile:
-        """The one case as a check-layer cases file, for the functional runner."""
+        """The one case as a check-layer cases file, for the functional layer."""
         return CasesFile(opt_in=self.opt_in, cases=[case])
 
 

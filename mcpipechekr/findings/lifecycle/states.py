@@ -41,8 +41,8 @@ from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.findings import Finding, FindingState
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.lifecycle.migrations import LATEST, migrate, schema_version
 from mcpipechekr.findings.locking import lifecycle_setup_lock
-from mcpipechekr.findings.migrations import LATEST, migrate, schema_version
 
 CLOSING_STREAK = 3
 """Consecutive greens under one credit binding that close a finding."""

@@ -1,6 +1,6 @@
 """`mcpipechekr verify`: run a finding's case against a server and record the result as evidence.
 
-The case runs through the check layer's functional runner (`check/functional.py`),
+The case runs through the functional layer of `check` (`check/functional.py`),
 so its expectations mean exactly what they mean in `mcpipechekr check`. It is
 repeated (`probes.py`) until it fails or has passed every attempt: one failing
 attempt makes the run red, only a clean sweep is green.
@@ -16,8 +16,8 @@ What is recorded, and when nothing is:
   crashes or hangs on the case is a red result: that is the server failing);
 - a case that cannot run (its tool is not listed, or may not be called) records
   nothing either;
-- otherwise the result goes to `lifecycle.record_verification`, which moves
-  the finding (see `lifecycle.py`), under a run id that is new for every run
+- otherwise the result goes to `lifecycle.states.record_verification`, which moves
+  the finding (see `lifecycle/states.py`), under a run id that is new for every run
   unless the caller passes one (a replay of a recorded id changes nothing).
 
 Only a reason token (`error-returned`, `timeout`, …) is stored; the failure
@@ -38,12 +38,16 @@ from mcpipechekr.check.context import CheckContext
 from mcpipechekr.check.functional import run_functional
 from mcpipechekr.config import CheckConfig, Config, ServerConfig
 from mcpipechekr.errors import ServerHalt, UserError
-from mcpipechekr.findings.case_manifest import case_asserts_result, load_manifest, placeholder_problems
-from mcpipechekr.findings.credit import CreditBinding, changed_files, credit_binding
-from mcpipechekr.findings.generate import FALSE_SUCCESS_RULE, find_finding, require_probe
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.lifecycle import CLOSING_STREAK, Transition, record_verification
-from mcpipechekr.findings.probes import attempts_for, detection_chance, probe_kind
+from mcpipechekr.findings.lifecycle.states import CLOSING_STREAK, Transition, record_verification
+from mcpipechekr.findings.verification.case_manifest import (
+    case_asserts_result,
+    load_manifest,
+    placeholder_problems,
+)
+from mcpipechekr.findings.verification.credit import CreditBinding, changed_files, credit_binding
+from mcpipechekr.findings.verification.generate import FALSE_SUCCESS_RULE, find_finding, require_probe
+from mcpipechekr.findings.verification.probes import attempts_for, detection_chance, probe_kind
 from mcpipechekr.server.lifecycle import ServerUnderTest
 
 DEFAULT_TIMEOUT_S = CheckConfig().call_timeout_s
@@ -217,7 +221,7 @@ def _run_attempts(
 
 
 def reason_token(result: CheckResult) -> str:
-    """The stored reason of a red result, from the runner's step log (never its text)."""
+    """The stored reason of a red result, from the functional layer's step log (never its text)."""
     steps = result.details.get("steps", [])
     failures = [str(text) for text in result.details.get("failures", [])]
     for step in steps:

@@ -29,12 +29,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.check.cases import Expect
-from mcpipechekr.findings.generate import generate_manifest
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.promote import registered_findings, require_index
-from mcpipechekr.findings.render import STATE_ORDER, render
-from mcpipechekr.findings.store import load_finding
-from mcpipechekr.findings.verify import verify_finding
+from mcpipechekr.findings.lifecycle.store import load_finding
+from mcpipechekr.findings.promotion.promote import registered_findings, require_index
+from mcpipechekr.findings.verification.generate import generate_manifest
+from mcpipechekr.findings.verification.verify import verify_finding
+from mcpipechekr.findings.views.render import STATE_ORDER, render
 from mcpipechekr.server.target import resolve_server
 
 T = TypeVar("T")

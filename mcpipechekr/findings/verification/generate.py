@@ -22,10 +22,14 @@ from mcpipechekr.artifacts.atomic import atomic_write_text, read_model
 from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.check.cases import Case, Expect
 from mcpipechekr.errors import UserError
-from mcpipechekr.findings.case_manifest import MANIFEST_VERSION, VerificationManifest, asserts_result
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.render import shape_text
-from mcpipechekr.findings.store import load_finding
+from mcpipechekr.findings.lifecycle.store import load_finding
+from mcpipechekr.findings.verification.case_manifest import (
+    MANIFEST_VERSION,
+    VerificationManifest,
+    asserts_result,
+)
+from mcpipechekr.findings.views.render import shape_text
 
 FALSE_SUCCESS_RULE = (
     "a false-success finding answers ok while it fails, so `outcome: ok` alone cannot verify it: "

@@ -15,9 +15,9 @@ from hashlib import sha256
 from pathlib import Path
 
 from mcpipechekr.artifacts.journal import read_journal
+from mcpipechekr.findings.evidence.records import SESSION_PATTERN, CallRecord, event_id_for
+from mcpipechekr.findings.evidence.tracker import CallTracker
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.records import SESSION_PATTERN, CallRecord, event_id_for
-from mcpipechekr.findings.tracker import CallTracker
 
 
 def records_from_journal(

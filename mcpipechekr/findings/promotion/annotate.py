@@ -38,7 +38,7 @@ from typing import Literal
 from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.store import lifecycle_connection
+from mcpipechekr.findings.lifecycle.store import lifecycle_connection
 
 AnnotationKind = Literal["workaround", "false-success", "expected"]
 ANNOTATION_KINDS: tuple[AnnotationKind, ...] = ("workaround", "false-success", "expected")

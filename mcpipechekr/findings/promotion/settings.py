@@ -14,7 +14,7 @@ from mcpipechekr.artifacts._base import ArtifactModel
 from mcpipechekr.artifacts.atomic import read_model
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.scoring import DEFAULT_THRESHOLD
+from mcpipechekr.findings.promotion.scoring import DEFAULT_THRESHOLD
 
 
 class HomeSettings(ArtifactModel):

@@ -34,10 +34,10 @@ from typing import Any
 import orjson
 
 from mcpipechekr.capture.stdio_proxy import StdioProxy, exit_at_once
+from mcpipechekr.findings.evidence.records import CallRecord, journal_name
+from mcpipechekr.findings.evidence.tracker import CallTracker
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.locking import JournalLock
-from mcpipechekr.findings.records import CallRecord, journal_name
-from mcpipechekr.findings.tracker import CallTracker
 
 _LAUNCHERS = {"python", "node", "npx", "uv", "uvx", "bun", "bunx", "deno", "pipx", "docker", "run", "exec"}
 
@@ -184,7 +184,7 @@ def run_passive_capture(argv: Sequence[str], home: Home, *, server: str | None =
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m mcpipechekr.findings.passive [--home DIR] [--server NAME] -- CMD…`.
+    """`python -m mcpipechekr.findings.evidence.passive [--home DIR] [--server NAME] -- CMD…`.
 
     The same proxy as `mcpipechekr capture`, started without loading the rest
     of the command line: for clients that give a server little time to start.
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(
-        prog="python -m mcpipechekr.findings.passive",
+        prog="python -m mcpipechekr.findings.evidence.passive",
         description="Run an MCP stdio server behind a proxy that records each tool call, sanitized.",
     )
     parser.add_argument("--home", help="Findings home [default: $MCPIPECHEKR_HOME, else .mcpipechekr/].")

@@ -54,11 +54,17 @@ from typing import Any, Literal
 from mcpipechekr._util.collector import collector_paused
 from mcpipechekr.artifacts.atomic import fsync_dir, temp_name_for
 from mcpipechekr.findings.errors import EvidenceUnavailable, JournalRejected
+from mcpipechekr.findings.evidence.journal_rows import CALL_COLUMNS, CONTENT, LINE, SOURCE, Row, parse_lines
+from mcpipechekr.findings.evidence.records import MAX_RECORD_BYTES
+from mcpipechekr.findings.evidence.windows import (
+    INPUT_SQL,
+    ORDER_SQL,
+    WINDOW_COLUMNS,
+    WindowInput,
+    failure_windows,
+)
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.journal_rows import CALL_COLUMNS, CONTENT, LINE, SOURCE, Row, parse_lines
 from mcpipechekr.findings.locking import JournalLock, indexer_lock
-from mcpipechekr.findings.records import MAX_RECORD_BYTES
-from mcpipechekr.findings.windows import INPUT_SQL, ORDER_SQL, WINDOW_COLUMNS, WindowInput, failure_windows
 
 SCHEMA_VERSION = "1"
 BATCH = 5_000

@@ -23,7 +23,10 @@ from datetime import datetime
 
 from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.findings import Finding
-from mcpipechekr.findings.annotate import (
+from mcpipechekr.findings.classes import HINTS, classify, severity_for
+from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.lifecycle.store import lifecycle_connection, load_findings, upsert_finding
+from mcpipechekr.findings.promotion.annotate import (
     AnnotationStatus,
     IndexedCall,
     indexed_calls,
@@ -31,12 +34,9 @@ from mcpipechekr.findings.annotate import (
     resolve,
     store_resolution,
 )
-from mcpipechekr.findings.classes import HINTS, classify, severity_for
-from mcpipechekr.findings.groups import Group, GroupKey, collect_groups
-from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.scoring import score, wilson_low
-from mcpipechekr.findings.settings import promotion_threshold
-from mcpipechekr.findings.store import lifecycle_connection, load_findings, upsert_finding
+from mcpipechekr.findings.promotion.groups import Group, GroupKey, collect_groups
+from mcpipechekr.findings.promotion.scoring import score, wilson_low
+from mcpipechekr.findings.promotion.settings import promotion_threshold
 
 MIN_SESSIONS = 2
 
@@ -74,7 +74,7 @@ class PromoteResult:
 @contextlib.contextmanager
 def opened_index(home: Home) -> Iterator[sqlite3.Connection]:
     """The index read-only; `EvidenceUnavailable` (exit 3) when it is missing, corrupt or incomplete."""
-    from mcpipechekr.findings.index import open_index
+    from mcpipechekr.findings.evidence.index import open_index
 
     conn = open_index(home)
     try:

@@ -33,7 +33,7 @@ from typing import Any
 import orjson
 
 from mcpipechekr.findings.classes import code_for_message
-from mcpipechekr.findings.records import (
+from mcpipechekr.findings.evidence.records import (
     ERR_CODE_PATTERN,
     CallRecord,
     arg_shape,

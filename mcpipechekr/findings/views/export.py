@@ -21,11 +21,11 @@ from pathlib import Path
 
 from mcpipechekr.artifacts.atomic import atomic_write_text
 from mcpipechekr.artifacts.findings import Finding
-from mcpipechekr.findings.generate import case_id_for
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.lifecycle import CLOSING_STREAK
-from mcpipechekr.findings.promote import registered_findings
-from mcpipechekr.findings.render import ordered
+from mcpipechekr.findings.lifecycle.states import CLOSING_STREAK
+from mcpipechekr.findings.promotion.promote import registered_findings
+from mcpipechekr.findings.verification.generate import case_id_for
+from mcpipechekr.findings.views.render import ordered
 
 _EXPORTED_NAME = re.compile(r"^finding-[0-9a-f]{16}\.md$")
 

@@ -26,10 +26,10 @@ import orjson
 from mcpipechekr.artifacts.bug_report import Bug, BugReport
 from mcpipechekr.artifacts.findings import DefectClass, Finding
 from mcpipechekr.findings.classes import HINTS, cap_without_probe, class_of_code, code_for_message
+from mcpipechekr.findings.evidence.records import arg_shape
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.records import arg_shape
-from mcpipechekr.findings.scoring import wilson_low
-from mcpipechekr.findings.store import lifecycle_connection, upsert_finding
+from mcpipechekr.findings.lifecycle.store import lifecycle_connection, upsert_finding
+from mcpipechekr.findings.promotion.scoring import wilson_low
 
 TYPE_CLASSES: dict[str, DefectClass] = {
     "efficiency": "efficiency",

@@ -3,7 +3,7 @@
 `evaluate_run` reads the run's traces, the task file and the shared baseline,
 runs every analyzer on every trace (an analyzer that raises is recorded in the
 report's notes, and the rest go on), checks each final answer against the
-baseline, prices the findings, merges them into bugs and computes per-task
+baseline, prices the sightings, merges them into bugs and computes per-task
 statistics. Nothing here depends on the clock except `evaluated_at`, so
 evaluating the same run twice writes the same report apart from that field.
 
@@ -31,7 +31,7 @@ from mcpipechekr.artifacts.trace import list_traces
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.aggregate import Occurrence, drop_explained, merge, sort_bugs
-from mcpipechekr.evaluate.base import Analyzer, Budgets, Finding, TraceContext
+from mcpipechekr.evaluate.base import Analyzer, Budgets, BugSighting, TraceContext
 from mcpipechekr.evaluate.call_count import CallCount
 from mcpipechekr.evaluate.correctness import check_deterministic, similarity
 from mcpipechekr.evaluate.costing import price, trace_tokens
@@ -50,7 +50,7 @@ DEFAULT_K = 3
 
 
 def default_analyzers() -> list[Analyzer]:
-    """Every analyzer with its default settings, in the order their findings are listed."""
+    """Every analyzer with its default settings, in the order their sightings are listed."""
     return [
         CallCount(),
         RepeatedCalls(),
@@ -69,12 +69,12 @@ class TraceOutcome:
 
     ctx: TraceContext
     success: bool
-    findings: list[Finding]
+    sightings: list[BugSighting]
     flag: ReviewFlag | None = None
 
 
-def _correctness(ctx: TraceContext, threshold: float) -> tuple[bool, Finding | None, ReviewFlag | None]:
-    """(answer acceptable, a correctness finding, a review flag) against the baseline."""
+def _correctness(ctx: TraceContext, threshold: float) -> tuple[bool, BugSighting | None, ReviewFlag | None]:
+    """(answer acceptable, a correctness sighting, a review flag) against the baseline."""
     trace, task, entry = ctx.trace, ctx.task, ctx.baseline
     if trace.status != "completed":
         return False, None, None
@@ -98,7 +98,7 @@ def _correctness(ctx: TraceContext, threshold: float) -> tuple[bool, Finding | N
         return True, None, None
     last = ctx.trace.steps[-1].index if ctx.trace.steps else None
     spent = sum(ctx.call_tokens.values())
-    finding = Finding(
+    sighting = BugSighting(
         type="correctness",
         slug=("wrong-answer", trace.task_id),
         severity="high",
@@ -117,7 +117,7 @@ def _correctness(ctx: TraceContext, threshold: float) -> tuple[bool, Finding | N
         details={"missing": verdict.missing[:20]},
         analyzer="correctness",
     )
-    return False, finding, None
+    return False, sighting, None
 
 
 def evaluate_trace(
@@ -125,21 +125,21 @@ def evaluate_trace(
 ) -> tuple[TraceOutcome, list[str]]:
     """Every analyzer and the correctness check on one trace; analyzer failures become notes."""
     notes: list[str] = []
-    findings: list[Finding] = []
+    sightings: list[BugSighting] = []
     for analyzer in analyzers:
         try:
             found = analyzer.analyze(ctx)
         except Exception as exc:  # one broken rule must not lose the rest of the evaluation
             notes.append(f"analyzer {analyzer.name} failed on {ctx.trace_ref}: {type(exc).__name__}: {exc}")
             continue
-        for finding in found:
-            finding.analyzer = analyzer.name
-        findings.extend(found)
-    findings = drop_explained(findings, len(ctx.calls) - (ctx.min_calls or 0))
+        for sighting in found:
+            sighting.analyzer = analyzer.name
+        sightings.extend(found)
+    sightings = drop_explained(sightings, len(ctx.calls) - (ctx.min_calls or 0))
     success, wrong, flag = _correctness(ctx, threshold)
     if wrong is not None:
-        findings.append(wrong)
-    return TraceOutcome(ctx, success, findings, flag), notes
+        sightings.append(wrong)
+    return TraceOutcome(ctx, success, sightings, flag), notes
 
 
 PARALLEL_FROM = 256
@@ -152,13 +152,13 @@ _WORK: tuple[list[TraceContext], Sequence[Analyzer], float] | None = None
 
 def _evaluate_chunk(
     bounds: tuple[int, int],
-) -> list[tuple[list[Finding], bool, ReviewFlag | None, list[str]]]:
+) -> list[tuple[list[BugSighting], bool, ReviewFlag | None, list[str]]]:
     assert _WORK is not None
     contexts, analyzers, threshold = _WORK
     out = []
     for ctx in contexts[bounds[0] : bounds[1]]:
         outcome, notes = evaluate_trace(ctx, analyzers, threshold)
-        out.append((outcome.findings, outcome.success, outcome.flag, notes))
+        out.append((outcome.sightings, outcome.success, outcome.flag, notes))
     return out
 
 
@@ -168,7 +168,7 @@ def _evaluate_all(
     """evaluate_trace on every context, in order; forked workers share the work on big runs.
 
     Workers inherit the traces by fork (nothing is pickled on the way in) and send back only the
-    findings, so the result is the same as a serial evaluation, in the same order.
+    sightings, so the result is the same as a serial evaluation, in the same order.
     """
     workers = min(8, os.cpu_count() or 1)
     if (
@@ -188,8 +188,8 @@ def _evaluate_all(
         _WORK = None
     results = [item for part in parts for item in part]
     return [
-        (TraceOutcome(ctx, success, findings, flag), notes)
-        for ctx, (findings, success, flag, notes) in zip(contexts, results, strict=True)
+        (TraceOutcome(ctx, success, sightings, flag), notes)
+        for ctx, (sightings, success, flag, notes) in zip(contexts, results, strict=True)
     ]
 
 
@@ -255,7 +255,7 @@ def evaluate_contexts(
     for ctx, (outcome, trace_notes) in zip(contexts, _evaluate_all(contexts, chosen, threshold), strict=True):
         outcomes.append(outcome)
         all_notes.extend(trace_notes)
-        occurrences.extend(Occurrence(finding, ctx, price(finding, ctx)) for finding in outcome.findings)
+        occurrences.extend(Occurrence(sighting, ctx, price(sighting, ctx)) for sighting in outcome.sightings)
     report = BugReport(
         run_id=run_id,
         phase1_provider=phase1_provider,
@@ -324,7 +324,7 @@ def evaluate_run(config: Config, run_dir: RunDir | str | Path) -> BugReport:
     baseline = read_model(run.baseline, Baseline) if run.baseline.exists() else None
     spec = config.providers.phase2
     # Every trace of the run is held in memory (a thousand traces are millions of objects) and
-    # traces, findings and reports hold no reference cycles; on 1,000 traces the collector's
+    # traces, sightings and reports hold no reference cycles; on 1,000 traces the collector's
     # fruitless walks were a third of the reading time.
     with collector_paused():
         contexts, notes = load_contexts(config, run, baseline)

@@ -1,6 +1,6 @@
 """What the loop calls: claim a fix after a commit, then verify claimed and closed findings on every run.
 
-After a fix commit the loop calls `claim_bug_fix` (or `lifecycle.claim_fix`
+After a fix commit the loop calls `claim_bug_fix` (or `lifecycle.states.claim_fix`
 with a finding id): the finding becomes fix-claimed. On each later run it
 calls one or both of:
 
@@ -33,11 +33,11 @@ from mcpipechekr._util.hashing import sha256_json
 from mcpipechekr.artifacts.bug_report import BugReport
 from mcpipechekr.config import ServerConfig
 from mcpipechekr.errors import UserError
-from mcpipechekr.findings.bugs import bug_finding_id
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.lifecycle import Transition, claim_fix, last_probe, record_verification
-from mcpipechekr.findings.store import load_findings
-from mcpipechekr.findings.verify import verify_finding
+from mcpipechekr.findings.lifecycle.states import Transition, claim_fix, last_probe, record_verification
+from mcpipechekr.findings.lifecycle.store import load_findings
+from mcpipechekr.findings.promotion.bugs import bug_finding_id
+from mcpipechekr.findings.verification.verify import verify_finding
 
 FOLLOWED_STATES = ("fix-claimed", "verifying", "closed")
 RUN_EVALUATION = "run-evaluation"
