@@ -88,3 +88,9 @@ class FindingsList(ArtifactModel):
     findings: list[Finding] = Field(
         default_factory=list, description="Open first, then by severity and score."
     )
+
+
+def shape_text(shape: dict[str, str]) -> str:
+    """An argument shape (`Finding.arg_shapes`) as `{key: type, …}`, the one way views and generated
+    cases write it."""
+    return "{" + ", ".join(f"{key}: {kind}" for key, kind in shape.items()) + "}"

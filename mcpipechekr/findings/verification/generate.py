@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from mcpipechekr.artifacts.atomic import atomic_write_text, read_model
-from mcpipechekr.artifacts.findings import Finding
+from mcpipechekr.artifacts.findings import Finding, shape_text
 from mcpipechekr.check.cases import Case, Expect
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
@@ -29,7 +29,6 @@ from mcpipechekr.findings.verification.case_manifest import (
     VerificationManifest,
     asserts_result,
 )
-from mcpipechekr.findings.views.render import shape_text
 
 FALSE_SUCCESS_RULE = (
     "a false-success finding answers ok while it fails, so `outcome: ok` alone cannot verify it: "

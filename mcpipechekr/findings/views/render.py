@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Literal
 
 from mcpipechekr.artifacts.atomic import dumps_json
-from mcpipechekr.artifacts.findings import Finding, FindingsList
+from mcpipechekr.artifacts.findings import Finding, FindingsList, shape_text
 from mcpipechekr.findings.classes import SEVERITY_ORDER
 
 OutputFormat = Literal["agent", "md", "json"]
@@ -44,11 +44,6 @@ def render(findings: list[Finding], output_format: OutputFormat) -> str:
 
 def _where(finding: Finding) -> str:
     return f"{finding.server}/{finding.tool}" if finding.tool else finding.server
-
-
-def shape_text(shape: dict[str, str]) -> str:
-    """An argument shape as `{key: type, …}`."""
-    return "{" + ", ".join(f"{key}: {kind}" for key, kind in shape.items()) + "}"
 
 
 def _codes(finding: Finding) -> str:
