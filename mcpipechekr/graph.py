@@ -409,12 +409,12 @@ def task_lint() -> dict[str, Any]:
     }
 
 
-def _attempt_digest(config: Config, task: Task, provider: str, runner: str) -> str:
+def _attempt_digest(config: Config, task: Task, runner: str) -> str:
     """What one trace depends on besides the server: the task's definition, the model and the limits."""
     return sha256_json(
         {
             "task": task.model_dump(mode="json"),
-            "provider": provider,
+            "provider": str(config.providers.phase1),
             "runner": runner,
             "timeouts": config.timeouts.model_dump(mode="json"),
         }
@@ -453,7 +453,7 @@ def task_trace() -> Iterator[dict[str, Any]]:
                 "file_dep": [_p(plan.run_dir.tools)],
                 "targets": [_p(target)],
                 "uptodate": [
-                    config_changed(_attempt_digest(config, task, str(spec), inputs.settings.runner))
+                    config_changed(_attempt_digest(config, task, inputs.settings.runner))
                 ],
                 "params": PARAMS,
             }

@@ -239,12 +239,14 @@ def import_session(
     *,
     run: str | None = None,
     new_run: bool = False,
-    provider: str | None = None,
+    model_label: str | None = None,
 ) -> ImportedTrace:
     """Convert the session file at `path` into a trace of `task_id`; return what was written.
 
     `run`: a run id or `latest`; None means the latest run, or a new run when
-    there is none. `new_run`: always a new run. Raises UserError
+    there is none. `new_run`: always a new run. `model_label` names the model
+    that ran the session in the trace and manifest (default: the session's own
+    record, e.g. openai/gpt-4o); it is a label, never a provider to call. Raises UserError
     (SessionFormatError for the file itself) and writes nothing when the file,
     its tool names, the task or the run is not right.
     """
@@ -262,7 +264,7 @@ def import_session(
     check_mapping(path, mapping, tools, source)
 
     output = session.output
-    label = provider or session.provider or kind
+    label = model_label or session.provider or kind
     started = output.started_at or datetime.fromtimestamp(path.stat().st_mtime, UTC)
     ended = output.ended_at if output.ended_at and output.ended_at >= started else None
     repetition = 1
@@ -299,11 +301,11 @@ def import_session(
     return ImportedTrace(written, run_dir, created, mapping)
 
 
-def _new_import_run(config: Config, task: Task, provider: str, tools: ToolsSnapshot) -> RunDir:
+def _new_import_run(config: Config, task: Task, model_label: str, tools: ToolsSnapshot) -> RunDir:
     """A run folder for imported traces: its manifest (ended, nothing left to run) and its tools.json."""
     run_dir = create_run_dir(config.paths.runs)
     manifest = new_manifest(config, run_dir.run_id, [task])
-    providers = manifest.providers.model_copy(update={"phase1": provider})
+    providers = manifest.providers.model_copy(update={"phase1": model_label})
     write_model(run_dir.manifest, manifest.model_copy(update={"providers": providers}).finished("completed"))
     write_model(run_dir.tools, tools)
     return run_dir

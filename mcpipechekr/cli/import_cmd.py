@@ -77,7 +77,7 @@ def import_command(
         task_id,
         run=run,
         new_run=new_run,
-        provider=provider,  # type: ignore[arg-type]
+        model_label=provider,  # type: ignore[arg-type]
     )
     if imported.created_run:
         console.print(
