@@ -30,7 +30,7 @@ from mcpipechekr.errors import ServerHalt
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.base import RunRequest
 from mcpipechekr.runners.engine import Attempt
-from mcpipechekr.runners.execute import run_phase1
+from mcpipechekr.runners.execute import execute_attempts, run_phase1
 from mcpipechekr.tasks import Task
 
 REPO = Path(__file__).resolve().parents[1]
@@ -286,12 +286,10 @@ def test_given_attempts_run_alone_each_reported_as_soon_as_its_trace_is_written(
         assert (tmp_path / "journals" / f"{attempt.trace.stem}.jsonl").exists()
         reported.append((attempt.task.task_id, attempt.repetition, attempt.state))
 
-    paths = run_phase1(
+    paths = execute_attempts(
         _config(),
         tmp_path,
-        (),
-        (),
-        attempts=[Attempt(_task("second"), B, 3), Attempt(_task("first"), A, 1)],
+        [Attempt(_task("second"), B, 3), Attempt(_task("first"), A, 1)],
         concurrency=1,
         runner_for=lambda spec: runner,
         progress=False,

@@ -1,7 +1,8 @@
 """The Phase 1 engine: attempts run concurrently in one event loop, each one trace.
 
-`execute.run_phase1` plans the attempts and runs this engine in its process;
-under doit, each trace's task runs it on its one attempt. The attempt types
+`execute.run_phase1` plans the attempts and `execute.execute_attempts` runs
+this engine in its process; under doit, each trace's task runs it on its one
+attempt. The attempt types
 live here so that the progress display can use them without importing
 `execute.py`.
 
@@ -356,7 +357,7 @@ async def run_attempts(
     max_requests: int = DEFAULT_MAX_REQUESTS,
     on_change: Callable[[Phase1State, Attempt | None], None] | None = None,
 ) -> Phase1State:
-    """The async core of `execute.run_phase1`, for callers that already run an event loop.
+    """The async core of `execute.execute_attempts`, for callers that already run an event loop.
 
     `on_change(state, attempt)` is called when an attempt starts (`attempt`
     None) and when it ends (the attempt). Raises ServerHalt as the module doc

@@ -1,8 +1,8 @@
 """Phase 1 execution: every task x provider x repetition, concurrently, each attempt one trace.
 
-`run_phase1` plans the attempts and runs them with the engine (`engine.py`,
-which holds the rules for timeouts, server failures and Ctrl-C) in one event
-loop in this process, with the progress display (`progress.py`) on stderr.
+`run_phase1` plans the attempts and `execute_attempts` runs them with the
+engine (`engine.py`, which holds the rules for timeouts, server failures and
+Ctrl-C) in one event loop in this process, with the progress display (`progress.py`) on stderr.
 
 One process is enough: an attempt spends seconds waiting for the model and a
 few hundred milliseconds of this interpreter's CPU, so `concurrency` attempts
@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -43,16 +44,30 @@ def run_phase1(
     providers: Sequence[ProviderSpec],
     *,
     repeat: int = 1,
+    **options: Any,
+) -> list[Path]:
+    """Run every task with every provider `repeat` times; returns the trace files written, in plan order.
+
+    The options are `execute_attempts`'.
+    """
+    return execute_attempts(config, run_dir, plan_attempts(tasks, providers, repeat), **options)
+
+
+def execute_attempts(
+    config: Config,
+    run_dir: RunDir | Path,
+    attempts: Sequence[Attempt],
+    *,
     concurrency: int = DEFAULT_CONCURRENCY,
     runner_for: RunnerFor | None = None,
     runner: str = DEFAULT_RUNNER,
     keep_builtin_tools: bool = False,
     max_requests: int | None = None,
     progress: bool = True,
-    attempts: Sequence[Attempt] | None = None,
     on_attempt: Callable[[Attempt], None] | None = None,
 ) -> list[Path]:
-    """Run every task with every provider `repeat` times; returns the trace files written, in plan order.
+    """Run `attempts` (a doit target runs one, `mcpipechekr run` all it planned); returns the trace
+    files written, in plan order.
 
     `runner_for` picks the runner per provider (default: the registry, with
     `runner` for non-demo providers, and the agent CLIs' built-in tools left
@@ -60,12 +75,11 @@ def run_phase1(
     once. `progress` shows done / running / failed and tokens on stderr.
     Raises ServerHalt when the server fails (see `runners.engine`) and
     KeyboardInterrupt on Ctrl-C, after writing the traces of the attempts in
-    flight. `attempts` replaces the plan of `tasks` x `providers` x `repeat`
-    (a doit target runs one); `on_attempt` is told of each attempt as soon as
-    it is finished and its trace written (not those cancelled by another's
-    server halt, Ctrl-C or the phase timeout).
+    flight. `on_attempt` is told of each attempt as soon as it is finished
+    and its trace written (not those cancelled by another's server halt,
+    Ctrl-C or the phase timeout).
     """
-    attempts = list(attempts) if attempts is not None else plan_attempts(tasks, providers, repeat)
+    attempts = list(attempts)
     if runner_for is None:
         runner_for = runner_factory(config, runner, keep_builtin_tools=keep_builtin_tools)
     display = Phase1Progress(err_console) if progress else None

@@ -3,7 +3,7 @@
 One code path for every front end and every runner: doit's `trace:<task>__<model>__rNNN`
 target runs its one attempt, `mcpipechekr run` all of them (tasks x providers x
 repetitions, `--concurrency` at once), both through the Phase 1 engine
-(`runners.execute.run_phase1`). Each attempt's capture journal is handed to
+(`runners.execute.execute_attempts`). Each attempt's capture journal is handed to
 the findings home as soon as that attempt is finished, so the evidence of a
 long run is there before the run ends; attempts cut short by a server halt or
 Ctrl-C are handed over when the step ends, whichever way it ends.
@@ -22,7 +22,7 @@ from mcpipechekr.artifacts import RunDir
 from mcpipechekr.artifacts.journal import journal_path
 from mcpipechekr.config import Config
 from mcpipechekr.runners.engine import DEFAULT_CONCURRENCY, Attempt
-from mcpipechekr.runners.execute import run_phase1
+from mcpipechekr.runners.execute import execute_attempts
 from mcpipechekr.runners.registry import DEFAULT_RUNNER
 from mcpipechekr.steps.handoff import record_call_evidence
 from mcpipechekr.steps.stage import run_stage
@@ -67,12 +67,10 @@ def trace_step(
     step = f"trace {attempts[0].label}" if len(attempts) == 1 else "trace"
     with run_stage(config, run_dir, step):
         try:
-            return run_phase1(
+            return execute_attempts(
                 config,
                 run_dir,
-                (),
-                (),
-                attempts=attempts,
+                attempts,
                 concurrency=concurrency,
                 runner=runner,
                 keep_builtin_tools=keep_builtin_tools,
