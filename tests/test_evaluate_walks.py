@@ -241,3 +241,15 @@ def test_reading_records_one_id_after_another_is_not_paging() -> None:
         for n in (1001, 1002, 1003, 1004)
     ]
     assert PaginationWalk().analyze(ctx_of(make_trace("t", steps, answer="done"))) == []
+
+
+def test_asking_again_with_a_wider_limit_is_not_paging() -> None:
+    def rows(n: int) -> dict:
+        return {"items": [{"event_ref": f"EV-{i:04d}", "kind": "login"} for i in range(n)]}
+
+    steps = [
+        call("list_events", {"user": "kim", "max_rows": 10}, rows(10)),
+        call("list_events", {"user": "kim", "max_rows": 20}, rows(20)),
+        call("list_events", {"user": "kim", "max_rows": 30}, rows(30)),
+    ]
+    assert PaginationWalk().analyze(ctx_of(make_trace("t", steps, answer="EV-0025"))) == []

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import orjson
+
 from mcpipechekr.artifacts.trace import ToolCall
 from mcpipechekr.evaluate.base import BugSighting, TraceContext, records_of, result_json
 from mcpipechekr.evaluate.matching import as_day
@@ -40,6 +42,17 @@ def _sizes(call: ToolCall, key: str) -> set[int]:
     }
 
 
+def _overlap(before: ToolCall, after: ToolCall) -> bool:
+    """Whether `after` lists a row `before` already listed."""
+    seen = {
+        orjson.dumps(row, option=orjson.OPT_SORT_KEYS, default=str) for row in records_of(result_json(before))
+    }
+    return any(
+        orjson.dumps(row, option=orjson.OPT_SORT_KEYS, default=str) in seen
+        for row in records_of(result_json(after))
+    )
+
+
 def paging_step(before: ToolCall, after: ToolCall) -> str | None:
     """The argument that moved when `after` is the next page of `before`, else None.
 
@@ -51,7 +64,8 @@ def paging_step(before: ToolCall, after: ToolCall) -> str | None:
       the previous page listed rows; a record looked up by one number after another (`invoice_number`
       1001, 1002, ...) is not a page;
     - is a string the previous result handed out (a next-page cursor, whatever its name).
-    Dates are not pages: a date that moves is the date-window analyzer's.
+    Dates are not pages (a date that moves is the date-window analyzer's), nor is a call that lists a
+    row the previous one listed (a wider `limit` over the same rows).
     """
     keys = set(before.arguments) | set(after.arguments)
     changed = [key for key in keys if before.arguments.get(key) != after.arguments.get(key)]
@@ -62,6 +76,8 @@ def paging_step(before: ToolCall, after: ToolCall) -> str | None:
     if isinstance(new, bool) or isinstance(old, bool) or new in (None, ""):
         return None
     named = key.lower() in PAGE_KEYS
+    if _overlap(before, after):
+        return None  # the same rows again: a wider or repeated listing, not the next page
     if isinstance(new, int):
         start = old if isinstance(old, int) else (0 if old is None else None)
         if start is None or new <= start:
