@@ -51,10 +51,6 @@ class Held:
     positions: tuple[int, ...]
     source: Literal["answer", "baseline"] | None
 
-    @property
-    def first(self) -> int | None:
-        return self.positions[0] if self.positions else None
-
 
 def _specific(value: Any) -> bool:
     """Long enough to tell apart from noise (the matching rule's minimum), and not a boolean."""
