@@ -310,8 +310,13 @@ def get_attendees(booking_id: int, page: int = 1) -> dict[str, Any]:
     annotations=READ_ONLY,
 )
 def find_people(name: str) -> dict[str, Any]:
-    # Planted: the name is pasted into the SQL, so an apostrophe breaks the statement.
-    cursor = DB.execute(f"SELECT id, name, team, email FROM people WHERE name LIKE '%{name}%' ORDER BY id")
+    # Planted: the name is pasted into the SQL, so an apostrophe breaks the statement; the
+    # database's message is passed on, as servers that wrap their driver's errors do.
+    sql = f"SELECT id, name, team, email FROM people WHERE name LIKE '%{name}%' ORDER BY id"
+    try:
+        cursor = DB.execute(sql)
+    except sqlite3.Error as exc:
+        raise ToolError(f"database error: {exc}") from None
     names = [column[0] for column in cursor.description]
     return {"people": [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]}
 
