@@ -18,7 +18,9 @@ takes any tool). A `must` label matched is a hit, unmatched a miss; a bug that
 matches only `may` labels counts neither way; a bug matching no label is a
 false positive. Precision = hits' bugs / (those + false positives); recall =
 hit `must` labels / all `must` labels. Printed per client with the targets,
-the spread between clients, then every miss and false positive.
+the spread between clients, every miss and false positive, then where the
+clients disagree: bugs not reported by all of them, and shared bugs whose
+token cost of gap differs by more than 5 %.
 Exit status: 0 whatever the figures (a benchmark, not a test); 2 when a run
 could not be made.
 """
@@ -208,6 +210,20 @@ def mark(ok: bool) -> str:
     return "ok" if ok else "BELOW TARGET"
 
 
+def print_agreement(scores: list[Score]) -> None:
+    """Bugs not reported by every client, and shared bugs whose cost differs by more than 5 %."""
+    costs = {s.client: {bug["id"]: bug["token_cost_of_gap"] for bug in s.bugs} for s in scores}
+    every = set.intersection(*(set(found) for found in costs.values()))
+    print("\nagreement between clients (same calls, so the same bugs and costs are expected):")
+    for bug_id in sorted(set.union(*(set(found) for found in costs.values())) - every):
+        print(f"  only in {', '.join(c for c in costs if bug_id in costs[c])}: {bug_id}")
+    for bug_id in sorted(every):
+        values = [costs[client][bug_id] for client in costs]
+        if max(values) > 1.05 * min(values):
+            shown = ", ".join(f"{client} {costs[client][bug_id]}" for client in costs)
+            print(f"  cost of gap differs: {bug_id}: {shown}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path, help="Also write the figures and every bug to this file.")
@@ -250,6 +266,7 @@ def main() -> int:
             print(f"  missed  {line}")
         for line in s.false_positives:
             print(f"  false   {line}")
+    print_agreement(scores)
     if args.json:
         args.json.write_text(
             json.dumps(
