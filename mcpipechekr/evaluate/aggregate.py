@@ -6,7 +6,11 @@ entry: its id is the sighting's stable id (prefix + slug of trigger and tool),
 per occurrence, rounded. The text (trigger, observed, expected, details) is
 that of the first occurrence in trace-file order, so it is the same on every
 evaluation of the same run. Entries are sorted by `token_cost_of_gap`, highest
-first, then by id.
+first, then by id; `priority_order` is the one order in which they are fixed
+and listed as priorities.
+
+Within a trace, each wasted step is priced by one sighting only
+(`assign_steps`): the others that saw it name that sighting in `see_also`.
 """
 
 from __future__ import annotations
@@ -18,6 +22,21 @@ from mcpipechekr.evaluate.base import BugSighting, TraceContext
 from mcpipechekr.evaluate.costing import Cost
 
 _SEVERITY = {"low": 0, "medium": 1, "high": 2}
+
+STEP_OWNERS: tuple[str, ...] = (
+    "error_workaround",
+    "date_windows",
+    "pagination",
+    "unread_fields",
+    "oversized",
+    "wrong_tool",
+    "repeated_calls",
+    "call_count",
+    "correctness",
+)
+"""Which sighting prices a step two of them claim: `server` ones before `agent` ones (the waste goes
+where it can be fixed), then the most specific cause first, in this order. A sighting not listed
+(a new analyzer) comes after these, in the order it was found."""
 
 
 @dataclass
@@ -44,6 +63,84 @@ def drop_explained(sightings: list[BugSighting], excess: int) -> list[BugSightin
             continue
         kept.append(sighting)
     return kept
+
+
+def _claimed(sighting: BugSighting) -> list[int]:
+    """The steps a sighting prices: its wasted calls, or, when it prices its steps' results itself
+    (an oversized or partly unread result, a wrong answer), those steps (`priced_steps` when set)."""
+    if sighting.priced_steps is not None:
+        return sorted(set(sighting.priced_steps))
+    if sighting.wasted:
+        return sorted(set(sighting.wasted))
+    return sorted(set(sighting.steps)) if sighting.observed_tokens is not None else []
+
+
+def assign_steps(sightings: list[BugSighting], ctx: TraceContext) -> list[BugSighting]:
+    """Give each claimed step of one trace to one sighting; the others reference it and stop pricing it.
+
+    In `STEP_OWNERS` order, a sighting keeps the steps no earlier one claimed. For the steps it
+    loses, it names their owners in `see_also` and its price shrinks: a sighting priced by its
+    wasted calls drops them from `wasted` (its optimum, when the analyzer set one, grows by their
+    cost, and `extra_calls` by their number); one that priced its steps itself keeps the share of
+    its price that its remaining steps' tokens carry. A sighting left with nothing to price stays
+    in the report, at no cost, as evidence pointing to the owner. The list comes back in its order.
+    """
+    rank = {name: position for position, name in enumerate(STEP_OWNERS)}
+    order = sorted(
+        range(len(sightings)),
+        key=lambda n: (
+            sightings[n].fixable_by != "server",
+            rank.get(sightings[n].analyzer, len(STEP_OWNERS)),
+            n,
+        ),
+    )
+    owner: dict[int, str] = {}
+    tokens = ctx.call_tokens
+    for n in order:
+        sighting = sightings[n]
+        claimed = _claimed(sighting)
+        lost = [step for step in claimed if step in owner and owner[step] != sighting.id]
+        if lost:
+            sighting.see_also = sorted({*sighting.see_also, *(owner[step] for step in lost)})
+            _give_up(sighting, claimed, lost, tokens)
+        for step in claimed:
+            owner.setdefault(step, sighting.id)
+    return sightings
+
+
+def _give_up(sighting: BugSighting, claimed: list[int], lost: list[int], tokens: dict[int, int]) -> None:
+    """Stop pricing `lost` (steps another sighting prices) in `sighting`; see `assign_steps`."""
+    lost_cost = sum(tokens.get(step, 0) for step in lost)
+    if sighting.wasted and sighting.priced_steps is None:
+        sighting.wasted = [step for step in sighting.wasted if step not in set(lost)]
+        if sighting.optimal_tokens is not None:
+            sighting.optimal_tokens += lost_cost
+        if sighting.extra_calls is not None:
+            sighting.extra_calls = max(0, min(sighting.extra_calls - len(lost), len(sighting.wasted)))
+        if not sighting.wasted or sighting.extra_calls == 0:
+            sighting.wasted, sighting.optimal_tokens, sighting.observed_tokens = [], None, None
+        return
+    total = sum(tokens.get(step, 0) for step in claimed)
+    share = (total - lost_cost) / total if total else 0.0
+    if sighting.observed_tokens is not None:
+        sighting.observed_tokens = round(sighting.observed_tokens * share)
+    if sighting.optimal_tokens is not None:
+        sighting.optimal_tokens = round(sighting.optimal_tokens * share)
+
+
+def priority_order(bugs: list[Bug]) -> list[Bug]:
+    """The one order bugs are fixed in and listed as priorities: what the server can fix first, then
+    the most severe, then the highest `token_cost_of_gap`, ties by id. The review shows it, the fix
+    loop follows it (its `server` part), the narrative numbers its priorities by it."""
+    return sorted(
+        bugs,
+        key=lambda bug: (
+            bug.fixable_by != "server",
+            -_SEVERITY[bug.severity],
+            -bug.token_cost_of_gap,
+            bug.id,
+        ),
+    )
 
 
 def merge(occurrences: list[Occurrence]) -> list[Bug]:
@@ -84,6 +181,9 @@ def merge(occurrences: list[Occurrence]) -> list[Bug]:
                     for occ in group
                 ],
                 details=first.details,
+                fixable_by=first.fixable_by,
+                expected_tool=first.expected_tool,
+                see_also=sorted({other for occ in group for other in occ.sighting.see_also} - {bug_id}),
             )
         )
     return sort_bugs(bugs)
