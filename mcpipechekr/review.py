@@ -318,7 +318,7 @@ def bug_table(bugs: list[Bug], width: int = WIDE_TABLE) -> Table:
     longest = max((len(bug.id) for bug in bugs), default=0)
     table.add_column("id / trigger" if wide else "bug", overflow="fold", min_width=min(longest, width - 20))
     if wide:
-        for column in ("type", "severity", "tool", "fixable by"):
+        for column in ("type", "severity", "tool"):
             table.add_column(column, overflow="fold")
     table.add_column("gap tokens" if wide else "gap", justify="right")
     table.add_column("occurrences" if wide else "seen", justify="right")
@@ -329,7 +329,7 @@ def bug_table(bugs: list[Bug], width: int = WIDE_TABLE) -> Table:
         cell.append("\n" + bug.trigger, style="dim")
         if bug.fixable_by == "agent":
             cell.append("\nagent behaviour: not sent to the fix loop", style="italic")
-        middle = [bug.type, bug.severity, Text(bug.tool or "-"), bug.fixable_by] if wide else []
+        middle = [bug.type, bug.severity, Text(bug.tool or "-")] if wide else []
         table.add_row(str(number), cell, *middle, f"{bug.token_cost_of_gap:,}", str(bug.occurrences))
     return table
 
