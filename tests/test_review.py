@@ -35,9 +35,9 @@ from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.narrative import render_narrative
 from mcpipechekr.review import (
     PROMPT,
+    bugs_to_fix,
     continue_hint,
     current_review,
-    bugs_to_fix,
     fix_order,
     interactive_review,
     record_decision,
