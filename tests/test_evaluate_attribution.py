@@ -9,6 +9,7 @@ bug says whether the server (`server`) or only the model (`agent`) can remove it
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from datetime import UTC, datetime
 
@@ -243,13 +244,17 @@ def test_a_needless_call_is_priced_once_and_the_other_bug_points_to_it() -> None
     assert repeat.wasted == [] and repeat.see_also == [late.id] and repeat_cost.gap == 0
     owners: dict[int, str] = {}
     for sighting, _ in priced.values():
+        if sighting.analyzer in ("call_count", "correctness"):
+            continue  # summaries: they price what the others leave unexplained, below
         for step in sighting.wasted:
             assert step not in owners, f"step {step} priced by {owners.get(step)} and {sighting.id}"
             owners[step] = sighting.id
     too_many, cost = priced["EFF-too-many-calls-count-jars"]
     assert too_many.tool == "list_items" and too_many.expected_tool == "count_items"
-    assert too_many.see_also == [late.id] and cost.gap == 0, "explained: it prices nothing"
-    assert late_cost.gap > 0
+    assert too_many.see_also == [late.id] and late_cost.gap > 0
+    ctx = ctx_of(trace, shelf)
+    alone = price(dataclasses.replace(too_many, explained_tokens=0), ctx).gap
+    assert late_cost.gap + cost.gap == max(alone, late_cost.gap), "the trace's waste is counted once"
 
 
 def test_an_oversized_result_with_unread_fields_is_priced_once() -> None:
@@ -309,3 +314,19 @@ def test_the_narrative_priorities_are_the_review_order_and_mark_agent_bugs() -> 
     )
     agent_lines = [line for line in text.splitlines() if "not sent to the fix loop" in line]
     assert [line.split()[1] for line in agent_lines] == ["EFF-too-many-calls-t", "COR-wrong-answer-t"]
+
+
+def test_the_fields_of_a_call_that_should_not_have_been_made_are_priced_with_the_call() -> None:
+    heavy = {"isbn": "1", "title": "T1", "blurb": "a long story " * 60}
+    trace = make_trace(
+        "t",
+        [call("get_book", {"isbn": "1"}, heavy), call("get_book", {"isbn": "1"}, heavy)],
+        answer="T1",
+    )
+    priced = _priced(ctx_of(trace, task("t")))
+    repeat, repeat_cost = priced["EFF-repeated-calls-get-book"]
+    unread, unread_cost = priced["EFF-unread-fields-get-book"]
+    assert repeat.wasted == [1] and repeat_cost.gap > 0
+    assert unread.see_also == [repeat.id] and 0 < unread_cost.gap
+    whole = UnreadFields().analyze(ctx_of(trace, task("t")))[0]
+    assert unread.observed_tokens == round(whole.observed_tokens / 2), "only the first call's fields"

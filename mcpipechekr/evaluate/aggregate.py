@@ -19,24 +19,9 @@ from dataclasses import dataclass
 
 from mcpipechekr.artifacts.bug_report import Bug, Evidence
 from mcpipechekr.evaluate.base import BugSighting, TraceContext
-from mcpipechekr.evaluate.costing import Cost
+from mcpipechekr.evaluate.costing import Cost, price
 
 _SEVERITY = {"low": 0, "medium": 1, "high": 2}
-
-STEP_OWNERS: tuple[str, ...] = (
-    "error_workaround",
-    "date_windows",
-    "pagination",
-    "unread_fields",
-    "oversized",
-    "wrong_tool",
-    "repeated_calls",
-    "call_count",
-    "correctness",
-)
-"""Which sighting prices a step two of them claim: `server` ones before `agent` ones (the waste goes
-where it can be fixed), then the most specific cause first, in this order. A sighting not listed
-(a new analyzer) comes after these, in the order it was found."""
 
 
 @dataclass
@@ -65,25 +50,42 @@ def drop_explained(sightings: list[BugSighting], excess: int) -> list[BugSightin
     return kept
 
 
-def _claimed(sighting: BugSighting) -> list[int]:
-    """The steps a sighting prices: its wasted calls, or, when it prices its steps' results itself
-    (an oversized or partly unread result, a wrong answer), those steps (`priced_steps` when set)."""
-    if sighting.priced_steps is not None:
-        return sorted(set(sighting.priced_steps))
-    if sighting.wasted:
-        return sorted(set(sighting.wasted))
-    return sorted(set(sighting.steps)) if sighting.observed_tokens is not None else []
+STEP_OWNERS: tuple[str, ...] = (
+    "error_workaround",
+    "date_windows",
+    "pagination",
+    "wrong_tool",
+    "repeated_calls",
+    "unread_fields",
+    "oversized",
+)
+"""Which sighting prices a step two of them claim, within one kind of claim (whole calls, or results):
+`server` ones before `agent` ones (the waste goes where it can be fixed), then the most specific cause
+first, in this order. A sighting not listed (a new analyzer) comes after these, in the order found."""
+
+SUMMARIES: tuple[str, ...] = ("call_count", "correctness")
+"""Sightings that price a whole trace against its known optimum: they keep only what the others leave
+unexplained, in this order."""
 
 
 def assign_steps(sightings: list[BugSighting], ctx: TraceContext) -> list[BugSighting]:
-    """Give each claimed step of one trace to one sighting; the others reference it and stop pricing it.
+    """Price each wasted step of one trace in one sighting; the others name it in `see_also`.
 
-    In `STEP_OWNERS` order, a sighting keeps the steps no earlier one claimed. For the steps it
-    loses, it names their owners in `see_also` and its price shrinks: a sighting priced by its
-    wasted calls drops them from `wasted` (its optimum, when the analyzer set one, grows by their
-    cost, and `extra_calls` by their number); one that priced its steps itself keeps the share of
-    its price that its remaining steps' tokens carry. A sighting left with nothing to price stays
-    in the report, at no cost, as evidence pointing to the owner. The list comes back in its order.
+    Three kinds of claim, settled in this order:
+
+    1. Whole wasted calls (`wasted`): in `STEP_OWNERS` order, a sighting keeps the calls no earlier
+       one claimed; a call it loses leaves its `wasted` (its optimum, when the analyzer set one,
+       grows by the call's cost).
+    2. Results priced by the analyzer itself (`observed_tokens`: an oversized or partly unread
+       result): a call already wasted whole is not priced again for its fields, and of two such
+       sightings on one call the earlier in `STEP_OWNERS` keeps it; the loser keeps the share of
+       its price its remaining calls' tokens carry.
+    3. Summaries (`SUMMARIES`: too many calls, a wrong answer), which price the whole trace against
+       its optimum: each keeps only the gap the sightings before it, on the same calls, leave
+       unexplained (`explained_tokens`).
+
+    A sighting left with nothing to price stays in the report at no cost, as evidence pointing to
+    the owner. The list comes back in its order.
     """
     rank = {name: position for position, name in enumerate(STEP_OWNERS)}
     order = sorted(
@@ -94,38 +96,51 @@ def assign_steps(sightings: list[BugSighting], ctx: TraceContext) -> list[BugSig
             n,
         ),
     )
-    owner: dict[int, str] = {}
     tokens = ctx.call_tokens
-    for n in order:
-        sighting = sightings[n]
-        claimed = _claimed(sighting)
-        lost = [step for step in claimed if step in owner and owner[step] != sighting.id]
+    summaries = [sightings[n] for n in order if sightings[n].analyzer in SUMMARIES]
+    summaries.sort(key=lambda sighting: SUMMARIES.index(sighting.analyzer))
+    rest = [sightings[n] for n in order if sightings[n].analyzer not in SUMMARIES]
+    owner: dict[int, str] = {}
+    for sighting in (s for s in rest if s.wasted):
+        lost = [step for step in sighting.wasted if step in owner]
         if lost:
-            sighting.see_also = sorted({*sighting.see_also, *(owner[step] for step in lost)})
-            _give_up(sighting, claimed, lost, tokens)
+            _refer(sighting, [owner[step] for step in lost])
+            lost_cost = sum(tokens.get(step, 0) for step in lost)
+            sighting.wasted = [step for step in sighting.wasted if step not in set(lost)]
+            if sighting.optimal_tokens is not None:
+                sighting.optimal_tokens += lost_cost
+            if not sighting.wasted:
+                sighting.optimal_tokens = None  # priced at no gap: its steps are another's waste
+        for step in sighting.wasted:
+            owner[step] = sighting.id
+    for sighting in (s for s in rest if not s.wasted and s.observed_tokens is not None):
+        claimed = sorted(set(sighting.steps))
+        lost = [step for step in claimed if step in owner]
+        if lost:
+            _refer(sighting, [owner[step] for step in lost])
+            total = sum(tokens.get(step, 0) for step in claimed)
+            share = 1 - sum(tokens.get(step, 0) for step in lost) / total if total else 0.0
+            sighting.observed_tokens = round(sighting.observed_tokens * share)
+            if sighting.optimal_tokens is not None:
+                sighting.optimal_tokens = round(sighting.optimal_tokens * share)
         for step in claimed:
             owner.setdefault(step, sighting.id)
+    done = list(rest)
+    for summary in summaries:
+        covered = set(summary.priced_steps if summary.priced_steps is not None else summary.steps)
+        explaining = [
+            (other, price(other, ctx).gap) for other in done if covered & {*other.steps, *other.wasted}
+        ]
+        explaining = [(other, gap) for other, gap in explaining if gap > 0]
+        if explaining:
+            _refer(summary, [other.id for other, _ in explaining])
+            summary.explained_tokens = sum(gap for _, gap in explaining)
+        done.append(summary)
     return sightings
 
 
-def _give_up(sighting: BugSighting, claimed: list[int], lost: list[int], tokens: dict[int, int]) -> None:
-    """Stop pricing `lost` (steps another sighting prices) in `sighting`; see `assign_steps`."""
-    lost_cost = sum(tokens.get(step, 0) for step in lost)
-    if sighting.wasted and sighting.priced_steps is None:
-        sighting.wasted = [step for step in sighting.wasted if step not in set(lost)]
-        if sighting.optimal_tokens is not None:
-            sighting.optimal_tokens += lost_cost
-        if sighting.extra_calls is not None:
-            sighting.extra_calls = max(0, min(sighting.extra_calls - len(lost), len(sighting.wasted)))
-        if not sighting.wasted or sighting.extra_calls == 0:
-            sighting.wasted, sighting.optimal_tokens, sighting.observed_tokens = [], None, None
-        return
-    total = sum(tokens.get(step, 0) for step in claimed)
-    share = (total - lost_cost) / total if total else 0.0
-    if sighting.observed_tokens is not None:
-        sighting.observed_tokens = round(sighting.observed_tokens * share)
-    if sighting.optimal_tokens is not None:
-        sighting.optimal_tokens = round(sighting.optimal_tokens * share)
+def _refer(sighting: BugSighting, owners: list[str]) -> None:
+    sighting.see_also = sorted({*sighting.see_also, *owners} - {sighting.id})
 
 
 def priority_order(bugs: list[Bug]) -> list[Bug]:

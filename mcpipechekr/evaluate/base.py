@@ -117,6 +117,8 @@ class BugSighting:
     """The tool that should have been used instead of `tool`, when another one should have."""
     priced_steps: list[int] | None = None
     """The calls an analyzer-priced observation covers, when not its `steps` (a wrong answer: every call)."""
+    explained_tokens: int = 0
+    """Gap that other sightings of the trace already price (a summary's share of them; `assign_steps`)."""
     see_also: list[str] = field(default_factory=list)
     """Ids of the sightings that own (and price) steps this one also saw (`aggregate.assign_steps`)."""
 
