@@ -22,7 +22,7 @@ from mcpipechekr.evaluate.base import Budgets, TraceContext
 from mcpipechekr.evaluate.call_count import CallCount
 from mcpipechekr.evaluate.costing import price
 from mcpipechekr.evaluate.error_workaround import ErrorWorkaround
-from mcpipechekr.evaluate.narrative import render_narrative
+from mcpipechekr.evaluate.narrative import llm_bugs, render_narrative
 from mcpipechekr.evaluate.orchestrate import default_analyzers, evaluate_trace
 from mcpipechekr.evaluate.oversized import OversizedResults
 from mcpipechekr.evaluate.repeated_calls import RepeatedCalls
@@ -330,3 +330,14 @@ def test_the_fields_of_a_call_that_should_not_have_been_made_are_priced_with_the
     assert unread.see_also == [repeat.id] and 0 < unread_cost.gap
     whole = UnreadFields().analyze(ctx_of(trace, task("t")))[0]
     assert unread.observed_tokens == round(whole.observed_tokens / 2), "only the first call's fields"
+
+
+def test_a_bug_the_phase2_model_adds_says_who_can_fix_it() -> None:
+    common = {"severity": "medium", "trigger": "t", "observed": "o", "expected": "e", "tool": "list_items"}
+    raw = [
+        {"type": "correctness", "slug": "wrong count of jars", **common},
+        {"type": "description", "slug": "shelf argument unclear", **common},
+        {"type": "efficiency", "slug": "lists every shelf", "fixable_by": "agent", **common},
+    ]
+    bugs, notes = llm_bugs(raw, set())
+    assert notes == [] and [bug.fixable_by for bug in bugs] == ["agent", "server", "agent"]
