@@ -17,8 +17,11 @@ approval, recorded in runs/{run-id}/review.json. Three rules hold it together:
   want of a `server.repo` (`server.workspace.fix_repo_problems`). Recorded, such an
   approval would make every later `fix` (and `doit loop`) fail at once.
 
-The fix order shown is the one Phase 3 follows: highest token_cost_of_gap first,
-ties by bug id, which is also the order of bug_report.json.
+The fix order shown is `evaluate.aggregate.priority_order`, the same list the
+narrative's priorities number: bugs the server can fix first, then by
+severity, then highest token_cost_of_gap, ties by bug id. Phase 3 works on its
+`server` bugs (`bugs_to_fix`); `agent` bugs (how the model behaved, with no
+server-side lever) are shown, marked, as evidence and never sent to the fixer.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from mcpipechekr.artifacts import (
 from mcpipechekr.artifacts.atomic import parse_model
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.evaluate.aggregate import sort_bugs
+from mcpipechekr.evaluate.aggregate import priority_order
 from mcpipechekr.server.workspace import fix_repo_problems
 from mcpipechekr.session_summary import write_session_summary
 
@@ -65,6 +68,7 @@ __all__ = [
     "read_review",
     "record_decision",
     "approved_report",
+    "bugs_to_fix",
     "require_approval",
     "require_fixable",
     "review_checkpoint",
@@ -93,8 +97,13 @@ def reviewer_name() -> str:
 
 
 def fix_order(report: BugReport) -> list[Bug]:
-    """The bugs in the order Phase 3 fixes them: highest token_cost_of_gap first, ties by id."""
-    return sort_bugs(list(report.bugs))
+    """Every bug in the order the review shows them and the narrative ranks them (`priority_order`)."""
+    return priority_order(list(report.bugs))
+
+
+def bugs_to_fix(report: BugReport) -> list[Bug]:
+    """The bugs Phase 3 works on, in fix order: the `server` ones; `agent` bugs have no server-side fix."""
+    return [bug for bug in fix_order(report) if bug.fixable_by == "server"]
 
 
 def load_bug_report(run_dir: RunDir) -> tuple[BugReport, str]:
@@ -223,7 +232,7 @@ def record_decision(
         decided_by=who,
         decided_at=now,
         bug_report_hash=digest,
-        bug_ids=[bug.id for bug in fix_order(report)],
+        bug_ids=[bug.id for bug in bugs_to_fix(report)],
     )
     write_model(run_dir.review, review)
     return review
@@ -265,11 +274,18 @@ def show_review(run_dir: RunDir, console: Console) -> tuple[BugReport, str]:
             )
         )
     else:
-        top = bugs[0]
+        top = max(bugs, key=lambda bug: bug.token_cost_of_gap)
+        agent = sum(bug.fixable_by == "agent" for bug in bugs)
         console.print(
             Text(
                 f"{len(bugs)} bug(s); highest token_cost_of_gap {top.token_cost_of_gap:,} tokens ({top.id}). "
-                "Fix order:"
+                + (
+                    f"{agent} of them are agent behaviour (marked `agent`): evidence, not sent to the fix "
+                    "loop. "
+                    if agent
+                    else ""
+                )
+                + "Fix order:"
             )
         )
         console.print(bug_table(bugs, console.width), soft_wrap=False)
@@ -309,8 +325,10 @@ def bug_table(bugs: list[Bug], width: int = WIDE_TABLE) -> Table:
     for number, bug in enumerate(bugs, start=1):
         cell = Text(bug.id, style="bold")
         if not wide:
-            cell.append(f"\n{bug.type} · {bug.severity} · {bug.tool or 'no tool'}")
+            cell.append(f"\n{bug.type} · {bug.severity} · {bug.tool or 'no tool'} · {bug.fixable_by}")
         cell.append("\n" + bug.trigger, style="dim")
+        if bug.fixable_by == "agent":
+            cell.append("\nagent behaviour: not sent to the fix loop", style="italic")
         middle = [bug.type, bug.severity, Text(bug.tool or "-")] if wide else []
         table.add_row(str(number), cell, *middle, f"{bug.token_cost_of_gap:,}", str(bug.occurrences))
     return table

@@ -189,17 +189,24 @@ def test_demo_fixer_commits_one_fix_per_matching_bug(demo_project) -> None:
     config, repo, run = demo_project
     root = Path(repo.working_dir)
     (root / "notes.txt").write_text("untracked before the fix loop\n")  # must stay out of every commit
+    # how the model behaved, with the highest gap of all: evidence for the reviewer, nothing to fix
+    agent = eff_bug(50_000).model_copy(
+        update={"id": "EFF-too-many-calls-find-first-email-ron-chinn", "fixable_by": "agent"}
+    )
+    write_report(run, [fts_bug(), eff_bug(), gap_bug(), agent])
     record_decision(run, "approve", ["prefer a sort_order parameter"])
 
     record = run_fix_loop(config, run)
 
-    # fix order: highest token_cost_of_gap first; the oversized result has no prepared patch
+    # fix order: the most severe first, then the highest token_cost_of_gap; the oversized result has
+    # no prepared patch; the agent bug is never given to the fixer
     assert [(bug.bug_id, bug.status) for bug in record.bugs] == [
-        (EFF_ID, "unresolved"),
         (GAP_ID, "committed"),
         (FTS_ID, "committed"),
+        (EFF_ID, "unresolved"),
     ]
-    eff, gap, fts = record.bugs
+    assert not list((run.root / "fix").glob(f"{agent.id}*"))
+    gap, fts, eff = record.bugs
     assert eff.iterations == 2 and eff.commit is None and eff.files_changed == []
     assert "no completion promise after 2 run(s)" in (eff.reason or "")
     assert "no prepared patch matches" in (eff.reason or "")
@@ -230,7 +237,7 @@ def test_demo_fixer_commits_one_fix_per_matching_bug(demo_project) -> None:
         run_fix_loop(config, run)
     again = run_fix_loop(config, run, again=True)  # the patches are in: nothing left to change
     assert {bug.status for bug in again.bugs} == {"unresolved"} and again.commits == []
-    assert "already applied" in (again.bugs[1].reason or "") and again.health is None
+    assert "already applied" in (again.bugs[0].reason or "") and again.health is None
     assert len(log_messages(repo)) == 3
 
 
@@ -293,7 +300,7 @@ def test_unresolved_bug_is_undone_and_the_loop_goes_on(tmp_path, emailindex_dir,
     config, repo, run = shell_project(tmp_path, emailindex_dir, emailindex_db)
     root = Path(repo.working_dir)
     original = (root / "server.py").read_text()
-    write_report(run, [eff_bug(5000), fts_bug(100)])
+    write_report(run, [eff_bug(5000).model_copy(update={"severity": "high"}), fts_bug(100)])
     record_decision(run, "approve")
 
     record = run_fix_loop(config, run)

@@ -22,6 +22,7 @@ from mcpipechekr.artifacts.fix_record import FixRecord
 from mcpipechekr.artifacts.review import Review
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.store import load_findings
+from mcpipechekr.review import bugs_to_fix
 
 pytestmark = pytest.mark.slow
 
@@ -85,6 +86,10 @@ def test_loop_review_fix_restart_and_a_better_second_run(
         changed = repo.commit(entry.commit).stats.files
         assert set(changed) == set(entry.files_changed) and "server.py" in changed
     assert record.health is not None and record.health.healthy
+    # only what the server can fix reaches the demo fixer: how the model behaved is evidence, not a task
+    report = read_model(first.bug_report, BugReport)
+    assert [entry.bug_id for entry in record.bugs] == [bug.id for bug in bugs_to_fix(report)]
+    assert all(bug.fixable_by == "server" for bug in report.bugs if bug.id in FIXED)
 
     assert calls(second.root, "find-first-email-ron-chinn") < calls(first.root, "find-first-email-ron-chinn")
     before = {bug.id for bug in read_model(first.bug_report, BugReport).bugs}

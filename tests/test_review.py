@@ -35,6 +35,7 @@ from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.narrative import render_narrative
 from mcpipechekr.review import (
     PROMPT,
+    bugs_to_fix,
     continue_hint,
     current_review,
     fix_order,
@@ -221,7 +222,8 @@ def test_fix_is_refused_without_a_bug_report(tmp_path: Path) -> None:
 def test_an_approval_covers_the_exact_bytes_of_the_bug_report(run_dir: RunDir) -> None:
     review = record_decision(run_dir, "approve", ["prefer a sort_order parameter"], by="dana")
     assert review.bug_report_hash == sha256_file(run_dir.bug_report)
-    assert review.bug_ids == [OVERSIZED.id, SORT_GAP.id, FTS_RANK.id]  # highest token_cost_of_gap first
+    # the most severe first, then the highest token_cost_of_gap
+    assert review.bug_ids == [FTS_RANK.id, OVERSIZED.id, SORT_GAP.id]
     approved = require_approval(run_dir)
     assert approved == read_model(run_dir.review, Review) == review
     assert [note.text for note in approved.annotations] == ["prefer a sort_order parameter"]
@@ -242,7 +244,7 @@ def test_an_approval_of_a_stale_bug_report_is_refused(run_dir: RunDir) -> None:
     assert current_review(run_dir) is None
     # reviewing the new report makes it approvable again
     record_decision(run_dir, "approve")
-    assert require_approval(run_dir).bug_ids == [OVERSIZED.id, FTS_RANK.id]
+    assert require_approval(run_dir).bug_ids == [FTS_RANK.id, OVERSIZED.id]
 
 
 def test_even_one_changed_byte_makes_the_approval_stale(run_dir: RunDir) -> None:
@@ -331,7 +333,8 @@ def test_interactive_review_shows_the_report_takes_annotations_and_approves(run_
         "3 bug(s); highest token_cost_of_gap 12,114 tokens (EFF-oversized-result-query-email-database)"
         in text
     )
-    positions = [text.index(bug.id) for bug in (OVERSIZED, SORT_GAP, FTS_RANK)]
+    table = text[text.index("Fix order:") :]
+    positions = [table.index(bug.id) for bug in (FTS_RANK, OVERSIZED, SORT_GAP)]
     assert positions == sorted(positions)
     for column in ("id / trigger", "type", "severity", "tool", "gap tokens", "occurrences"):
         assert column in text
@@ -422,10 +425,27 @@ def test_the_checkpoint_asks_when_told_there_is_a_person(run_dir: RunDir) -> Non
     assert review is not None and review.decision == "approve" and prompts == [PROMPT]
 
 
-def test_fix_order_is_highest_gap_first_ties_by_id() -> None:
+def test_fix_order_is_server_first_then_severity_then_gap_ties_by_id() -> None:
     twin = make_bug("EFF-aaa-first", "efficiency", OVERSIZED.token_cost_of_gap, tool="get_email", trigger="t")
-    report = make_report(RUN_ID, [SORT_GAP, OVERSIZED, FTS_RANK, twin])
-    assert [bug.id for bug in fix_order(report)] == [twin.id, OVERSIZED.id, SORT_GAP.id, FTS_RANK.id]
+    agent = make_bug("EFF-too-many-calls-lookup", "efficiency", 99_999, tool="get_email", trigger="t")
+    agent = agent.model_copy(update={"fixable_by": "agent", "severity": "high"})
+    report = make_report(RUN_ID, [SORT_GAP, agent, OVERSIZED, FTS_RANK, twin])
+    order = [FTS_RANK.id, twin.id, OVERSIZED.id, SORT_GAP.id]
+    assert [bug.id for bug in fix_order(report)] == [*order, agent.id]
+    assert [bug.id for bug in bugs_to_fix(report)] == order, "agent behaviour is never sent to the fixer"
+
+
+def test_the_review_marks_agent_bugs_and_approves_only_the_server_ones(run_dir: RunDir) -> None:
+    agent = make_bug("EFF-too-many-calls-lookup", "efficiency", 99_999, tool="get_email", trigger="t")
+    agent = agent.model_copy(update={"fixable_by": "agent"})
+    reevaluate(run_dir, [FTS_RANK, agent])
+    console, out = recording_console()
+    review = interactive_review(run_dir, console, scripted("approve")[0])
+    text = out.getvalue()
+    assert "1 of them are agent behaviour" in text and "not sent to the fix loop" in text
+    table = text[text.index("Fix order:") :]
+    assert table.index(FTS_RANK.id) < table.index(agent.id)
+    assert review.bug_ids == [FTS_RANK.id]
 
 
 # --- the command line ---------------------------------------------------------------------------

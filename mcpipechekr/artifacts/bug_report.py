@@ -28,6 +28,9 @@ from mcpipechekr.artifacts._base import (
 
 BugType = Literal["bug", "feature_gap", "efficiency", "correctness", "description"]
 BugSeverity = Literal["low", "medium", "high"]
+FixableBy = Literal["server", "agent"]
+"""Who can remove a bug: `server` (a change to the server's code or descriptions), `agent` (the model's
+behaviour, with no server-side lever: kept as evidence, never sent to the fix loop)."""
 
 BUG_ID_PREFIXES: dict[str, str] = {
     "bug": "BUG",
@@ -93,6 +96,20 @@ class Bug(ArtifactModel):
         default_factory=dict,
         description="Facts of the first occurrence for whoever fixes it, e.g. `windows` walked, "
         "`error_text`, `unread_fields` with their tokens.",
+    )
+    fixable_by: FixableBy = Field(
+        default="server",
+        description="`server`: a change to the server's code or tool descriptions can remove it, so the fix "
+        "loop works on it; `agent`: how the model behaved, with no server-side lever, kept as evidence "
+        "and never sent to the fix loop.",
+    )
+    expected_tool: str | None = Field(
+        default=None,
+        description="The tool that should have been used instead of `tool`, when another one should have.",
+    )
+    see_also: list[str] = Field(
+        default_factory=list,
+        description="Bugs that own (and price) steps this one also saw: each wasted step is priced once.",
     )
 
     @model_validator(mode="after")

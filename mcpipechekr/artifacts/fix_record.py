@@ -96,7 +96,9 @@ class FixRecord(ArtifactModel):
         default=None, description="When it ended; absent while running or after a crash."
     )
     bugs: list[BugFix] = Field(
-        default_factory=list, description="One entry per bug, in fix order (highest token_cost_of_gap first)."
+        default_factory=list,
+        description="One entry per bug the server can fix, in fix order "
+        "(severity, then highest token_cost_of_gap).",
     )
     health: FixHealth | None = Field(
         default=None,

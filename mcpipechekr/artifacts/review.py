@@ -53,5 +53,6 @@ class Review(ArtifactModel):
     )
     bug_ids: list[str] = Field(
         default_factory=list,
-        description="The bugs of that report in fix order (highest token_cost_of_gap first), as shown.",
+        description="The bugs of that report the fix loop works on (`fixable_by: server`), in fix order "
+        "(severity, then highest token_cost_of_gap), as shown.",
     )

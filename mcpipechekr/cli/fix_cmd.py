@@ -23,8 +23,9 @@ def fix_command(ctx: click.Context, run: str, again: bool, **_: object) -> None:
 
     RUN is a run id (run-YYYYMMDD-NNN), `latest` (the default), or a run
     folder. Runs only when review.json approves exactly the current
-    bug_report.json (see `mcpipechekr review`). For each bug, highest
-    token_cost_of_gap first, the agent configured under `fix:` runs in
+    bug_report.json (see `mcpipechekr review`). For each bug the server can
+    fix (`fixable_by: server`; agent-behaviour bugs are never sent), in the
+    review's fix order, the agent configured under `fix:` runs in
     server.repo with the same prompt, each time in a fresh process, until it
     prints <promise>COMPLETE</promise> or fix.max_iterations runs are spent.
     A completed bug is committed as `fix: <bug id>` with only the files the

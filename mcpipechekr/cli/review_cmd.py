@@ -49,8 +49,9 @@ def review_command(
     """Review a run's bug report and decide: approve the fix loop, or exit.
 
     RUN is a run id (run-YYYYMMDD-NNN), `latest` (the default), or a run
-    folder. Shows the bugs in fix order (highest token_cost_of_gap first) and
-    the Phase 2 narrative, then records the decision in review.json with the
+    folder. Shows the bugs in fix order (server-fixable first, then severity,
+    then highest token_cost_of_gap; agent-behaviour bugs marked, never sent
+    to the fixer) and the Phase 2 narrative, then records the decision in review.json with the
     hash of the bug report it was made on; `mcpipechekr fix` runs only while
     that report is unchanged.
 

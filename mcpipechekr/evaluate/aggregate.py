@@ -6,7 +6,11 @@ entry: its id is the sighting's stable id (prefix + slug of trigger and tool),
 per occurrence, rounded. The text (trigger, observed, expected, details) is
 that of the first occurrence in trace-file order, so it is the same on every
 evaluation of the same run. Entries are sorted by `token_cost_of_gap`, highest
-first, then by id.
+first, then by id; `priority_order` is the one order in which they are fixed
+and listed as priorities.
+
+Within a trace, each wasted step is priced by one sighting only
+(`assign_steps`): the others that saw it name that sighting in `see_also`.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from dataclasses import dataclass
 
 from mcpipechekr.artifacts.bug_report import Bug, Evidence
 from mcpipechekr.evaluate.base import BugSighting, TraceContext
-from mcpipechekr.evaluate.costing import Cost
+from mcpipechekr.evaluate.costing import Cost, price
 
 _SEVERITY = {"low": 0, "medium": 1, "high": 2}
 
@@ -44,6 +48,114 @@ def drop_explained(sightings: list[BugSighting], excess: int) -> list[BugSightin
             continue
         kept.append(sighting)
     return kept
+
+
+STEP_OWNERS: tuple[str, ...] = (
+    "error_workaround",
+    "date_windows",
+    "pagination",
+    "wrong_tool",
+    "repeated_calls",
+    "unread_fields",
+    "oversized",
+)
+"""Which sighting prices a step two of them claim, within one kind of claim (whole calls, or results):
+`server` ones before `agent` ones (the waste goes where it can be fixed), then the most specific cause
+first, in this order. A sighting not listed (a new analyzer) comes after these, in the order found."""
+
+SUMMARIES: tuple[str, ...] = ("call_count", "correctness")
+"""Sightings that price a whole trace against its known optimum: they keep only what the others leave
+unexplained, in this order."""
+
+
+def assign_steps(sightings: list[BugSighting], ctx: TraceContext) -> list[BugSighting]:
+    """Price each wasted step of one trace in one sighting; the others name it in `see_also`.
+
+    Three kinds of claim, settled in this order:
+
+    1. Whole wasted calls (`wasted`): in `STEP_OWNERS` order, a sighting keeps the calls no earlier
+       one claimed; a call it loses leaves its `wasted` (its optimum, when the analyzer set one,
+       grows by the call's cost).
+    2. Results priced by the analyzer itself (`observed_tokens`: an oversized or partly unread
+       result): a call already wasted whole is not priced again for its fields, and of two such
+       sightings on one call the earlier in `STEP_OWNERS` keeps it; the loser keeps the share of
+       its price its remaining calls' tokens carry.
+    3. Summaries (`SUMMARIES`: too many calls, a wrong answer), which price the whole trace against
+       its optimum: each keeps only the gap the sightings before it, on the same calls, leave
+       unexplained (`explained_tokens`).
+
+    A sighting left with nothing to price stays in the report at no cost, as evidence pointing to
+    the owner. The list comes back in its order.
+    """
+    rank = {name: position for position, name in enumerate(STEP_OWNERS)}
+    order = sorted(
+        range(len(sightings)),
+        key=lambda n: (
+            sightings[n].fixable_by != "server",
+            rank.get(sightings[n].analyzer, len(STEP_OWNERS)),
+            n,
+        ),
+    )
+    tokens = ctx.call_tokens
+    summaries = [sightings[n] for n in order if sightings[n].analyzer in SUMMARIES]
+    summaries.sort(key=lambda sighting: SUMMARIES.index(sighting.analyzer))
+    rest = [sightings[n] for n in order if sightings[n].analyzer not in SUMMARIES]
+    owner: dict[int, str] = {}
+    for sighting in (s for s in rest if s.wasted):
+        lost = [step for step in sighting.wasted if step in owner]
+        if lost:
+            _refer(sighting, [owner[step] for step in lost])
+            lost_cost = sum(tokens.get(step, 0) for step in lost)
+            sighting.wasted = [step for step in sighting.wasted if step not in set(lost)]
+            if sighting.optimal_tokens is not None:
+                sighting.optimal_tokens += lost_cost
+            if not sighting.wasted:
+                sighting.optimal_tokens = None  # priced at no gap: its steps are another's waste
+        for step in sighting.wasted:
+            owner[step] = sighting.id
+    for sighting in (s for s in rest if not s.wasted and s.observed_tokens is not None):
+        claimed = sorted(set(sighting.steps))
+        lost = [step for step in claimed if step in owner]
+        if lost:
+            _refer(sighting, [owner[step] for step in lost])
+            total = sum(tokens.get(step, 0) for step in claimed)
+            share = 1 - sum(tokens.get(step, 0) for step in lost) / total if total else 0.0
+            sighting.observed_tokens = round(sighting.observed_tokens * share)
+            if sighting.optimal_tokens is not None:
+                sighting.optimal_tokens = round(sighting.optimal_tokens * share)
+        for step in claimed:
+            owner.setdefault(step, sighting.id)
+    done = list(rest)
+    for summary in summaries:
+        covered = set(summary.priced_steps if summary.priced_steps is not None else summary.steps)
+        explaining = [
+            (other, price(other, ctx).gap) for other in done if covered & {*other.steps, *other.wasted}
+        ]
+        explaining = [(other, gap) for other, gap in explaining if gap > 0]
+        if explaining:
+            _refer(summary, [other.id for other, _ in explaining])
+            summary.explained_tokens = sum(gap for _, gap in explaining)
+        done.append(summary)
+    return sightings
+
+
+def _refer(sighting: BugSighting, owners: list[str]) -> None:
+    sighting.see_also = sorted({*sighting.see_also, *owners} - {sighting.id})
+
+
+def priority_order(bugs: list[Bug]) -> list[Bug]:
+    """The one order bugs are fixed in and listed as priorities: what the server can fix first, then
+    the most severe, then the highest `token_cost_of_gap`, ties by id. The review shows it, the fix
+    loop follows it (its `server` part), the narrative numbers its priorities by it."""
+    return sorted(
+        bugs,
+        key=lambda bug: (
+            bug.fixable_by != "server",
+            -_SEVERITY[bug.severity],
+            -bug.token_cost_of_gap,
+            bug.id,
+        ),
+    )
 
 
 def merge(occurrences: list[Occurrence]) -> list[Bug]:
@@ -84,6 +196,9 @@ def merge(occurrences: list[Occurrence]) -> list[Bug]:
                     for occ in group
                 ],
                 details=first.details,
+                fixable_by=first.fixable_by,
+                expected_tool=first.expected_tool,
+                see_also=sorted({other for occ in group for other in occ.sighting.see_also} - {bug_id}),
             )
         )
     return sort_bugs(bugs)

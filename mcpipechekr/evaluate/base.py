@@ -21,7 +21,7 @@ from pydantic import JsonValue
 
 from mcpipechekr._util.tokens import estimate_tokens
 from mcpipechekr.artifacts.baseline import BaselineEntry
-from mcpipechekr.artifacts.bug_report import BugSeverity, BugType, bug_id
+from mcpipechekr.artifacts.bug_report import BugSeverity, BugType, FixableBy, bug_id
 from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, Trace
 from mcpipechekr.evaluate.turns import Request, requests_of
 from mcpipechekr.tasks import Task
@@ -111,6 +111,16 @@ class BugSighting:
     (call_count: every call, some fewer needed); None: all of them."""
     details: dict[str, JsonValue] = field(default_factory=dict)
     analyzer: str = ""
+    fixable_by: FixableBy = "server"
+    """`agent` when no change to the server can remove it (see `Bug.fixable_by`)."""
+    expected_tool: str | None = None
+    """The tool that should have been used instead of `tool`, when another one should have."""
+    priced_steps: list[int] | None = None
+    """The calls an analyzer-priced observation covers, when not its `steps` (a wrong answer: every call)."""
+    explained_tokens: int = 0
+    """Gap that other sightings of the trace already price (a summary's share of them; `assign_steps`)."""
+    see_also: list[str] = field(default_factory=list)
+    """Ids of the sightings that own (and price) steps this one also saw (`aggregate.assign_steps`)."""
 
     @property
     def id(self) -> str:

@@ -75,7 +75,9 @@ def price(sighting: BugSighting, ctx: TraceContext) -> Cost:
     if optimal is None:
         optimal = observed - cost(sighting.wasted)
     optimal = max(0, min(optimal, observed))
-    return Cost(observed=observed + turn_tokens(sighting, ctx), optimal=optimal)
+    observed += turn_tokens(sighting, ctx)
+    # what other sightings of the trace already price is not this one's gap (aggregate.assign_steps)
+    return Cost(observed=observed, optimal=min(observed, optimal + sighting.explained_tokens))
 
 
 def turn_tokens(sighting: BugSighting, ctx: TraceContext) -> int:

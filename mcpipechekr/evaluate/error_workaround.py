@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import orjson
 
+from mcpipechekr.artifacts.bug_report import BugSeverity
 from mcpipechekr.artifacts.trace import ToolCall
 from mcpipechekr.evaluate.base import BugSighting, TraceContext, call_cost, records_of, result_json
 
@@ -16,6 +17,27 @@ _CATEGORY = re.compile(r"^\s*[\w ]{0,30}?\berror:\s*", re.I)
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
 _NUMBER = re.compile(r"\b\d[\d.,:-]*\b")
 SLUG_WORDS = 8
+_DEFECTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "SQL syntax error",
+        re.compile(
+            r"\bsyntax error\b|unrecognized token|unterminated quoted|unclosed quotation"
+            r"|you have an error in your sql",
+            re.I,
+        ),
+    ),
+    (
+        "Python traceback",
+        re.compile(
+            r"traceback \(most recent call last\)|\bFile \"[^\"]+\", line \d+"
+            r"|\b(KeyError|TypeError|AttributeError|IndexError|NameError|UnboundLocalError"
+            r"|ZeroDivisionError|RecursionError)\b|'NoneType' object",
+        ),
+    ),
+    ("internal error", re.compile(r"-32603\b|\binternal (server )?error\b", re.I)),
+)
+"""Messages that reveal a defect in the server's code, whatever the input: no schema or description
+fixes them, so they are `bug`s even when the agent worked around them."""
 _OPTIONS = {"limit", "offset", "page", "page_size", "per_page", "cursor", "max_results"}
 
 
@@ -31,6 +53,11 @@ def error_core(text: str) -> str:
     """The message without the SDK's `Error executing tool X:` prefix and a leading `<category> error:`."""
     first = text.splitlines()[0] if text else ""
     return _CATEGORY.sub("", _TOOL_PREFIX.sub("", first), count=1).strip() or first
+
+
+def revealed_defect(text: str) -> str | None:
+    """What kind of server defect an error message reveals (`SQL syntax error`, ...), or None."""
+    return next((kind for kind, pattern in _DEFECTS if pattern.search(text)), None)
 
 
 def error_key(text: str) -> str:
@@ -91,7 +118,12 @@ class ErrorWorkaround:
     working result cut down to those fields, so the extra payload counts too.
     When the workaround kept the same tool and argument names and only changed
     values, the agent corrected its own input: reported as a `description`
-    problem (the schema did not say what it accepts), not a bug.
+    problem (the schema did not say what it accepts), not a bug, unless the
+    message reveals a defect in the server's code (`revealed_defect`: an SQL
+    syntax error, e.g. on a quoted input; a Python traceback or exception name;
+    an internal error, -32603): that is a `bug` whatever the agent did next,
+    high severity for SQL (input reaches the query text) or when nothing
+    worked, medium otherwise. Every sighting here is classified `server`.
 
     Blind spots: an error with no later success (the agent gave up) is still
     reported, priced as the failed call; an error the task provoked on purpose
@@ -126,6 +158,12 @@ class ErrorWorkaround:
         text = error_text(failed)
         key = error_key(text)
         args = orjson.dumps(failed.arguments, option=orjson.OPT_SORT_KEYS, default=str).decode()
+        defect = revealed_defect(text)
+        defect_criteria = (
+            [f"`{failed.tool}` with {args} answers, or rejects the input with a message, never a {defect}"]
+            if defect
+            else []
+        )
         if success is None:
             return BugSighting(
                 type="bug",
@@ -136,11 +174,16 @@ class ErrorWorkaround:
                 observed=f"error: {text} (no later call succeeded)",
                 expected=f"`{failed.tool}` answers these arguments, or rejects them with how to fix them",
                 acceptance_criteria=[
-                    f"`{failed.tool}` with {args} no longer fails with '{error_core(text)}'"
+                    f"`{failed.tool}` with {args} no longer fails with '{error_core(text)}'",
+                    *defect_criteria,
                 ],
                 steps=[failed.index],
                 wasted=[failed.index],
-                details={"error_text": text, "arguments": failed.arguments},
+                details={
+                    "error_text": text,
+                    "arguments": failed.arguments,
+                    **({"defect": defect} if defect else {}),
+                },
             )
         between = [call for call in later if failed.index < call.index < success.index]
         steps = [failed.index, *(call.index for call in between), success.index]
@@ -148,11 +191,12 @@ class ErrorWorkaround:
         same_tool = success.tool == failed.tool
         dropped = sorted(set(failed.arguments) - set(success.arguments)) if same_tool else []
         kept = sorted(set(failed.arguments) & set(success.arguments)) if same_tool else []
-        self_corrected = same_tool and set(failed.arguments) == set(success.arguments)
+        changed_values = same_tool and set(failed.arguments) == set(success.arguments)
+        self_corrected = changed_values and not defect  # a crash on some input is no description problem
         projection = _projection_keys(failed, success, dropped) if same_tool else None
         optimal = _projected_tokens(success, projection[1]) if projection else call_cost(success)
         core = error_core(text)
-        criteria = [f"`{failed.tool}` with {args} no longer fails with '{core}'"]
+        criteria = [f"`{failed.tool}` with {args} no longer fails with '{core}'", *defect_criteria]
         kept = [name for name in kept if name.lower() not in _OPTIONS]
         if projection:
             names = ", ".join(kept) or "the other filters"
@@ -163,15 +207,22 @@ class ErrorWorkaround:
         if same_tool:
             workaround = (
                 f"retried `{success.tool}` with changed values"
-                if self_corrected
+                if changed_values
                 else f"retried `{success.tool}` without {', '.join(dropped) or 'the failing arguments'}"
             )
         else:
             workaround = f"switched to `{success.tool}`"
+        severity: BugSeverity
+        if self_corrected:
+            severity = "low"
+        elif projection or dropped or defect == "SQL syntax error":
+            severity = "high"  # a lost feature, or input reaching the SQL text (injection class)
+        else:
+            severity = "medium"
         return BugSighting(
             type="description" if self_corrected else "bug",
             slug=(key, failed.tool),
-            severity="low" if self_corrected else "high" if projection or dropped else "medium",
+            severity=severity,
             tool=failed.tool,
             trigger=f"calling `{failed.tool}` with {args}",
             observed=f"error: {text}; the agent {workaround} at step {success.index}",
@@ -191,5 +242,6 @@ class ErrorWorkaround:
                 "workaround_step": success.index,
                 "workaround_tool": success.tool,
                 "dropped_arguments": list(dropped),
+                **({"defect": defect} if defect else {}),
             },
         )

@@ -1,8 +1,9 @@
 """phase2_narrative.md: the bug report in words, for the person who decides what gets fixed.
 
 Without a Phase 2 model (or with `demo`) the narrative is written from the
-bug report alone: the bugs, the one with the highest gap, priorities, and a
-per-task efficiency table; the same report gives the same text.
+bug report alone: the bugs, the one with the highest gap, priorities (in
+`aggregate.priority_order`, the review's fix order), and a per-task efficiency
+table; the same report gives the same text.
 
 With a model (`--phase2-provider`), an evaluator agent reads a digest of the
 traces, the baseline and the analyzer's bugs, and writes the narrative; it may
@@ -22,15 +23,15 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcpipechekr.artifacts.baseline import Baseline
-from mcpipechekr.artifacts.bug_report import Bug, BugReport, BugSeverity, Evidence, bug_id
+from mcpipechekr.artifacts.bug_report import Bug, BugReport, BugSeverity, Evidence, FixableBy, bug_id
 from mcpipechekr.artifacts.trace import ToolCall
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
+from mcpipechekr.evaluate.aggregate import priority_order
 from mcpipechekr.evaluate.base import TraceContext
 from mcpipechekr.providers import ProviderSpec
 
-_PRIORITY = {"bug": 0, "correctness": 1, "feature_gap": 2, "efficiency": 3, "description": 4}
-_SEVERITY = {"high": 0, "medium": 1, "low": 2}
+AGENT_MARK = "agent behaviour: evidence, not sent to the fix loop"
 
 
 def _cell(value: Any) -> str:
@@ -59,12 +60,13 @@ def render_narrative(report: BugReport, *, traces: int, intro: str | None = None
         lines += ["None: every trace ran as well as the rules can tell.", ""]
     else:
         lines += [
-            "| id | type | severity | tool | seen | gap (tokens) |",
-            "| --- | --- | --- | --- | --- | --- |",
+            "| id | type | severity | tool | fixable by | seen | gap (tokens) |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
         ]
         for bug in report.bugs:
+            tool = _cell(bug.tool) + (f" (instead of {bug.expected_tool})" if bug.expected_tool else "")
             lines.append(
-                f"| {bug.id} | {bug.type} | {bug.severity} | {_cell(bug.tool)} | {bug.occurrences} | "
+                f"| {bug.id} | {bug.type} | {bug.severity} | {tool} | {bug.fixable_by} | {bug.occurrences} | "
                 f"{bug.token_cost_of_gap} |"
             )
         top = report.bugs[0]
@@ -82,14 +84,13 @@ def render_narrative(report: BugReport, *, traces: int, intro: str | None = None
         ]
         lines += [f"- Done when: {criterion}" for criterion in top.acceptance_criteria]
         lines += ["", "## Priorities", ""]
-        ranked = sorted(
-            report.bugs,
-            key=lambda bug: (_SEVERITY[bug.severity], _PRIORITY[bug.type], -bug.token_cost_of_gap, bug.id),
-        )
-        for number, bug in enumerate(ranked, 1):
+        lines += ["In the order the review shows them and the fix loop works on the `server` ones.", ""]
+        for number, bug in enumerate(priority_order(report.bugs), 1):
             lines.append(
                 f"{number}. {bug.id} ({bug.severity} {bug.type.replace('_', ' ')}, "
                 f"{bug.token_cost_of_gap} tokens x {bug.occurrences}): {bug.trigger}"
+                + (f" ({AGENT_MARK})" if bug.fixable_by == "agent" else "")
+                + (f"; priced in {', '.join(bug.see_also)}" if bug.see_also else "")
             )
     lines += ["", "## Per-task efficiency", ""]
     if report.tasks:
@@ -133,8 +134,9 @@ wrong, what it costs, and what to fix first. Judge the server, not the agent.
 In `bugs`, list only problems the analyzer missed, each an object with: type (bug, feature_gap,
 efficiency, correctness or description), severity (low, medium, high), tool (or null), task_id,
 slug (3-6 words naming the problem), trigger, observed, expected, acceptance_criteria (a list of checks
-a developer can run), trace (the trace file it shows in) and steps (step indexes). Return an empty list
-when the analyzer found everything."""
+a developer can run), trace (the trace file it shows in), steps (step indexes) and fixable_by (`server`
+when a change to the server's code or tool descriptions can remove it, `agent` when it is only how the
+model behaved). Return an empty list when the analyzer found everything."""
 
 
 class LlmBug(BaseModel):
@@ -153,6 +155,8 @@ class LlmBug(BaseModel):
     acceptance_criteria: list[str] = Field(default_factory=list)
     trace: str | None = None
     steps: list[int] = Field(default_factory=list)
+    fixable_by: FixableBy | None = None
+    """Absent: `agent` for a correctness problem (a wrong answer names no server change), else `server`."""
 
 
 class EvaluatorAnswer(BaseModel):
@@ -232,6 +236,7 @@ def llm_bugs(raw: list[dict[str, Any]], known_ids: set[str]) -> tuple[list[Bug],
                 token_cost_of_gap=0,
                 task_ids=[extra.task_id] if extra.task_id else [],
                 evidence=evidence,
+                fixable_by=extra.fixable_by or ("agent" if extra.type == "correctness" else "server"),
             )
         except (ValidationError, ValueError) as exc:
             first = str(exc).splitlines()

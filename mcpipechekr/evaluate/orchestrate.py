@@ -30,7 +30,7 @@ from mcpipechekr.artifacts.manifest import Manifest
 from mcpipechekr.artifacts.trace import list_traces
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.evaluate.aggregate import Occurrence, drop_explained, merge, sort_bugs
+from mcpipechekr.evaluate.aggregate import Occurrence, assign_steps, drop_explained, merge, sort_bugs
 from mcpipechekr.evaluate.base import Analyzer, Budgets, BugSighting, TraceContext
 from mcpipechekr.evaluate.call_count import CallCount
 from mcpipechekr.evaluate.correctness import check_deterministic, similarity
@@ -98,11 +98,15 @@ def _correctness(ctx: TraceContext, threshold: float) -> tuple[bool, BugSighting
         return True, None, None
     last = ctx.trace.steps[-1].index if ctx.trace.steps else None
     spent = sum(ctx.call_tokens.values())
+    answered_from = next((call.tool for call in reversed(ctx.calls) if not call.is_error), None)
     sighting = BugSighting(
         type="correctness",
         slug=("wrong-answer", trace.task_id),
         severity="high",
-        tool=task.expected_tool,
+        # the answer came from the last result the agent read; a wrong answer alone names no server change
+        tool=answered_from,
+        expected_tool=task.expected_tool if task.expected_tool != answered_from else None,
+        fixable_by="agent",
         trigger=f"answering task `{trace.task_id}`",
         observed=f"the final answer {verdict.reason}"
         + (f": {', '.join(verdict.missing[:5])} not found" if verdict.missing else ""),
@@ -112,6 +116,7 @@ def _correctness(ctx: TraceContext, threshold: float) -> tuple[bool, BugSighting
             + (", ".join(verdict.missing[:5]) or "the baseline values")
         ],
         steps=[last] if last is not None else [],
+        priced_steps=[call.index for call in ctx.calls],
         observed_tokens=spent,
         optimal_tokens=min(spent, entry.reference_tokens) if entry.reference_tokens is not None else spent,
         details={"missing": verdict.missing[:20]},
@@ -139,6 +144,7 @@ def evaluate_trace(
     success, wrong, flag = _correctness(ctx, threshold)
     if wrong is not None:
         sightings.append(wrong)
+    sightings = assign_steps(sightings, ctx)
     return TraceOutcome(ctx, success, sightings, flag), notes
 
 

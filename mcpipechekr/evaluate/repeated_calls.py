@@ -23,6 +23,9 @@ class RepeatedCalls:
     Rule: every repeat after the first is waste; one sighting per tool, listing
     all copies. Errors count too: retrying the exact call that failed cannot help.
 
+    Classified `agent`: the result was already in the conversation, and no
+    change to the server makes a model reuse it.
+
     Blind spots: a tool whose answer changes over time (a job status, a queue)
     is legitimately polled; arguments that differ only in spelling (`"2019"`
     and `2019`) count as different calls.
@@ -49,6 +52,7 @@ class RepeatedCalls:
                     slug=("repeated-calls", tool),
                     severity="low",
                     tool=tool,
+                    fixable_by="agent",
                     trigger=f"calling `{tool}` again with arguments it already used",
                     observed=f"{len(wasted)} repeated call(s) of `{tool}`, e.g. "
                     f"{orjson.dumps(example.arguments, default=str).decode()} "

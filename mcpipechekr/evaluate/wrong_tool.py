@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import ClassVar
 
+from mcpipechekr.artifacts.trace import ToolCall
 from mcpipechekr.evaluate.base import BugSighting, TraceContext
 
 
@@ -16,8 +18,12 @@ class WrongTool:
     solution makes before it (its position in `reference_calls`; without
     reference calls, `min_calls - 1`). More calls before it is a detour; none
     at all is a wrong choice. Either points at tool descriptions that do not
-    say when to use which tool, hence a `description` sighting on the tool that
-    should have been chosen.
+    say when to use which tool, hence a `description` sighting, classified
+    `server` (descriptions are the server's to change). `tool` is the tool
+    misused in its place (the one called most among the detour's calls, ties
+    to the first called), `expected_tool` the one that should have been
+    chosen; the id names the expected tool, which stays the same whichever tool
+    a repetition misused.
 
     Blind spots: tasks without `expected_tool` are skipped; an agent that
     reached the right answer another valid way is still flagged.
@@ -37,6 +43,7 @@ class WrongTool:
             return []
         used = sorted({call.tool for call in ctx.calls if call.tool != expected})
         before = ctx.calls if first is None else ctx.calls[:first]
+        misused = _most_called(before[allowed:])  # none of them is the expected tool: it came later
         if first is None:
             observed = f"`{expected}` was never called; the agent used {', '.join(f'`{t}`' for t in used)}"
             slug = ("wrong-tool", expected)
@@ -52,18 +59,29 @@ class WrongTool:
                 type="description",
                 slug=slug,
                 severity="medium",
-                tool=expected,
+                tool=misused,
+                expected_tool=expected,
                 trigger=f"choosing a tool for task `{task.task_id}`",
                 observed=observed,
                 expected=f"`{expected}` chosen first (after {allowed} preparatory call(s) at most)",
                 acceptance_criteria=[
                     f"{expected}'s description says which requests it answers, so agents pick it for "
                     f"tasks like `{task.task_id}`",
+                    f"{misused}'s description says what it is not for, pointing to {expected}",
                     "tool-selection lint picks it for the task's prompt",
                 ],
                 steps=[call.index for call in before],
                 wasted=[call.index for call in before[allowed:]],
                 optimal_tokens=0 if first is None else None,
-                details={"expected_tool": expected, "tools_used": used},
+                details={"expected_tool": expected, "misused_tool": misused, "tools_used": used},
             )
         ]
+
+
+def _most_called(calls: list[ToolCall]) -> str:
+    """The tool called most often among `calls`; ties go to the one called first."""
+    counts = Counter(call.tool for call in calls)
+    order: dict[str, int] = {}
+    for call in calls:
+        order.setdefault(call.tool, call.index)
+    return min(counts, key=lambda tool: (-counts[tool], order[tool]))

@@ -1,7 +1,9 @@
 """Phase 3: fix the approved bugs one at a time, commit each fix, and prove the server still starts.
 
-The loop ("Ralph Wiggum" style): for each bug, highest token_cost_of_gap first,
-the same prompt is given to a fresh agent process until the agent prints the
+The loop ("Ralph Wiggum" style): for each bug the server can fix
+(`review.bugs_to_fix`, in the review's fix order; `agent` bugs, how the model
+behaved, have no server-side fix and are never given to the agent), the same
+prompt is given to a fresh agent process until the agent prints the
 completion promise or `fix.max_iterations` runs are spent. The work tree is
 not reset between runs, so a later run continues where an earlier one stopped.
 
@@ -53,7 +55,7 @@ from mcpipechekr.fix.changes import (
     snapshot,
 )
 from mcpipechekr.fix.prompt import build_fix_prompt, has_promise
-from mcpipechekr.review import approved_report, fix_order
+from mcpipechekr.review import approved_report, bugs_to_fix
 from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest
 
 FIX_FOLDER = "fix"
@@ -102,7 +104,7 @@ def run_fix_loop(
     repo = open_repo(config.server.repo)
     try:
         require_clean(repo)
-        bugs = fix_order(report)
+        bugs = bugs_to_fix(report)
         repo_root = Path(repo.working_dir)
         agent = resolve_agent(config, repo_root) if bugs else None
         scratch = agent.scratch if agent is not None else ()
@@ -131,7 +133,10 @@ def run_fix_loop(
         )
         write_model(run_dir.fix_record, record)
         if not bugs:
-            out.print(f"{run_dir.run_id}: the approved report lists no bugs; nothing to fix.", markup=False)
+            out.print(
+                f"{run_dir.run_id}: the approved report lists no bugs the server can fix; nothing to fix.",
+                markup=False,
+            )
         restart = _restarter(config, run_dir, server)
         for position, bug in enumerate(bugs):
             out.print(

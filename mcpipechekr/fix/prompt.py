@@ -35,7 +35,9 @@ def build_fix_prompt(bug: Bug, annotations: list[str], *, server_name: str) -> s
         "",
         f"## The defect: {bug.id}",
         "",
-        f"- type: {bug.type}, severity: {bug.severity}" + (f", tool: `{bug.tool}`" if bug.tool else ""),
+        f"- type: {bug.type}, severity: {bug.severity}"
+        + (f", tool: `{bug.tool}`" if bug.tool else "")
+        + (f" (agents should have used `{bug.expected_tool}`)" if bug.expected_tool else ""),
         f"- when: {bug.trigger}",
         f"- observed: {bug.observed}",
         f"- expected: {bug.expected}",
