@@ -102,8 +102,17 @@ def fix_order(report: BugReport) -> list[Bug]:
 
 
 def bugs_to_fix(report: BugReport) -> list[Bug]:
-    """The bugs Phase 3 works on, in fix order: the `server` ones; `agent` bugs have no server-side fix."""
-    return [bug for bug in fix_order(report) if bug.fixable_by == "server"]
+    """The bugs Phase 3 works on, in fix order: the `server` ones; `agent` bugs have no server-side fix.
+
+    A bug whose every step is priced by another one (no gap of its own, `see_also` naming the owner)
+    is evidence for that bug, not a second fix: the fix agent would spend its iterations on a change
+    the owner's fix already makes.
+    """
+    return [
+        bug
+        for bug in fix_order(report)
+        if bug.fixable_by == "server" and not (bug.token_cost_of_gap == 0 and bug.see_also)
+    ]
 
 
 def load_bug_report(run_dir: RunDir) -> tuple[BugReport, str]:

@@ -435,6 +435,14 @@ def test_fix_order_is_server_first_then_severity_then_gap_ties_by_id() -> None:
     assert [bug.id for bug in bugs_to_fix(report)] == order, "agent behaviour is never sent to the fixer"
 
 
+def test_a_bug_priced_entirely_under_another_is_not_sent_to_the_fixer() -> None:
+    priced = OVERSIZED.model_copy(update={"token_cost_of_gap": 0, "see_also": [SORT_GAP.id]})
+    unpriced = FTS_RANK.model_copy(update={"token_cost_of_gap": 0})  # no owner: still a fix of its own
+    report = make_report(RUN_ID, [SORT_GAP, priced, unpriced])
+    assert [bug.id for bug in bugs_to_fix(report)] == [FTS_RANK.id, SORT_GAP.id]
+    assert priced.id in [bug.id for bug in fix_order(report)], "kept in the report as evidence"
+
+
 def test_the_review_marks_agent_bugs_and_approves_only_the_server_ones(run_dir: RunDir) -> None:
     agent = make_bug("EFF-too-many-calls-lookup", "efficiency", 99_999, tool="get_email", trigger="t")
     agent = agent.model_copy(update={"fixable_by": "agent"})
