@@ -179,4 +179,3 @@ __all__ = [
     "write_model",
     "write_trace",
 ]
-
