@@ -56,7 +56,7 @@ from mcpipechekr.evaluate.costing import sequence_tokens
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.base import AgentServer, Runner, RunRequest
 from mcpipechekr.server.lifecycle import ServerUnderTest
-from mcpipechekr.tasks import Task, load_tasks, select_tasks
+from mcpipechekr.tasks import Task, TaskFile, load_tasks, select_tasks
 
 NO_BASELINE = (
     "no baseline yet ({path}): the loop compares answers with it. Run `doit baseline` "
@@ -211,7 +211,7 @@ def _payload(task: Task, obtained: Any) -> dict[str, Any]:
     """The identifying values stored for a task: its expected_result's, else those of what was obtained."""
     if task.expected_result is not None:
         return identifying_payload(task.expected_result, expected=True)
-    return identifying_payload(obtained)
+    return identifying_payload(obtained, prompt=task.prompt)
 
 
 def task_warnings(task: Task, result: Any) -> list[str]:
@@ -221,6 +221,33 @@ def task_warnings(task: Task, result: Any) -> list[str]:
     if result["values"]:
         return []
     return [f"unchecked: {NOTHING_CHECKABLE}"]
+
+
+def correctness_warnings(taskfile: TaskFile, baseline: Baseline | None) -> list[str]:
+    """Tasks whose answers will not be checked, and why: for `validate`, before anything runs.
+
+    From the task file alone: a deterministic task with neither expected_result nor reference calls
+    (the phase-0 agent's free text names nothing to check), or an expected_result that names nothing.
+    From the baseline, when there is one: every entry's warnings.
+    """
+    warnings: list[str] = []
+    for task in taskfile.tasks:
+        if task.task_type != "deterministic":
+            continue
+        if task.expected_result is not None:
+            if not identifying_payload(task.expected_result, expected=True)["values"]:
+                warnings.append(f"task '{task.task_id}': its expected_result names nothing to check")
+        elif not task.reference_calls:
+            warnings.append(
+                f"task '{task.task_id}': no expected_result and no reference_calls: the phase-0 agent's "
+                "free-text answer names nothing to check, so answers will be reported unchecked; "
+                "add an expected_result"
+            )
+    known = {task.task_id for task in taskfile.tasks}
+    for entry in baseline.tasks if baseline else []:
+        if entry.task_id in known:
+            warnings.extend(f"task '{entry.task_id}' (baseline): {warning}" for warning in entry.warnings)
+    return warnings
 
 
 # --- judging it --------------------------------------------------------------------------------

@@ -22,7 +22,10 @@ last reference call's result (`identifying_values`):
 A reference call's result (no `expected_result`):
 - a record (an object with `id`, `subject`, `title`, `name`, `sender_name`,
   `date`, ...) is one group whose alternatives are those values: naming the
-  id OR the subject OR the date identifies it;
+  id OR the subject OR the date identifies it; a single record (the answer of
+  "who attended X", "which dates is Y closed") also counts its other text
+  values and the items of its lists as alternatives, as the task may ask for
+  any of its fields;
 - a list of records needs only ONE of its records identified (`match: any`):
   the reference calls of "find the earliest X" return the candidates, not the
   winner, and "list the X" answers name the records by different fields;
@@ -33,7 +36,9 @@ A reference call's result (no `expected_result`):
   the phase-0 agent's answer) yields NOTHING: the days, hours and numbers in it
   are mostly not what the task asks for, and checking them failed correct
   answers. Such a task is *unchecked* (see `CheckStatus`); give it an
-  `expected_result` to check it.
+  `expected_result` to check it;
+- a value the task's prompt already names is no alternative (an answer need not
+  repeat the question); a group left with none is dropped.
 
 A task whose baseline yields no values is `unchecked`: its answers are neither
 right nor wrong, and the report says so (never a silent success).
@@ -115,6 +120,17 @@ def _record_group(record: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(values)
 
 
+def _other_values(record: dict[str, Any]) -> tuple[Any, ...]:
+    """A single record's text values and list items beyond its identifying keys (not response metadata)."""
+    values: list[Any] = []
+    for key, value in record.items():
+        if key in IDENTIFYING_KEYS or _RESPONSE_FIELD.search(str(key).lower()):
+            continue
+        items = value if isinstance(value, list) else [value]
+        values.extend(item for item in items if isinstance(item, str) and item.strip())
+    return tuple(values)
+
+
 def _is_scalar(value: Any) -> bool:
     return isinstance(value, str | int | float) and not isinstance(value, bool)
 
@@ -166,13 +182,29 @@ def _stored(payload: dict[str, Any]) -> Identifying:
     return Identifying(groups, str(payload["match"]), closed)
 
 
-def identifying_values(result: Any) -> Identifying:
-    """The values an answer must name for a server's result, by the rules in the module docstring."""
+def identifying_values(result: Any, prompt: str = "") -> Identifying:
+    """The values an answer must name for a server's result, by the rules in the module docstring.
+
+    `prompt` is the task's: values it names are not alternatives.
+    """
+    found = _identifying(result)
+    if not prompt or not found.groups:
+        return found
+    asked = Haystack([prompt])
+    groups = []
+    for group in found.groups:
+        kept = tuple(v for v in group if not (isinstance(v, str) and asked.contains(v, strict=True)))
+        if kept:
+            groups.append(kept)
+    return Identifying(tuple(groups), found.match, found.closed)
+
+
+def _identifying(result: Any) -> Identifying:
     if isinstance(result, dict) and "values" in result and "match" in result:
         return _stored(result)
     if isinstance(result, str):
         parsed = _as_json(result)
-        return identifying_values(parsed) if parsed is not None else Identifying(())
+        return _identifying(parsed) if parsed is not None else Identifying(())
     if isinstance(result, int | float) and not isinstance(result, bool):
         return Identifying((_number_group(result),))
     records = records_of(result)
@@ -181,7 +213,7 @@ def identifying_values(result: Any) -> Identifying:
         return Identifying(groups, "any")
     if isinstance(result, dict):
         if any(key in result for key in IDENTIFYING_KEYS):
-            group = _record_group(result)
+            group = _record_group(result) + _other_values(result)
             return Identifying((group,) if group else ())
         scalars = [
             value
@@ -194,13 +226,13 @@ def identifying_values(result: Any) -> Identifying:
     return Identifying(())
 
 
-def identifying_payload(result: Any, *, expected: bool = False) -> dict[str, Any]:
+def identifying_payload(result: Any, *, expected: bool = False, prompt: str = "") -> dict[str, Any]:
     """`{"values": [[...], ...], "match": "all"|"any"}` (+ `closed` sets): as stored in baseline.json.
 
     `expected` reads `result` as a task's `expected_result` (`expected_values`), else as a
-    server's or agent's result (`identifying_values`).
+    server's or agent's result (`identifying_values`, without the values the task's `prompt` names).
     """
-    found = expected_values(result) if expected else identifying_values(result)
+    found = expected_values(result) if expected else identifying_values(result, prompt)
     payload: dict[str, Any] = {"values": [list(group) for group in found.groups], "match": found.match}
     if found.closed:
         payload["closed"] = [list(items) for items in found.closed]
