@@ -314,3 +314,11 @@ def test_a_correct_answer_in_other_words_is_not_failed_without_a_judge() -> None
     summary = task("summary", task_type="open_ended")
     report = judge_answers(summary, ["Finance met twice in early March; the second session settled hiring."])
     assert successes(report) == 1 and not report.bugs
+
+
+def test_response_metadata_and_free_text_give_no_values() -> None:
+    counted = {"count": 3, "generated_at": "2026-03-02T13:15:00Z", "request_id": 88123, "took_ms": 15}
+    assert identifying_payload(counted) == {"values": [[3, "three"]], "match": "all"}
+    minutes = "[2026-03-02T13:15:00Z] minutes m-41\nBudget approved at 13:15."
+    assert identifying_payload(minutes) == {"values": [], "match": "all"}
+    assert identifying_payload('{"count": 42}') == {"values": [[42]], "match": "all"}

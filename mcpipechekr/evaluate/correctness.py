@@ -31,7 +31,7 @@ A reference call's result (no `expected_result`):
   winner, and "list the X" answers name the records by different fields;
 - an object of scalars (`{"count": 12}`) needs each scalar, except the fields
   that describe the response rather than the answer (`*_at`, `timestamp`,
-  `took_ms`, `cursor`, `offset`, `limit`, `page`, ...);
+  `took_ms`, `cursor`, `offset`, `limit`, `page`, `*_id`, ...);
 - text is read as JSON when it is JSON; free text (a text-returning server, or
   the phase-0 agent's answer) yields NOTHING: the days, hours and numbers in it
   are mostly not what the task asks for, and checking them failed correct
@@ -66,7 +66,7 @@ IDENTIFYING_KEYS = ("id", "uuid", "key", "name", "title", "subject", "sender_nam
 _WORD = re.compile(r"[a-z][a-z'-]{3,}|\d{2,}")
 _RESPONSE_FIELD = re.compile(
     r"(^|_)(at|time|timestamp|ts|ms|took|elapsed|duration|generated|cursor|next|prev|offset|limit|page|"
-    r"page_size|per_page|version|request_id|trace_id)$"
+    r"page_size|per_page|version|id)$"
 )
 STOP_WORDS = frozenset(
     """about above after again against also among another been before being below between both cannot
@@ -116,7 +116,9 @@ def _number_group(value: int | float) -> tuple[Any, ...]:
 def _record_group(record: dict[str, Any]) -> tuple[Any, ...]:
     values = [record[key] for key in IDENTIFYING_KEYS if key in record and record[key] not in (None, "")]
     if not values:
-        values = [value for value in record.values() if _is_scalar(value)][:3]
+        values = [
+            v for k, v in record.items() if _is_scalar(v) and not _RESPONSE_FIELD.search(str(k).lower())
+        ][:3]
     return tuple(values)
 
 
