@@ -15,16 +15,18 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from fakes.openai_server import FakeOpenAI, text_reply
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from trace_builder import call, ctx_of, make_trace
 
-from mcpipechekr.artifacts import read_model
-from mcpipechekr.artifacts.baseline import BaselineEntry
+from mcpipechekr.artifacts import read_model, write_model
+from mcpipechekr.artifacts.baseline import Baseline, BaselineEntry
 from mcpipechekr.artifacts.bug_report import BugReport
 from mcpipechekr.baseline import build_baseline, require_baseline
 from mcpipechekr.cli import main
 from mcpipechekr.config import ServerConfig, load_config
+from mcpipechekr.evaluate import evaluate_run
 from mcpipechekr.evaluate.answer_judge import AnswerJudge
 from mcpipechekr.evaluate.correctness import identifying_payload
 from mcpipechekr.evaluate.orchestrate import evaluate_contexts
@@ -322,3 +324,32 @@ def test_response_metadata_and_free_text_give_no_values() -> None:
     minutes = "[2026-03-02T13:15:00Z] minutes m-41\nBudget approved at 13:15."
     assert identifying_payload(minutes) == {"values": [], "match": "all"}
     assert identifying_payload('{"count": 42}') == {"values": [[42]], "match": "all"}
+
+
+def test_evaluate_run_asks_the_phase2_model_to_judge_open_ended_answers(tmp_path: Path) -> None:
+    summary = {"task_id": "summary", "prompt": "Summarise the budget meetings.", "task_type": "open_ended"}
+    path = write_project(tmp_path, [summary])
+    material = {"results": [{"tool": "find_meetings", "arguments": {"topic": "budget"}, "content": FOUND}]}
+    write_model(
+        tmp_path / "runs" / "baseline.json", Baseline(generated_at=T0, tasks=[entry("summary", material)])
+    )
+    traces = tmp_path / "runs" / "run-20261201-001" / "traces"
+    traces.mkdir(parents=True)
+    trace = make_trace("summary", [call("find_meetings", {"topic": "budget"}, FOUND)], answer="No meetings.")
+    write_model(traces / "summary__demo__r001.json", trace)
+    with FakeOpenAI() as fake:
+        fake.enqueue(text_reply(json.dumps({"correct": False, "reason": "both meetings took place"})))
+        fake.enqueue(text_reply(json.dumps({"narrative": "One wrong summary.", "bugs": []})))
+        data = yaml.safe_load(path.read_text())
+        data["providers"] = {
+            "endpoints": {"scripted": {"base_url": fake.base_url}},
+            "phase2": "scripted/judge",
+        }
+        path.write_text(yaml.safe_dump(data))
+        report = evaluate_run(load_config(path), traces.parent)
+        judged = json.dumps(fake.requests[0]["messages"])
+    assert "You grade an AI agent's answer" in judged and "No meetings." in judged
+    [stats] = report.tasks
+    assert stats.correctness == "judged" and stats.successes == 0
+    bug = wrong_answer(report, "summary")
+    assert bug.severity == "medium" and "both meetings took place" in bug.observed
