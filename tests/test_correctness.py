@@ -23,7 +23,7 @@ from trace_builder import call, ctx_of, make_trace
 from mcpipechekr.artifacts import read_model, write_model
 from mcpipechekr.artifacts.baseline import Baseline, BaselineEntry
 from mcpipechekr.artifacts.bug_report import BugReport
-from mcpipechekr.baseline import build_baseline, require_baseline
+from mcpipechekr.baseline import require_baseline
 from mcpipechekr.cli import main
 from mcpipechekr.config import ServerConfig, load_config
 from mcpipechekr.evaluate import evaluate_run
@@ -219,9 +219,15 @@ def test_unchecked_task_is_shown_in_baseline_validate_and_bug_report(
     tmp_path: Path, live: ServerUnderTest
 ) -> None:
     path = write_project(tmp_path, TASKS[:4])
-    config = load_config(path)
-    build_baseline(config, server=live)
-    entries = {e.task_id: e for e in require_baseline(config).tasks}
+    baselined = CliRunner().invoke(main, ["baseline", "--config", str(path)], catch_exceptions=False)
+    assert baselined.exit_code == 0, baselined.output
+    assert "warning: notes-text: unchecked: the baseline names no values to look for" in baselined.output
+    assert (
+        "baselined  room: reference_calls, plausibility 1.00 (rules: not an error, not empty, matches "
+        "expected_result)" in baselined.output
+    )
+    assert "warning: room" not in baselined.output
+    entries = {e.task_id: e for e in require_baseline(load_config(path)).tasks}
 
     # A text result without expected_result: no values made of its hours, minutes or ids.
     notes = entries["notes-text"]
