@@ -243,6 +243,8 @@ def identifying_payload(result: Any, *, expected: bool = False, prompt: str = ""
 
 @dataclass(frozen=True)
 class Verdict:
+    """A deterministic answer's check: right or not, what it missed, what it named in excess, why."""
+
     correct: bool
     missing: list[str]
     reason: str

@@ -23,12 +23,13 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mcpipechekr._util.collector import collector_paused
 from mcpipechekr.artifacts import RunDir, read_model, read_trace, utc_now, write_model
 from mcpipechekr.artifacts.atomic import atomic_write_text
 from mcpipechekr.artifacts.baseline import Baseline
-from mcpipechekr.artifacts.bug_report import BugReport, ReviewFlag, TaskStats
+from mcpipechekr.artifacts.bug_report import BugReport, BugSeverity, ReviewFlag, TaskStats
 from mcpipechekr.artifacts.manifest import Manifest
 from mcpipechekr.artifacts.trace import list_traces
 from mcpipechekr.config import Config
@@ -133,7 +134,7 @@ def _correctness(ctx: TraceContext, threshold: float) -> Correctness:
         return Correctness(False, "checked", "the trace did not complete")
     if verdict.correct:
         return Correctness(True, "checked", verdict.reason)
-    details: dict = {"missing": verdict.missing[:20]}
+    details: dict[str, Any] = {"missing": verdict.missing[:20]}
     if verdict.extra:
         details["extra"] = verdict.extra[:20]
     wanted = ", ".join(verdict.missing[:5]) or "the baseline values"
@@ -148,7 +149,13 @@ def _correctness(ctx: TraceContext, threshold: float) -> Correctness:
 
 
 def _wrong_answer(
-    ctx: TraceContext, observed: str, wanted: str, details: dict, severity: str = "high"
+    ctx: TraceContext,
+    observed: str,
+    wanted: str,
+    details: dict[str, Any],
+    *,
+    severity: BugSeverity = "high",
+    expected: str = "the answer names the baseline's values (runs/baseline.json)",
 ) -> BugSighting:
     """A correctness sighting: the task's answer was wrong."""
     trace, task, entry = ctx.trace, ctx.task, ctx.baseline
@@ -158,11 +165,11 @@ def _wrong_answer(
     return BugSighting(
         type="correctness",
         slug=("wrong-answer", trace.task_id),
-        severity=severity,  # type: ignore[arg-type]
+        severity=severity,
         tool=task.expected_tool,
         trigger=f"answering task `{trace.task_id}`",
         observed=observed,
-        expected="the answer names the baseline's values (runs/baseline.json)",
+        expected=expected,
         acceptance_criteria=[f"an agent's answer to `{trace.task_id}` names {wanted}"],
         steps=[last] if last is not None else [],
         observed_tokens=spent,
@@ -195,6 +202,7 @@ def judge_open_ended(outcome: TraceOutcome, judge: AnswerJudge) -> str | None:
                 "what the task asks, as the phase-2 model judges it",
                 {"judge": judge.label, "reason": verdict.reason},
                 severity="medium",
+                expected="the answer is right by the baseline's reference material (runs/baseline.json)",
             )
         )
     return None
