@@ -452,7 +452,9 @@ def task_trace() -> Iterator[dict[str, Any]]:
                 "task_dep": ["lint"],
                 "file_dep": [_p(plan.run_dir.tools)],
                 "targets": [_p(target)],
-                "uptodate": [config_changed(_attempt_digest(config, task, inputs.settings.runner))],
+                "uptodate": [
+                    config_changed(_attempt_digest(config, task, inputs.settings.runner))
+                ],
                 "params": PARAMS,
             }
 

@@ -179,3 +179,4 @@ __all__ = [
     "write_model",
     "write_trace",
 ]
+
