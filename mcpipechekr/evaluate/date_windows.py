@@ -11,6 +11,7 @@ import orjson
 from mcpipechekr.artifacts.trace import ToolCall
 from mcpipechekr.evaluate.base import BugSighting, TraceContext, records_of, result_is_empty, result_json
 from mcpipechekr.evaluate.matching import as_day
+from mcpipechekr.evaluate.walks import answer_states, held
 
 _LOWER = ("from", "start", "after", "since", "begin", "min", "gte", "gt")
 _UPPER = ("to", "end", "before", "until", "max", "lte", "lt")
@@ -99,29 +100,49 @@ def _gap(later: date | None, earlier: date | None) -> int | None:
     return None if later is None or earlier is None else (later - earlier).days
 
 
+@dataclass(frozen=True)
+class Found:
+    """Where a walk found what the task needed (a position in the walk), how that is known, and the waste."""
+
+    position: int | None
+    by: str
+    wasted: tuple[int, ...]
+
+
 @dataclass
 class DateWindows:
-    """Flags a walk through adjacent date windows with one tool: the sign of a missing sort order.
+    """Flags a walk through adjacent date windows that passed windows not holding what the task needed.
 
-    Rule: calls to one tool whose other arguments are identical and whose date
-    arguments (any argument whose value is a YYYY-MM-DD date or ISO date-time;
-    `*from/start/after/since*` are lower bounds, `*to/end/before/until*` upper
-    bounds) form adjacent windows moving one way: forward, each window starting
-    on or the day after the previous one ended; backward, each ending on or the
-    day before the previous one started. Calls to other tools may come in
-    between. A walk of at least `min_windows` windows is flagged, and so is a
-    shorter one (two windows) when a window before the last found nothing,
-    because then the agent was searching, not comparing.
+    Recognising a walk: calls to one tool whose other arguments are identical
+    and whose date arguments (any argument whose value is a YYYY-MM-DD date or
+    ISO date-time, whatever its name; names with `from/start/after/since/min`
+    are lower bounds, `to/end/before/until/max` upper bounds, other names both)
+    form adjacent windows moving one way: forward, each window starting on or
+    the day after the previous one ended; backward, each ending on or the day
+    before the previous one started. Calls to other tools may come in between.
 
-    When the walked tool only counts (its results list no records) and a
-    later call to another tool lists the last window with the same filters,
-    that listing tool is where the sort order is missing: the sighting names it,
-    and every window of the walk is waste.
+    Judging it: the window that held what the task needed is *found*
+    (`walks.held`: a record of it that the final answer names, else the
+    baseline's identifying values in it), whatever the row counts of the others.
+    - found in the first window: no walk waste;
+    - found in two or more windows: the answer draws on all of them (a
+      read-to-the-end walk, "list everything in 2024"): not flagged;
+    - found in a later window: flagged; every other window is waste, rows or no
+      rows, because one call sorted by date would have returned it.
+    When no window can be said to hold the task's values (a tool that only
+    counts, an answer that names nothing), the last window is taken as the one
+    the agent stopped at: the walk is flagged when it has `min_windows`
+    windows, or when a window before the last found nothing (a search, not a
+    comparison), unless the answer states the sum of the windows' counts (an
+    aggregate). When the walked tool only counts and a later call to another
+    tool lists the last window with the same filters, that listing tool is where
+    the sort order is missing: the sighting names it and every window is waste.
 
-    Blind spots: comparing three adjacent periods on purpose (counts per year)
-    looks like a walk; a walk that widens one window instead of moving it, or
-    jumps (2012, then 2015), is not recognised; a walk done by paging is the
-    pagination analyzer's.
+    Blind spots: in `details.walked_tool` and the observation only, the walk's
+    tool when a listing tool is named; comparing periods on purpose, with an
+    answer that names one item, looks like a walk; a walk that widens one
+    window, or jumps (2012, then 2015), is not recognised; a walk done by paging
+    is the pagination analyzer's.
     """
 
     name: ClassVar[str] = "date_windows"
@@ -148,13 +169,16 @@ class DateWindows:
         for tool, calls in by_tool.items():
             walks.extend((tool, direction, chain) for direction, chain in self._chains(calls))
         walks.sort(key=lambda walk: walk[2][0].step)
-        return [
-            self._sighting(tool, direction, chain, _lister(ctx, tool, chain))
-            for tool, direction, chain in walks
-        ]
+        sightings = []
+        for tool, direction, chain in walks:
+            lister = _lister(ctx, tool, chain)
+            found = self._found(ctx, chain, lister)
+            if found is not None:
+                sightings.append(self._sighting(tool, direction, chain, lister, found))
+        return sightings
 
     def _chains(self, calls: list[ToolCall]) -> list[tuple[str, list[Window]]]:
-        """The walks among one tool's calls, in order, with their direction."""
+        """The walks (two windows or more) among one tool's calls, in order, with their direction."""
         found: list[tuple[str, list[Window]]] = []
         chain: list[Window] = []
         chain_key: bytes | None = None
@@ -169,20 +193,37 @@ class DateWindows:
                     chain.append(window)
                     direction = turn
                     continue
-            if self._is_walk(chain):
+            if len(chain) >= 2:
                 found.append((direction or "forward", chain))
             chain, chain_key, direction = ([window], key, None) if window is not None else ([], None, None)
-        if self._is_walk(chain):
+        if len(chain) >= 2:
             found.append((direction or "forward", chain))
         return found
 
-    def _is_walk(self, chain: list[Window]) -> bool:
-        if len(chain) >= self.min_windows:
-            return True
-        return len(chain) >= 2 and any(window.empty for window in chain[:-1])
+    def _found(self, ctx: TraceContext, chain: list[Window], lister: ToolCall | None) -> Found | None:
+        """Where the walk found the task's values and what it wasted, or None when it is no waste."""
+        if lister is not None:
+            return Found(None, "listed", tuple(range(len(chain))))
+        by_index = {call.index: call for call in ctx.calls}
+        holding = held(ctx, [by_index[window.step] for window in chain])
+        if len(holding.positions) >= 2:
+            return None  # the answer draws on several windows: they were all needed
+        if holding.positions:
+            position = holding.positions[0]
+            if position == 0:
+                return None
+            others = tuple(index for index in range(len(chain)) if index != position)
+            return Found(position, str(holding.source), others)
+        counts = [window.found for window in chain]
+        if all(found is not None for found in counts) and sum(1 for found in counts if found) >= 2:
+            if answer_states(ctx, sum(found or 0 for found in counts)):
+                return None  # the answer adds the windows up
+        if len(chain) >= self.min_windows or any(window.empty for window in chain[:-1]):
+            return Found(len(chain) - 1, "last window", tuple(range(len(chain) - 1)))
+        return None
 
     def _sighting(
-        self, walked: str, direction: str, chain: list[Window], lister: ToolCall | None
+        self, walked: str, direction: str, chain: list[Window], lister: ToolCall | None, found: Found
     ) -> BugSighting:
         tool = lister.tool if lister is not None else walked
         which = "earliest" if direction == "forward" else "latest"
@@ -193,6 +234,11 @@ class DateWindows:
             else window.label()
             for window in chain
         )
+        where = (
+            f"; the task's values were in window {found.position + 1} (by the {found.by})"
+            if found.position is not None and found.by in ("answer", "baseline")
+            else ""
+        )
         return BugSighting(
             type="feature_gap",
             slug=("no-date-sort", tool),
@@ -200,7 +246,7 @@ class DateWindows:
             tool=tool,
             trigger=f"finding the {which} match by date with `{tool}`",
             observed=f"the agent walked {len(chain)} date windows {direction} with `{walked}`, other "
-            f"arguments unchanged: {listed}"
+            f"arguments unchanged: {listed}{where}"
             + (f"; then listed the last window with `{tool}` (step {lister.index})" if lister else ""),
             expected=f"one `{tool}` call returning matches sorted by date, {which} first",
             acceptance_criteria=[
@@ -209,10 +255,12 @@ class DateWindows:
                 "the default order stays as it is, so existing callers are unaffected",
             ],
             steps=[window.step for window in chain] + ([lister.index] if lister else []),
-            wasted=[window.step for window in (chain if lister else chain[:-1])],
+            wasted=[chain[position].step for position in found.wasted],
             details={
                 "direction": direction,
                 "walked_tool": walked,
+                "found_step": chain[found.position].step if found.position is not None else None,
+                "found_by": found.by,
                 "windows": [
                     {
                         "step": window.step,

@@ -1,4 +1,4 @@
-"""Pagination walks: paging through results to find one item."""
+"""Pagination walks: paging through results to find one item that a filter or a sort would have returned."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import orjson
 
 from mcpipechekr.artifacts.trace import ToolCall
 from mcpipechekr.evaluate.base import BugSighting, TraceContext, records_of, result_json
+from mcpipechekr.evaluate.matching import as_day
+from mcpipechekr.evaluate.walks import answer_states, held, scalars
 
 PAGE_KEYS = (
     "offset",
@@ -21,51 +23,148 @@ PAGE_KEYS = (
     "after",
     "starting_after",
 )
+"""Names that mark a paging argument outright; any other argument is recognised by how it moves."""
+
+_MORE_KEYS = ("has_more", "hasmore", "more", "has_next", "hasnext")
+_TOTAL_KEYS = ("total", "total_count", "totalcount", "count", "total_results")
 
 
-def _paging_key(arguments: dict[str, Any]) -> str | None:
-    for key in arguments:
-        if key.lower() in PAGE_KEYS:
+def _rows(call: ToolCall) -> int:
+    return len(records_of(result_json(call)))
+
+
+def _sizes(call: ToolCall, key: str) -> set[int]:
+    """The call's other numeric arguments above one: its page size (`limit`, `per_page`) if it has one."""
+    return {
+        value
+        for name, value in call.arguments.items()
+        if name != key and isinstance(value, int) and not isinstance(value, bool) and value > 1
+    }
+
+
+def _overlap(before: ToolCall, after: ToolCall) -> bool:
+    """Whether `after` lists a row `before` already listed."""
+    seen = {
+        orjson.dumps(row, option=orjson.OPT_SORT_KEYS, default=str) for row in records_of(result_json(before))
+    }
+    return any(
+        orjson.dumps(row, option=orjson.OPT_SORT_KEYS, default=str) in seen
+        for row in records_of(result_json(after))
+    )
+
+
+def paging_step(before: ToolCall, after: ToolCall) -> str | None:
+    """The argument that moved when `after` is the next page of `before`, else None.
+
+    The two calls differ in one argument, which either
+    - is named like a paging argument (`PAGE_KEYS`) and changed (a number that grew, a new token);
+    - is a number that grew by a page's size (another numeric argument such as `limit`/`per_page`, or
+      the rows the previous page listed), or by one when the calls also pass a page size or the name
+      says `page` (a page number), from the previous value or from its absence (the first page), while
+      the previous page listed rows; a record looked up by one number after another (`invoice_number`
+      1001, 1002, ...) is not a page;
+    - is a string the previous result handed out (a next-page cursor, whatever its name).
+    Dates are not pages (a date that moves is the date-window analyzer's), nor is a call that lists a
+    row the previous one listed (a wider `limit` over the same rows).
+    """
+    keys = set(before.arguments) | set(after.arguments)
+    changed = [key for key in keys if before.arguments.get(key) != after.arguments.get(key)]
+    if len(changed) != 1:
+        return None
+    key = changed[0]
+    old, new = before.arguments.get(key), after.arguments.get(key)
+    if isinstance(new, bool) or isinstance(old, bool) or new in (None, ""):
+        return None
+    named = key.lower() in PAGE_KEYS
+    if _overlap(before, after):
+        return None  # the same rows again: a wider or repeated listing, not the next page
+    if isinstance(new, int):
+        start = old if isinstance(old, int) else (0 if old is None else None)
+        if start is None or new <= start:
+            return None
+        if named:
+            return key
+        if key.lower().endswith("id") or not _rows(before):
+            return None
+        delta, sizes = new - start, _sizes(before, key)
+        if delta in sizes or (delta == _rows(before) > 1):
+            return key  # an offset moved by one page
+        numbered = "page" in key.lower() or bool(sizes)
+        return key if numbered and (delta == 1 or (old is None and new == 2)) else None
+    if isinstance(new, str):
+        if as_day(new) is not None:
+            return None
+        if named or any(value == new for value in scalars(result_json(before))):
             return key
     return None
 
 
-def _has_more(call: ToolCall, offset: Any) -> bool | None:
+def has_more(call: ToolCall, key: str) -> bool | None:
     """Whether results remained after this page: None when the result does not say."""
     data = result_json(call)
     if not isinstance(data, dict):
         return None
-    for key in ("next_cursor", "nextCursor", "next_page_token", "cursor", "next"):
-        if key in data:
-            return bool(data[key])
-    total = data.get("total", data.get("total_count"))
-    if isinstance(total, int) and isinstance(offset, int):
-        return total > offset + len(records_of(data))
+    rows = _rows(call)
+    for name, value in data.items():
+        lowered = name.lower()
+        if lowered in _MORE_KEYS and isinstance(value, bool):
+            return value
+        if "next" in lowered and not isinstance(value, list | dict):
+            return bool(value)
+    position = call.arguments.get(key)
+    for name in _TOTAL_KEYS:
+        total = data.get(name)
+        if isinstance(total, int) and not isinstance(total, bool) and total > rows:
+            if isinstance(position, int) and not isinstance(position, bool) and position >= 0:
+                return total > position + rows
+            return None
     return None
 
 
-def _advances(before: Any, after: Any) -> bool:
-    if isinstance(before, int) and isinstance(after, int):
-        return after > before
-    return before != after and after not in (None, "")
+def _cursor_left(before: ToolCall, last: ToolCall, cursor: str) -> bool | None:
+    """Whether the last page handed out a cursor again, in the field the one before it used."""
+    data, then = result_json(last), result_json(before)
+    if not isinstance(data, dict) or not isinstance(then, dict):
+        return None
+    field = next((name for name, value in then.items() if value == cursor), None)
+    return bool(data.get(field)) if field is not None else None
+
+
+@dataclass(frozen=True)
+class Page:
+    call: ToolCall
+    value: Any
 
 
 @dataclass
 class PaginationWalk:
-    """Flags paging through a tool's results (offset, page or cursor advancing) that stops early.
+    """Flags paging through a tool's results to find one item that a filter or sort would have returned.
 
-    Rule: consecutive calls to one tool (other tools may come in between) whose
-    arguments are identical except a paging argument (`offset`, `page`,
-    `cursor`, `skip`, `start`, `page_token`, ...) that advances. Such a walk is
-    flagged when it stopped while results remained (the last page's `total`
-    or next cursor says so): the agent was looking for one item, which a filter
-    or an ordering would have returned on the first page. When the result does
-    not tell whether more remained, a walk of `min_pages` pages is flagged.
-    A walk that reads to the end (every page needed) is not.
+    Recognising a walk: consecutive calls to one tool (other tools may come in
+    between) identical except one argument that advances, whatever its name
+    (`paging_step`): a page number, an offset moving by a page, a cursor the
+    previous result handed out. The first page may lack the argument.
 
-    Blind spots: the first page has no paging argument in many calls (default
-    offset 0); it is counted when its other arguments match. An agent that
-    gave up early for other reasons looks the same as one that found its item.
+    Judging it: the page that held what the task needed is *found*
+    (`walks.held`: a record the final answer names, else the baseline's
+    identifying values).
+    - found on two or more pages: the answer uses items from several pages
+      (a list-all task): not flagged;
+    - found on the first page: not flagged;
+    - found on a later page: flagged, every other page is waste;
+    - found nowhere: a count-all walk (the answer states the rows read, or the
+      total a page reported) or a walk that read to the end (the last page says
+      nothing remained, or listed fewer rows than the first) is not flagged; a
+      walk that stopped while results remained was searching (flagged, the
+      pages before the last are waste); when the result does not say, a walk of
+      `min_pages` pages is flagged.
+    A walk the task's known minimum covers (`min_calls` at least its pages:
+    the baseline itself needs every page) is never flagged.
+
+    Blind spots: a walk whose found page the answer and the baseline cannot
+    name falls back on whether results remained, so an agent that gave up early
+    looks like one that found its item; a walk with two changing arguments
+    (offset and a new filter) is not recognised.
     """
 
     name: ClassVar[str] = "pagination"
@@ -78,49 +177,84 @@ class PaginationWalk:
             if not call.is_error:
                 by_tool.setdefault(call.tool, []).append(call)
         for tool, calls in sorted(by_tool.items()):
-            chain: list[tuple[ToolCall, Any]] = []
-            chain_key: tuple[str | None, bytes] | None = None
-            for call in calls + [None]:  # type: ignore[list-item]
-                if call is not None:
-                    key = _paging_key(call.arguments)
-                    rest = {k: v for k, v in call.arguments.items() if k != key}
-                    value = call.arguments.get(key) if key else None
-                    this_key = (key, orjson.dumps(rest, option=orjson.OPT_SORT_KEYS, default=str))
-                    same = chain and this_key[1] == chain_key[1] and key is not None  # type: ignore[index]
-                    if same and _advances(chain[-1][1], value):
-                        chain.append((call, value))
-                        chain_key = this_key
-                        continue
-                if self._flag(chain):
-                    sightings.append(self._sighting(tool, chain))
-                if call is not None:
-                    chain, chain_key = [(call, value)], this_key
+            for key, chain in self._chains(calls):
+                wasted = self._wasted(ctx, key, chain)
+                if wasted:
+                    sightings.append(self._sighting(tool, key, chain, wasted))
         return sightings
 
-    def _flag(self, chain: list[tuple[ToolCall, Any]]) -> bool:
-        if len(chain) < 2:
-            return False
-        last, offset = chain[-1]
-        more = _has_more(last, offset)
-        return more if more is not None else len(chain) >= self.min_pages
+    def _chains(self, calls: list[ToolCall]) -> list[tuple[str, list[Page]]]:
+        chains: list[tuple[str, list[Page]]] = []
+        chain: list[Page] = []
+        key: str | None = None
+        for call in calls:
+            step = paging_step(chain[-1].call, call) if chain else None
+            if step is not None and (key is None or step == key):
+                key = step
+                chain.append(Page(call, call.arguments.get(step)))
+                continue
+            if key is not None and len(chain) >= 2:
+                chains.append((key, chain))
+            chain, key = [Page(call, None)], None
+        if key is not None and len(chain) >= 2:
+            chains.append((key, chain))
+        for found_key, pages in chains:
+            pages[0] = Page(pages[0].call, pages[0].call.arguments.get(found_key))
+        return chains
 
-    def _sighting(self, tool: str, chain: list[tuple[ToolCall, Any]]) -> BugSighting:
-        key = _paging_key(chain[-1][0].arguments) or "offset"
-        values = [value if value is not None else "(first page)" for _, value in chain]
+    def _wasted(self, ctx: TraceContext, key: str, chain: list[Page]) -> tuple[int, ...] | None:
+        """Positions of the wasted pages, or None when the walk is no waste."""
+        if ctx.min_calls is not None and ctx.min_calls >= len(chain):
+            return None
+        holding = held(ctx, [page.call for page in chain])
+        if len(holding.positions) >= 2:
+            return None
+        if holding.positions:
+            position = holding.positions[0]
+            if position == 0:
+                return None
+            return tuple(index for index in range(len(chain)) if index != position)
+        rows = sum(_rows(page.call) for page in chain)
+        totals = {
+            value
+            for page in chain
+            if isinstance(data := result_json(page.call), dict)
+            for name, value in data.items()
+            if name.lower() in _TOTAL_KEYS and isinstance(value, int) and not isinstance(value, bool)
+        }
+        if any(answer_states(ctx, number) for number in {rows, *totals} if number > 0):
+            return None
+        last = chain[-1].call
+        more = has_more(last, key)
+        if more is None and isinstance(chain[-1].value, str) and len(chain) >= 2:
+            more = _cursor_left(chain[-2].call, last, chain[-1].value)
+        if more is None and _rows(last) < _rows(chain[0].call):
+            more = False
+        if more is None:
+            more = True if len(chain) >= self.min_pages else None
+        return tuple(range(len(chain) - 1)) if more else None
+
+    def _sighting(self, tool: str, key: str, chain: list[Page], wasted: tuple[int, ...]) -> BugSighting:
+        values = [page.value if page.value is not None else "(first page)" for page in chain]
+        found = next((index for index in range(len(chain)) if index not in wasted), len(chain) - 1)
         return BugSighting(
             type="feature_gap",
             slug=("paging-to-find", tool),
-            severity="medium",
+            severity="high" if len(wasted) >= 4 else "medium",
             tool=tool,
             trigger=f"looking for one item in `{tool}`'s results",
             observed=f"the agent paged through {len(chain)} pages of `{tool}` ({key}: "
-            f"{', '.join(map(str, values))}) and stopped while results remained",
+            f"{', '.join(map(str, values))}) to use one item of page {found + 1}",
             expected=f"the item on `{tool}`'s first page, through a filter or an ordering",
             acceptance_criteria=[
                 f"{tool} offers a filter or sort order that puts the wanted item on the first page",
                 f"an agent finds the item with one `{tool}` call",
             ],
-            steps=[call.index for call, _ in chain],
-            wasted=[call.index for call, _ in chain[:-1]],
-            details={"paging_argument": key, "pages": [str(value) for value in values]},
+            steps=[page.call.index for page in chain],
+            wasted=[chain[index].call.index for index in wasted],
+            details={
+                "paging_argument": key,
+                "pages": [str(value) for value in values],
+                "found_step": chain[found].call.index,
+            },
         )
