@@ -9,16 +9,22 @@ How a task gets its result:
   records of a list, each identified by its id, subject, title, name or date),
   stored as `{"values": [[...], ...], "match": "all"|"any"}` next to the last
   call's tool, arguments and full structured content. When the task has an
-  `expected_result`, its values are the ones stored (and the reference result
-  must agree with them). An open-ended task's result is every call's content;
+  `expected_result`, its values are the ones stored (`expected_values`: every
+  scalar, string, list item and mapping value; a list also as a `closed` set)
+  and the reference result must agree with them. An open-ended task's result
+  is every call's content;
 - without reference calls, the task is run by the phase-0 agent (the runner
   for `providers.phase0`, through the `Runner` interface, with no call budget)
   and its final answer is the result.
 
 A separate evaluator then scores how plausible each result is: an LLM judge
 when `providers.phase0` names a model, else deterministic rules (see
-`RulesJudge`). The score is recorded, never used to reject a result: the
-baseline is for a person to trust or edit.
+`RulesJudge`). The score and its reason are recorded, never used to reject a
+result: the baseline is for a person to trust or edit.
+
+A deterministic task whose result names nothing checkable (free text without
+an `expected_result`, an empty expected_result) gets a warning in its entry
+(`task_warnings`): its answers will be reported `unchecked`, not correct.
 
 The file is not rebuilt on every loop: `build_baseline` only adds tasks that
 have no entry yet, unless asked to regenerate. A loop that needs a baseline
@@ -45,12 +51,12 @@ from mcpipechekr.artifacts.rundir import baseline_path
 from mcpipechekr.artifacts.trace import ToolCall, tool_call_from_result
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.evaluate.correctness import check_deterministic, identifying_payload
+from mcpipechekr.evaluate.correctness import NOTHING_CHECKABLE, check_deterministic, identifying_payload
 from mcpipechekr.evaluate.costing import sequence_tokens
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.base import AgentServer, Runner, RunRequest
 from mcpipechekr.server.lifecycle import ServerUnderTest
-from mcpipechekr.tasks import Task, load_tasks, select_tasks
+from mcpipechekr.tasks import Task, TaskFile, load_tasks, select_tasks
 
 NO_BASELINE = (
     "no baseline yet ({path}): the loop compares answers with it. Run `doit baseline` "
@@ -138,9 +144,8 @@ def reference_result(task: Task, calls: list[ToolCall]) -> dict[str, Any]:
             "results": [{"tool": c.tool, "arguments": c.arguments, "content": _content(c)} for c in calls]
         }
     last = calls[-1]
-    source = task.expected_result if task.expected_result is not None else _content(last)
     return {
-        **identifying_payload(source),
+        **_payload(task, _content(last)),
         "tool": last.tool,
         "arguments": last.arguments,
         "structured_content": _content(last),
@@ -198,9 +203,51 @@ def run_agent(config: Config, task: Task, runner: Runner, spec: ProviderSpec, wo
     answer = output.final_answer
     result: dict[str, Any] = {"answer": answer}
     if task.task_type == "deterministic":
-        source = task.expected_result if task.expected_result is not None else answer
-        result.update(identifying_payload(source))
+        result.update(_payload(task, answer))
     return TaskResult(task, result, "agent", calls)
+
+
+def _payload(task: Task, obtained: Any) -> dict[str, Any]:
+    """The identifying values stored for a task: its expected_result's, else those of what was obtained."""
+    if task.expected_result is not None:
+        return identifying_payload(task.expected_result, expected=True)
+    return identifying_payload(obtained, prompt=task.prompt)
+
+
+def task_warnings(task: Task, result: Any) -> list[str]:
+    """What makes a task's baseline unable to check answers (empty when it can)."""
+    if task.task_type != "deterministic" or not isinstance(result, dict) or "values" not in result:
+        return []
+    if result["values"]:
+        return []
+    return [f"unchecked: {NOTHING_CHECKABLE}"]
+
+
+def correctness_warnings(taskfile: TaskFile, baseline: Baseline | None) -> list[str]:
+    """Tasks whose answers will not be checked, and why: for `validate`, before anything runs.
+
+    From the task file alone: a deterministic task with neither expected_result nor reference calls
+    (the phase-0 agent's free text names nothing to check), or an expected_result that names nothing.
+    From the baseline, when there is one: every entry's warnings.
+    """
+    warnings: list[str] = []
+    for task in taskfile.tasks:
+        if task.task_type != "deterministic":
+            continue
+        if task.expected_result is not None:
+            if not identifying_payload(task.expected_result, expected=True)["values"]:
+                warnings.append(f"task '{task.task_id}': its expected_result names nothing to check")
+        elif not task.reference_calls:
+            warnings.append(
+                f"task '{task.task_id}': no expected_result and no reference_calls: the phase-0 agent's "
+                "free-text answer names nothing to check, so answers will be reported unchecked; "
+                "add an expected_result"
+            )
+    known = {task.task_id for task in taskfile.tasks}
+    for entry in baseline.tasks if baseline else []:
+        if entry.task_id in known:
+            warnings.extend(f"task '{entry.task_id}' (baseline): {warning}" for warning in entry.warnings)
+    return warnings
 
 
 # --- judging it --------------------------------------------------------------------------------
@@ -235,7 +282,11 @@ class RulesJudge:
             seen = orjson.dumps(
                 [_content(call) for call in outcome.calls] or outcome.result, default=str
             ).decode()
-            if not check_deterministic(seen, task.expected_result).correct:
+            expected = identifying_payload(task.expected_result, expected=True)
+            verdict = check_deterministic(seen, expected)
+            if verdict.status == "unchecked":
+                return 1.0, "not an error, not empty; the expected_result names nothing to check"
+            if not verdict.correct:
                 return 0.3, "the result does not contain the task's expected_result"
         return 1.0, "not an error, not empty" + (", matches expected_result" if task.expected_result else "")
 
@@ -243,7 +294,9 @@ class RulesJudge:
 def _empty(result: Any) -> bool:
     if isinstance(result, dict):
         if "values" in result and "match" in result:
-            return not result["values"] and not result.get("answer")
+            return (
+                not result["values"] and not result.get("answer") and _empty(result.get("structured_content"))
+            )
         if "results" in result:
             return all(_empty(item.get("content")) for item in result["results"])
         if "answer" in result:
@@ -370,6 +423,8 @@ def build_baseline(
             method=outcome.method,  # type: ignore[arg-type]
             calls=len(outcome.calls),
             reference_tokens=outcome.tokens,
+            plausibility_reason=reason,
+            warnings=task_warnings(outcome.task, outcome.result),
         )
     order = [t.task_id for t in taskfile.tasks]
     ordered = [entries.pop(task_id) for task_id in order if task_id in entries] + list(entries.values())

@@ -363,7 +363,8 @@ class ThresholdsConfig(StrictModel):
         default=0.2,
         ge=0,
         le=1,
-        description="Flag an open-ended answer that diverges from the baseline by more than this.",
+        description="Flag an open-ended answer that diverges from the baseline by more than this, "
+        "for a person to read (it never fails the answer).",
     )
     overlap: float = Field(
         default=0.85,

@@ -39,6 +39,14 @@ class BaselineEntry(ArtifactModel):
         default=None,
         description="Estimated tokens of that call sequence (arguments + results): the optimal cost.",
     )
+    plausibility_reason: str | None = Field(
+        default=None, description="Why the evaluator gave that score, in one sentence."
+    )
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="What keeps this result from checking answers, e.g. `unchecked: ...` when it names "
+        "no values to look for; answers to such a task are reported unchecked, never correct.",
+    )
 
 
 class Baseline(ArtifactModel):

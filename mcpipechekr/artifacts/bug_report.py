@@ -156,6 +156,15 @@ class TaskStats(ArtifactModel):
     token_cost_optimal: int | None = Field(
         default=None, ge=0, description="Estimated tokens of the minimum call sequence (from the baseline)."
     )
+    correctness: Literal["checked", "judged", "unchecked", "unjudged"] | None = Field(
+        default=None,
+        description="How answers were decided: `checked` against the baseline's values, `judged` by the "
+        "phase-2 model, `unchecked` (nothing to check against) or `unjudged` (open-ended, no phase-2 "
+        "model). Unchecked and unjudged answers are not failed, and not shown correct either.",
+    )
+    correctness_reason: str | None = Field(
+        default=None, description="Why correctness was decided that way, e.g. why a task is unchecked."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> TaskStats:
@@ -172,7 +181,10 @@ class ReviewFlag(ArtifactModel):
     task_id: str = Field(min_length=1, description="Task of the answer.")
     trace: str = Field(min_length=1, description="Trace file, relative to the run folder.")
     similarity: Score = Field(description="Lexical similarity of the answer to the baseline result.")
-    divergence: Score = Field(description="1 - similarity; flagged when above the configured threshold.")
+    divergence: Score = Field(
+        description="1 - similarity; flagged for a person when above the configured threshold (a hint "
+        "only: it never fails an answer)."
+    )
     reason: str = Field(min_length=1, description="Why it was flagged.")
 
 

@@ -42,7 +42,10 @@ def validate_command(ctx: click.Context, offline: bool, **_: object) -> None:
     when one is configured (created if missing), and every tool named by a task's
     `expected_tool`, `reference_calls` or a selection case must exist on it. When
     the server cannot be reached, a warning says the tool names were not
-    checked, and validation still passes on the files alone.
+    checked, and validation still passes on the files alone. A deterministic
+    task whose answers could not be checked (no expected_result and nothing
+    structured to derive one from, or a baseline entry that names nothing) is
+    a warning.
 
     The server-selection flags and --phaseN-provider override config.yaml,
     as in every command, and their values are checked too.
@@ -81,6 +84,15 @@ def validate_command(ctx: click.Context, offline: bool, **_: object) -> None:
             click.echo(str(problem), err=True)
         ctx.exit(2)
     assert taskfile is not None
+    if config is not None:
+        from mcpipechekr.baseline import correctness_warnings, read_baseline
+
+        try:
+            baseline = read_baseline(config)
+        except UserError:  # a broken baseline is the baseline step's to report
+            baseline = None
+        for warning in correctness_warnings(taskfile, baseline):
+            click.echo(f"warning: {warning}", err=True)
     config_shown = display_path(config.source) if config and config.source else "(no config file)"
     count = len(taskfile.tasks)
     click.echo(f"ok: {config_shown}, {display_path(tasks_path)} ({count} task{'' if count == 1 else 's'})")

@@ -111,6 +111,13 @@ def render_narrative(report: BugReport, *, traces: int, intro: str | None = None
             )
     else:
         lines.append("No traces.")
+    not_checked = [s for s in report.tasks if s.correctness in ("unchecked", "unjudged")]
+    if not_checked:
+        lines += ["", "## Answers not checked", ""]
+        lines += [
+            f"- {stats.task_id}: {stats.correctness} ({stats.correctness_reason or 'no reason given'})"
+            for stats in not_checked
+        ]
     if report.review_flags:
         lines += ["", "## Answers to review", ""]
         for flag in report.review_flags:

@@ -7,10 +7,13 @@ baseline, prices the sightings, merges them into bugs and computes per-task
 statistics. Nothing here depends on the clock except `evaluated_at`, so
 evaluating the same run twice writes the same report apart from that field.
 
-A run's success criterion per trace: the trace completed and its answer
-passed the correctness check (a deterministic match; an open-ended answer not
-flagged for review). Without a baseline every completed trace counts as a
-success and the report says correctness was not checked.
+A run's success criterion per trace: the trace completed and its answer was
+not found wrong. Each task's statistics say how that was decided
+(`TaskStats.correctness`): `checked` against the baseline's identifying values,
+`judged` by the phase-2 model (open-ended answers), `unchecked` (no baseline,
+or a baseline that names nothing to look for) or `unjudged` (open-ended, no
+phase-2 model). An unchecked or unjudged answer is not failed, and the report
+says it was not checked, with the reason.
 """
 
 from __future__ import annotations
@@ -20,20 +23,22 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mcpipechekr._util.collector import collector_paused
 from mcpipechekr.artifacts import RunDir, read_model, read_trace, utc_now, write_model
 from mcpipechekr.artifacts.atomic import atomic_write_text
 from mcpipechekr.artifacts.baseline import Baseline
-from mcpipechekr.artifacts.bug_report import BugReport, ReviewFlag, TaskStats
+from mcpipechekr.artifacts.bug_report import BugReport, BugSeverity, ReviewFlag, TaskStats
 from mcpipechekr.artifacts.manifest import Manifest
 from mcpipechekr.artifacts.trace import list_traces
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.aggregate import Occurrence, assign_steps, drop_explained, merge, sort_bugs
+from mcpipechekr.evaluate.answer_judge import AnswerJudge
 from mcpipechekr.evaluate.base import Analyzer, Budgets, BugSighting, TraceContext
 from mcpipechekr.evaluate.call_count import CallCount
-from mcpipechekr.evaluate.correctness import check_deterministic, similarity
+from mcpipechekr.evaluate.correctness import CheckStatus, check_deterministic, similarity
 from mcpipechekr.evaluate.costing import price, trace_tokens
 from mcpipechekr.evaluate.date_windows import DateWindows
 from mcpipechekr.evaluate.error_workaround import ErrorWorkaround
@@ -71,58 +76,141 @@ class TraceOutcome:
     success: bool
     sightings: list[BugSighting]
     flag: ReviewFlag | None = None
+    status: CheckStatus = "checked"
+    reason: str = ""
 
 
-def _correctness(ctx: TraceContext, threshold: float) -> tuple[bool, BugSighting | None, ReviewFlag | None]:
-    """(answer acceptable, a correctness sighting, a review flag) against the baseline."""
+@dataclass
+class Correctness:
+    """The correctness check of one trace: accepted or not, how it was decided, and why."""
+
+    success: bool
+    status: CheckStatus
+    reason: str
+    sighting: BugSighting | None = None
+    flag: ReviewFlag | None = None
+
+
+def _seen_results(ctx: TraceContext) -> list[object]:
+    """What the answer was drawn from: each tool result of the trace, and the baseline's result."""
+    seen: list[object] = []
+    for call in ctx.calls:
+        if call.structured_content is not None:
+            seen.append(call.structured_content)
+        else:
+            seen.extend(block.get("text") for block in call.result_content if block.get("type") == "text")
+    if ctx.baseline is not None and isinstance(ctx.baseline.result, dict):
+        seen.append(ctx.baseline.result.get("structured_content"))
+    return seen
+
+
+def _correctness(ctx: TraceContext, threshold: float) -> Correctness:
+    """How the trace's answer compares with the baseline (see the module docstring)."""
     trace, task, entry = ctx.trace, ctx.task, ctx.baseline
-    if trace.status != "completed":
-        return False, None, None
+    completed = trace.status == "completed"
     if entry is None or task is None:
-        return True, None, None
+        return Correctness(completed, "unchecked", "no baseline entry for the task")
     if task.task_type == "open_ended":
+        reason = "open-ended: no phase-2 model to judge the answer"
+        if not completed:
+            return Correctness(False, "unjudged", reason)
         score = similarity(trace.final_answer, entry.result)
         divergence = 1.0 - score
         if divergence <= threshold:
-            return True, None, None
+            return Correctness(True, "unjudged", reason)
         flag = ReviewFlag(
             task_id=trace.task_id,
             trace=ctx.trace_ref,
             similarity=round(score, 4),
             divergence=round(divergence, 4),
-            reason=f"the answer diverges {divergence:.0%} from the baseline (threshold {threshold:.0%})",
+            reason=f"the answer shares few words with the baseline ({divergence:.0%} divergent, "
+            f"threshold {threshold:.0%}): it may say the same in other words; not judged",
         )
-        return False, None, flag
-    verdict = check_deterministic(trace.final_answer, entry.result)
+        return Correctness(True, "unjudged", reason, flag=flag)
+    verdict = check_deterministic(trace.final_answer, entry.result, _seen_results(ctx))
+    if verdict.status == "unchecked":
+        return Correctness(completed, "unchecked", verdict.reason)
+    if not completed:
+        return Correctness(False, "checked", "the trace did not complete")
     if verdict.correct:
-        return True, None, None
-    last = ctx.trace.steps[-1].index if ctx.trace.steps else None
+        return Correctness(True, "checked", verdict.reason)
+    details: dict[str, Any] = {"missing": verdict.missing[:20]}
+    if verdict.extra:
+        details["extra"] = verdict.extra[:20]
+    wanted = ", ".join(verdict.missing[:5]) or "the baseline values"
+    if verdict.extra:
+        wanted += f" and not {', '.join(verdict.extra[:5])}"
+    return Correctness(
+        False,
+        "checked",
+        verdict.reason,
+        _wrong_answer(ctx, f"the final answer {verdict.reason}", wanted, details),
+    )
+
+
+def _wrong_answer(
+    ctx: TraceContext,
+    observed: str,
+    wanted: str,
+    details: dict[str, Any],
+    *,
+    severity: BugSeverity = "high",
+    expected: str = "the answer names the baseline's values (runs/baseline.json)",
+) -> BugSighting:
+    """A correctness sighting: the task's answer was wrong."""
+    trace, task, entry = ctx.trace, ctx.task, ctx.baseline
+    assert task is not None and entry is not None
+    last = trace.steps[-1].index if trace.steps else None
     spent = sum(ctx.call_tokens.values())
     answered_from = next((call.tool for call in reversed(ctx.calls) if not call.is_error), None)
-    sighting = BugSighting(
+    return BugSighting(
         type="correctness",
         slug=("wrong-answer", trace.task_id),
-        severity="high",
+        severity=severity,
         # the answer came from the last result the agent read; a wrong answer alone names no server change
         tool=answered_from,
         expected_tool=task.expected_tool if task.expected_tool != answered_from else None,
         fixable_by="agent",
         trigger=f"answering task `{trace.task_id}`",
-        observed=f"the final answer {verdict.reason}"
-        + (f": {', '.join(verdict.missing[:5])} not found" if verdict.missing else ""),
-        expected="the answer names the baseline's values (runs/baseline.json)",
-        acceptance_criteria=[
-            f"an agent's answer to `{trace.task_id}` names "
-            + (", ".join(verdict.missing[:5]) or "the baseline values")
-        ],
+        observed=observed,
+        expected=expected,
+        acceptance_criteria=[f"an agent's answer to `{trace.task_id}` names {wanted}"],
         steps=[last] if last is not None else [],
         priced_steps=[call.index for call in ctx.calls],
         observed_tokens=spent,
         optimal_tokens=min(spent, entry.reference_tokens) if entry.reference_tokens is not None else spent,
-        details={"missing": verdict.missing[:20]},
+        details=details,
         analyzer="correctness",
     )
-    return False, sighting, None
+
+
+def judge_open_ended(outcome: TraceOutcome, judge: AnswerJudge) -> str | None:
+    """Let the phase-2 model judge an unjudged open-ended answer; a note when it could not."""
+    ctx = outcome.ctx
+    if outcome.status != "unjudged" or ctx.task is None or ctx.baseline is None:
+        return None
+    if ctx.trace.status != "completed" or not ctx.trace.final_answer:
+        return None
+    try:
+        verdict = judge.judge(ctx.task.prompt, ctx.baseline.result, ctx.trace.final_answer)
+    except Exception as exc:  # a failed judge leaves the answer unjudged; the evaluation goes on
+        return (
+            f"the answer of {ctx.trace_ref} was not judged: {judge.label} failed: {type(exc).__name__}: {exc}"
+        )
+    outcome.status, outcome.reason, outcome.flag = "judged", f"{judge.label}: {verdict.reason}", None
+    outcome.success = verdict.correct
+    if not verdict.correct:
+        outcome.sightings.append(
+            _wrong_answer(
+                ctx,
+                f"the phase-2 model judged the answer wrong: {verdict.reason}",
+                "what the task asks, as the phase-2 model judges it",
+                {"judge": judge.label, "reason": verdict.reason},
+                severity="medium",
+                expected="the answer is right by the baseline's reference material (runs/baseline.json)",
+            )
+        )
+    return None
 
 
 def evaluate_trace(
@@ -141,11 +229,12 @@ def evaluate_trace(
             sighting.analyzer = analyzer.name
         sightings.extend(found)
     sightings = drop_explained(sightings, len(ctx.calls) - (ctx.min_calls or 0))
-    success, wrong, flag = _correctness(ctx, threshold)
-    if wrong is not None:
-        sightings.append(wrong)
+    verdict = _correctness(ctx, threshold)
+    if verdict.sighting is not None:
+        sightings.append(verdict.sighting)
     sightings = assign_steps(sightings, ctx)
-    return TraceOutcome(ctx, success, sightings, flag), notes
+    outcome = TraceOutcome(ctx, verdict.success, sightings, verdict.flag, verdict.status, verdict.reason)
+    return outcome, notes
 
 
 PARALLEL_FROM = 256
@@ -158,13 +247,13 @@ _WORK: tuple[list[TraceContext], Sequence[Analyzer], float] | None = None
 
 def _evaluate_chunk(
     bounds: tuple[int, int],
-) -> list[tuple[list[BugSighting], bool, ReviewFlag | None, list[str]]]:
+) -> list[tuple[list[BugSighting], bool, ReviewFlag | None, CheckStatus, str, list[str]]]:
     assert _WORK is not None
     contexts, analyzers, threshold = _WORK
     out = []
     for ctx in contexts[bounds[0] : bounds[1]]:
-        outcome, notes = evaluate_trace(ctx, analyzers, threshold)
-        out.append((outcome.sightings, outcome.success, outcome.flag, notes))
+        o, notes = evaluate_trace(ctx, analyzers, threshold)
+        out.append((o.sightings, o.success, o.flag, o.status, o.reason, notes))
     return out
 
 
@@ -194,8 +283,8 @@ def _evaluate_all(
         _WORK = None
     results = [item for part in parts for item in part]
     return [
-        (TraceOutcome(ctx, success, sightings, flag), notes)
-        for ctx, (sightings, success, flag, notes) in zip(contexts, results, strict=True)
+        (TraceOutcome(ctx, success, sightings, flag, status, reason), notes)
+        for ctx, (sightings, success, flag, status, reason, notes) in zip(contexts, results, strict=True)
     ]
 
 
@@ -217,6 +306,7 @@ def task_stats(outcomes: list[TraceOutcome], k: int = DEFAULT_K) -> list[TaskSta
         sources = {source for _, source in tokens}
         reference = ctx.baseline.reference_tokens if ctx.baseline else None
         won = [sum(outcome.ctx.call_tokens.values()) for outcome in group if outcome.success]
+        status, reason = _task_correctness(group)
         mean_won = sum(won) / len(won) if won else None
         stats.append(
             TaskStats(
@@ -239,9 +329,20 @@ def task_stats(outcomes: list[TraceOutcome], k: int = DEFAULT_K) -> list[TaskSta
                 mean_tokens_observed=round(sum(count for count, _ in tokens) / runs, 1),
                 tokens_source=sources.pop() if len(sources) == 1 else "mixed",
                 token_cost_optimal=reference,
+                correctness=status,
+                correctness_reason=reason,
             )
         )
     return stats
+
+
+def _task_correctness(group: list[TraceOutcome]) -> tuple[CheckStatus, str]:
+    """How a task's answers were decided: `checked`/`judged` when any was, else why none was."""
+    for wanted in ("checked", "judged", "unchecked", "unjudged"):
+        for outcome in group:
+            if outcome.status == wanted:
+                return outcome.status, outcome.reason
+    return group[0].status, group[0].reason
 
 
 def evaluate_contexts(
@@ -252,8 +353,9 @@ def evaluate_contexts(
     threshold: float,
     analyzers: Sequence[Analyzer] | None = None,
     notes: Sequence[str] = (),
+    judge: AnswerJudge | None = None,
 ) -> tuple[BugReport, list[TraceOutcome]]:
-    """The analyzer's bug report for traces already read (no model involved)."""
+    """The analyzer's bug report for traces already read; `judge` judges open-ended answers."""
     chosen = list(analyzers) if analyzers is not None else default_analyzers()
     outcomes: list[TraceOutcome] = []
     all_notes = list(notes)
@@ -261,6 +363,10 @@ def evaluate_contexts(
     for ctx, (outcome, trace_notes) in zip(contexts, _evaluate_all(contexts, chosen, threshold), strict=True):
         outcomes.append(outcome)
         all_notes.extend(trace_notes)
+        if judge is not None:
+            note = judge_open_ended(outcome, judge)
+            if note:
+                all_notes.append(note)
         occurrences.extend(Occurrence(sighting, ctx, price(sighting, ctx)) for sighting in outcome.sightings)
     report = BugReport(
         run_id=run_id,
@@ -346,6 +452,7 @@ def evaluate_run(config: Config, run_dir: RunDir | str | Path) -> BugReport:
             phase1_provider=_phase1_provider(run, contexts, config),
             threshold=config.thresholds.open_ended_divergence,
             notes=notes,
+            judge=None if spec.is_demo else AnswerJudge.for_provider(spec, config),
         )
         traces = len(contexts)
         prompt = None if spec.is_demo else digest(contexts, baseline, report)

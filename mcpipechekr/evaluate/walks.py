@@ -32,7 +32,12 @@ import orjson
 
 from mcpipechekr.artifacts.trace import ToolCall
 from mcpipechekr.evaluate.base import TraceContext, records_of, result_json
-from mcpipechekr.evaluate.correctness import IDENTIFYING_KEYS, identifying_values
+from mcpipechekr.evaluate.correctness import (
+    IDENTIFYING_KEYS,
+    Identifying,
+    expected_values,
+    identifying_values,
+)
 from mcpipechekr.evaluate.matching import MIN_LENGTH, Haystack, as_day, dates_in, normalise
 
 _NUMBER = re.compile(r"\b\d[\d,]*\d{2}\b")
@@ -134,17 +139,17 @@ def _named_by_answer(ctx: TraceContext, calls: list[ToolCall], arguments: Haysta
     )
 
 
-def _expected(ctx: TraceContext) -> Any:
+def _expected(ctx: TraceContext) -> Identifying | None:
     if ctx.task is not None and ctx.task.expected_result is not None:
-        return ctx.task.expected_result
-    return ctx.baseline.result if ctx.baseline is not None else None
+        return expected_values(ctx.task.expected_result)
+    return identifying_values(ctx.baseline.result) if ctx.baseline is not None else None
 
 
 def _named_by_baseline(ctx: TraceContext, calls: list[ToolCall], arguments: Haystack) -> tuple[int, ...]:
     expected = _expected(ctx)
     if expected is None:
         return ()
-    values = [value for group in identifying_values(expected).groups for value in group if _specific(value)]
+    values = [value for group in expected.groups for value in group if _specific(value)]
     if not values:
         return ()
     texts = [Haystack([result_text(call)]) for call in calls]

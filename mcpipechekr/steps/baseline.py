@@ -36,11 +36,14 @@ def baseline_step(
         for task_id in outcome.baselined:
             entry = outcome.baseline.entry(task_id)
             assert entry is not None
+            reason = f": {entry.plausibility_reason}" if entry.plausibility_reason else ""
             out.print(
                 f"baselined  {task_id}: {entry.method}, plausibility {entry.plausibility_score:.2f} "
-                f"({entry.evaluator})",
+                f"({entry.evaluator}{reason})",
                 markup=False,
             )
+            for warning in entry.warnings:
+                out.print(f"warning: {task_id}: {warning}", markup=False)
     for problem in outcome.problems:
         out.print(f"warning: {problem}", markup=False)
     where = display_path(outcome.path)
