@@ -302,8 +302,8 @@ def test_open_ended_answers_are_judged_by_the_model_or_left_unjudged() -> None:
         "There were no budget meetings.",
     ]
     unjudged = judge_answers(summary, answers)
-    assert successes(unjudged) == 2 and not unjudged.bugs
-    assert unjudged.tasks[0].correctness == "unjudged"
+    assert successes(unjudged) == 0 and unjudged.tasks[0].undecided == 2 and not unjudged.bugs
+    assert unjudged.tasks[0].correctness == "unjudged", "neither a success nor a failure"
 
     judge, prompts = scripted_judge(
         [
@@ -321,7 +321,7 @@ def test_open_ended_answers_are_judged_by_the_model_or_left_unjudged() -> None:
 def test_a_correct_answer_in_other_words_is_not_failed_without_a_judge() -> None:
     summary = task("summary", task_type="open_ended")
     report = judge_answers(summary, ["Finance met twice in early March; the second session settled hiring."])
-    assert successes(report) == 1 and not report.bugs
+    assert not report.bugs and report.tasks[0].undecided == 1 and report.tasks[0].correctness == "unjudged"
 
 
 def test_response_metadata_and_free_text_give_no_values() -> None:

@@ -125,8 +125,17 @@ class TaskStats(ArtifactModel):
 
     task_id: str = Field(min_length=1, description="Id of the task in tasks.yaml.")
     runs: int = Field(ge=0, description="Repetitions evaluated.")
-    successes: int = Field(ge=0, description="Repetitions judged successful.")
-    success_rate: Score = Field(description="successes / runs (0 when there were no runs).")
+    successes: int = Field(ge=0, description="Repetitions whose answer was checked or judged correct.")
+    undecided: int = Field(
+        default=0,
+        ge=0,
+        description="Repetitions whose answer was neither checked nor judged (`unchecked`, `unjudged`): "
+        "counted neither as successes nor as failures; the success rate, Wilson interval, pass@k and "
+        "pass^k are over the other runs.",
+    )
+    success_rate: Score = Field(
+        description="successes / (runs - undecided) (0 when no run was decided, see `correctness`)."
+    )
     wilson_low: Score = Field(description="Lower bound of the 95% Wilson interval of the success rate.")
     wilson_high: Score = Field(description="Upper bound of the 95% Wilson interval of the success rate.")
     k: int = Field(default=1, ge=1, description="The k of pass@k and pass^k.")

@@ -102,9 +102,11 @@ def render_narrative(report: BugReport, *, traces: int, intro: str | None = None
         for stats in report.tasks:
             calls = "-" if stats.mean_calls is None else f"{stats.mean_calls:.1f}"
             tokens = "-" if stats.mean_tokens_observed is None else f"{stats.mean_tokens_observed:.0f}"
+            success = f"{stats.successes}/{stats.runs - stats.undecided}"
+            if stats.undecided:
+                success += f" ({stats.undecided} not checked)"
             lines.append(
-                f"| {stats.task_id} | {_cell(stats.provider)} | {stats.runs} "
-                f"| {stats.successes}/{stats.runs} "
+                f"| {stats.task_id} | {_cell(stats.provider)} | {stats.runs} | {success} "
                 f"| {stats.wilson_low:.2f}-{stats.wilson_high:.2f} | {stats.pass_at_k:.2f} (k={stats.k}) "
                 f"| {stats.pass_hat_k:.2f} | {calls} ({_cell(stats.min_calls)}) | {_ratio(stats.call_ratio)} "
                 f"| {tokens} ({_cell(stats.tokens_source)}) | {_ratio(stats.efficiency_ratio)} |"

@@ -12,8 +12,9 @@ not found wrong. Each task's statistics say how that was decided
 (`TaskStats.correctness`): `checked` against the baseline's identifying values,
 `judged` by the phase-2 model (open-ended answers), `unchecked` (no baseline,
 or a baseline that names nothing to look for) or `unjudged` (open-ended, no
-phase-2 model). An unchecked or unjudged answer is not failed, and the report
-says it was not checked, with the reason.
+phase-2 model). An unchecked or unjudged answer is neither failed nor counted
+as a success (`TaskStats.undecided`; the rates are over the decided runs), and
+the report says it was not checked, with the reason.
 """
 
 from __future__ import annotations
@@ -296,9 +297,11 @@ def task_stats(outcomes: list[TraceOutcome], k: int = DEFAULT_K) -> list[TaskSta
     stats = []
     for (task_id, provider), group in sorted(groups.items()):
         runs = len(group)
-        successes = sum(outcome.success for outcome in group)
-        low, high = wilson_interval(successes, runs)
-        kk = max(1, min(k, runs))
+        # An answer nobody could check is neither a success nor a failure: the rates are over the rest.
+        decided = [outcome for outcome in group if outcome.status in ("checked", "judged")]
+        successes = sum(outcome.success for outcome in decided)
+        low, high = wilson_interval(successes, len(decided))  # (0, 1) when none was decided: unknown
+        kk = max(1, min(k, len(decided) or 1))
         ctx = group[0].ctx
         minimum = ctx.min_calls
         mean_calls = sum(len(outcome.ctx.calls) for outcome in group) / runs
@@ -314,12 +317,13 @@ def task_stats(outcomes: list[TraceOutcome], k: int = DEFAULT_K) -> list[TaskSta
                 provider=provider,
                 runs=runs,
                 successes=successes,
-                success_rate=successes / runs,
+                undecided=runs - len(decided),
+                success_rate=successes / len(decided) if decided else 0.0,
                 wilson_low=round(low, 4),
                 wilson_high=round(high, 4),
                 k=kk,
-                pass_at_k=round(pass_at_k(runs, successes, kk), 4),
-                pass_hat_k=round(pass_hat_k(runs, successes, kk), 4),
+                pass_at_k=round(pass_at_k(len(decided), successes, kk), 4) if decided else 0.0,
+                pass_hat_k=round(pass_hat_k(len(decided), successes, kk), 4) if decided else 0.0,
                 efficiency_ratio=round(reference / mean_won, 4)
                 if reference is not None and mean_won
                 else None,
