@@ -371,11 +371,32 @@ def test_unread_fields_are_priced_and_named() -> None:
         [call("query_email_database", {"keywords": "Ron Chinn"}, _emails())],
         answer="Email 4089: Third floor heating: contractor recommendation.",
     )
-    [sighting] = UnreadFields(min_tokens=10, min_share=0.1).analyze(ctx_of(trace))
+    [sighting] = UnreadFields(min_tokens=10, min_share=0.1, min_tokens_per_call=10).analyze(ctx_of(trace))
     unread = sighting.details["unread_fields"]
     assert set(unread) == {"emails[].thread_id", "emails[].date", "emails[].amount", "emails[].snippet"}
     assert unread["emails[].snippet"] > unread["emails[].thread_id"] > 0
     assert abs(price(sighting, ctx_of(trace)).gap - sum(unread.values())) <= len(unread)  # rounding per field
+
+
+def test_a_short_field_of_each_record_is_not_a_response_worth_changing() -> None:
+    """Names read, their e-mail addresses not: how person records look, a few tokens a row. A floor
+    plan and a maintenance log around the one field asked for are a response worth a server change."""
+    people = {"attendees": [{"name": f"Person {n}", "email": f"person{n}@example.org"} for n in range(5)]}
+    pages = make_trace(
+        "t",
+        [call("get_attendees", {"meeting": "m1", "page": page}, people) for page in (1, 2, 3)],
+        answer=", ".join(f"Person {n}" for n in range(5)),
+    )
+    assert UnreadFields().analyze(ctx_of(pages)) == []
+    room = {
+        "name": "Vega",
+        "access": "badge B",
+        "floor_plan_svg": "<svg>" + "<path d='M0 0 L10 10'/>" * 300 + "</svg>",
+        "maintenance_log": [{"date": f"2026-01-{n % 28 + 1:02d}", "job": f"job {n}"} for n in range(80)],
+    }
+    heavy = make_trace("t", [call("room_details", {"room": "Vega"}, room)], answer="Vega: badge B")
+    [sighting] = UnreadFields().analyze(ctx_of(heavy))
+    assert sighting.tool == "room_details" and "floor_plan_svg" in sighting.details["unread_fields"]
 
 
 def test_a_field_read_under_a_different_formatting_counts_as_read() -> None:

@@ -149,9 +149,10 @@ def test_every_analyzer_names_the_tool_where_the_waste_happened() -> None:
     )
     ctx = ctx_of(trace, bookshop)
     ctx.budgets = Budgets(default=100)
+    every_field = UnreadFields(min_tokens_per_call=0)  # attribution, not thresholds: every field counts
     tools = {
         analyzer.name: {sighting.tool for sighting in analyzer.analyze(ctx)}
-        for analyzer in (ErrorWorkaround(), RepeatedCalls(), UnreadFields(), OversizedResults())
+        for analyzer in (ErrorWorkaround(), RepeatedCalls(), every_field, OversizedResults())
     }
     assert tools == {
         "error_workaround": {"search_books"},

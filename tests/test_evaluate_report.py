@@ -130,7 +130,7 @@ def test_run_report_merges_repetitions_prices_and_sorts(project: tuple[Path, Pat
     assert first.successes == 2 and first.min_calls == 1 and first.mean_calls == 3 and first.call_ratio == 3
     assert 0 < first.efficiency_ratio < 1
     office = stats["office-move"]
-    assert (office.successes, office.undecided, office.correctness) == (0, 2, "unchecked"), "no baseline entry"
+    assert (office.successes, office.undecided, office.correctness) == (0, 2, "unchecked"), "no baseline"
     narrative = (run / "phase2_narrative.md").read_text()
     assert "## Highest gap" in narrative and report.bugs[0].id in narrative
     assert "| count-dana | demo | 2 | 1/2 |" in narrative

@@ -59,7 +59,11 @@ class UnreadFields:
     separators, dates by their day in any common spelling, long strings by any
     6-word run, values under 3 characters always count as read. Fields never
     read are priced at their share of the results' tokens; a tool is flagged
-    when that is at least `min_tokens` and `min_share` of its result tokens.
+    when that is at least `min_tokens`, `min_share` of its result tokens, and
+    `min_tokens_per_call` on average over its calls: a field or two of a short
+    record the agent did not repeat (an e-mail address beside a name) is how
+    records look, not a response worth a server change; a blob, a log or a
+    long text in every row is.
     The fix it suggests: a projection parameter, or a leaner default response.
 
     Blind spots: a model can use a value without repeating it (it read a
@@ -71,6 +75,7 @@ class UnreadFields:
     name: ClassVar[str] = "unread_fields"
     min_tokens: int = 50
     min_share: float = 0.2
+    min_tokens_per_call: int = 200
 
     def analyze(self, ctx: TraceContext) -> list[BugSighting]:
         haystack = Haystack.prepared(
@@ -112,7 +117,11 @@ class UnreadFields:
         for tool, entry in sorted(per_tool.items()):
             unread = {path: tokens for path, tokens in entry["tokens"].items() if path not in entry["read"]}
             wasted = round(sum(unread.values()))
-            if wasted < self.min_tokens or wasted < self.min_share * entry["total"]:
+            if (
+                wasted < self.min_tokens
+                or wasted < self.min_share * entry["total"]
+                or wasted < self.min_tokens_per_call * len(entry["steps"])
+            ):
                 continue
             ranked = sorted(unread.items(), key=lambda item: (-item[1], item[0]))
             names = ", ".join(f"{path} (~{round(tokens)} tokens)" for path, tokens in ranked)
