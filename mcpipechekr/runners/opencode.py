@@ -242,10 +242,22 @@ class OpencodeRunner(CliAgentRunner):
 async def _export(
     binary: str, session_id: str, *, env: dict[str, str], cwd: Path, timeout_s: float
 ) -> dict[str, Any] | None:
+    """The session as `opencode export` prints it; None when it fails.
+
+    Written to a file, not read from a pipe: opencode loses what a pipe has not
+    taken when it exits, so an export over 64 KiB came back cut.
+    """
+    target = cwd.parent / "opencode-export.raw.json"
     result = await run_cli(
-        [binary, "export", session_id], env=env, cwd=cwd, stdin_text=None, timeout_s=timeout_s
+        [binary, "export", session_id],
+        env=env,
+        cwd=cwd,
+        stdin_text=None,
+        timeout_s=timeout_s,
+        stdout_file=target,
     )
-    text = "\n".join(result.stdout_lines)
+    text = target.read_text(encoding="utf-8", errors="replace") if target.exists() else ""
+    target.unlink(missing_ok=True)
     start = text.find("{")
     if result.returncode != 0 or start < 0:
         return None
