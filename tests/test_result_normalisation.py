@@ -40,9 +40,9 @@ from mcpipechekr.evaluate.base import result_json
 from mcpipechekr.providers import ProviderSpec, parse_provider
 from mcpipechekr.runners.assemble import assemble_trace
 from mcpipechekr.runners.base import RunnerOutput, RunRequest
-from mcpipechekr.runners.claude_code import ClaudeCodeRunner, convert_claude_stream
+from mcpipechekr.runners.claude_code import ClaudeCodeRunner
 from mcpipechekr.runners.execute import run_phase1
-from mcpipechekr.runners.opencode import OpencodeRunner, convert_opencode_export
+from mcpipechekr.runners.opencode import OpencodeRunner
 from mcpipechekr.tasks import Task, load_tasks
 
 ORDERS = [
@@ -250,16 +250,29 @@ def _calls(trace: Trace) -> list[ToolCall]:
 def test_the_same_session_gets_the_same_bugs_and_costs_whichever_client_ran_it(sessions: Sessions):
     reports = {client: _evaluate(sessions.project, sessions.runs[client]) for client in CLIENTS}
     native = reports["native"]
-    # The planted waste is found the same way everywhere: the repeat, and the memo nobody read.
-    assert {"EFF-repeated-calls-list-orders", "EFF-unread-fields-list-orders"} <= set(native)
+    # The planted waste is found the same way everywhere: the repeat, the memo nobody read, the
+    # extra calls, the oversized export.
+    assert set(native) == {
+        "EFF-repeated-calls-list-orders",
+        "EFF-unread-fields-list-orders",
+        "EFF-too-many-calls-ada-spend",
+        "EFF-oversized-result-export-ledger",
+    }
     for client in ("opencode", "claude-code"):
         assert sorted(reports[client]) == sorted(native), client
+        calls = {call.index: call for call in _calls(sessions.trace(client))}
         for bug_id, bug in native.items():
             other = reports[client][bug_id]
-            if bug_id.startswith("EFF-oversized-result"):
-                continue  # priced on a result each client cut differently: see the next test
-            for key in ("token_cost_observed", "token_cost_of_gap"):
-                assert other[key] == pytest.approx(bug[key], rel=0.05), (client, bug_id, key)
+            steps = {step for evidence in other["evidence"] for step in evidence["steps"]}
+            if not any(calls[step].result_preview for step in steps if step in calls):
+                for key in ("token_cost_observed", "token_cost_optimal", "token_cost_of_gap"):
+                    assert other[key] == pytest.approx(bug[key], rel=0.05), (client, bug_id, key)
+            else:
+                # The client showed its model a preview of the export: it paid for the preview only.
+                assert other["token_cost_observed"] < bug["token_cost_observed"] / 5, (client, bug_id)
+        export = _calls(sessions.trace(client))[2]
+        oversized = reports[client]["EFF-oversized-result-export-ledger"]
+        assert oversized["token_cost_observed"] == export.result_tokens_estimated + 1  # `{}`: 1 token
 
 
 @pytest.mark.slow
