@@ -40,9 +40,9 @@ from mcpipechekr.evaluate.base import result_json
 from mcpipechekr.providers import ProviderSpec, parse_provider
 from mcpipechekr.runners.assemble import assemble_trace
 from mcpipechekr.runners.base import RunnerOutput, RunRequest
-from mcpipechekr.runners.claude_code import ClaudeCodeRunner
+from mcpipechekr.runners.claude_code import ClaudeCodeRunner, preview_full_size
 from mcpipechekr.runners.execute import run_phase1
-from mcpipechekr.runners.opencode import OpencodeRunner
+from mcpipechekr.runners.opencode import OpencodeRunner, truncated_full_size
 from mcpipechekr.tasks import Task, load_tasks
 
 ORDERS = [
@@ -127,6 +127,21 @@ def test_an_older_trace_without_the_new_fields_still_reads(tmp_path: Path):
     )
     [step] = trace.steps
     assert isinstance(step, ToolCall) and step.whole_result_tokens == step.result_tokens_estimated
+
+
+def test_the_clients_previews_are_recognised_with_the_whole_size_they_state():
+    note = (
+        "Error: result (342,649 characters) exceeds maximum allowed tokens. Output has been saved to "
+        "/tmp/x/tool-results/mcp-ledger-export.txt.\nFormat: JSON with schema: {result: string}"
+    )
+    assert preview_full_size([{"type": "text", "text": note}], None) == (342_649, 85_663)
+    assert preview_full_size([{"type": "text", "text": note}], {"result": "ab"}) == (15, 4)
+    assert preview_full_size([{"type": "text", "text": "Error: no such order"}], None) is None
+    head = "1000\tAda\n" * 10
+    cut = f"{head}\n\n...283944 bytes truncated...\n\nThe tool call succeeded but the output was truncated."
+    assert truncated_full_size(cut) == (len(head) + 283_944, -(-(len(head) + 283_944) // 4))
+    lines = f"{head}\n\n...12 lines truncated...\n\nThe tool call succeeded but the output was truncated."
+    assert truncated_full_size(lines)[0] == len(lines.encode())
 
 
 # --- one session, three clients ------------------------------------------------------------------
