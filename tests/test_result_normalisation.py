@@ -112,8 +112,7 @@ def test_a_preview_is_priced_as_shown_and_the_whole_size_kept():
 
 def test_an_older_trace_without_the_new_fields_still_reads(tmp_path: Path):
     call = _call(content=_sdk_blocks(ORDERS)).model_dump(mode="json")
-    for name in ("result_preview", "result_bytes_full", "result_tokens_full"):
-        del call[name]
+    assert not {"result_preview", "result_bytes_full", "result_tokens_full"} & set(call)
     trace = Trace.model_validate(
         {
             "task_id": "t",
@@ -127,6 +126,10 @@ def test_an_older_trace_without_the_new_fields_still_reads(tmp_path: Path):
     )
     [step] = trace.steps
     assert isinstance(step, ToolCall) and step.whole_result_tokens == step.result_tokens_estimated
+    # And a call the model saw whole is written with the earlier fields only, for earlier readers.
+    assert step.model_dump(mode="json") == call
+    shown = _call(content=_sdk_blocks(ORDERS), shown=[{"type": "text", "text": "cut"}])
+    assert shown.model_dump(mode="json")["result_bytes_full"] == shown.result_bytes_full
 
 
 def test_the_clients_previews_are_recognised_with_the_whole_size_they_state():

@@ -30,6 +30,8 @@ from pydantic import (
     JsonValue,
     NonNegativeInt,
     PositiveInt,
+    SerializerFunctionWrapHandler,
+    model_serializer,
     model_validator,
 )
 
@@ -80,6 +82,9 @@ class ModelTurn(ArtifactModel):
     request_id: str | None = Field(default=None, description="Provider's request id, for support tickets.")
 
 
+_PREVIEW_FIELDS = ("result_preview", "result_bytes_full", "result_tokens_full")
+
+
 class ToolCall(ArtifactModel):
     """One MCP tool call as the agent made it and as the server answered it."""
 
@@ -121,6 +126,19 @@ class ToolCall(ArtifactModel):
     result_tokens_full: NonNegativeInt | None = Field(
         default=None, description="Estimated tokens of the whole result, when the model saw a preview."
     )
+
+    @model_serializer(mode="wrap")
+    def _whole_result_only_when_previewed(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave the preview fields out when the model saw the whole result.
+
+        A trace without a preview then has the fields of earlier versions only, so
+        earlier versions of the tool (which refuse unknown fields) still read it.
+        """
+        data = handler(self)
+        if not self.result_preview and isinstance(data, dict):
+            for key in _PREVIEW_FIELDS:
+                data.pop(key, None)
+        return data
 
     @property
     def whole_result_tokens(self) -> int:
