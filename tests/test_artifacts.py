@@ -788,7 +788,10 @@ def test_tool_calls_from_a_real_server_are_measured_and_round_trip(
     ok, failed = steps
     assert not ok.is_error and ok.structured_content == {"query": "invoice", "count": 7}
     assert ok.result_content[0]["type"] == "text" and "invoice" in ok.result_content[0]["text"]
-    expected = orjson.dumps({"content": ok.result_content, "structuredContent": ok.structured_content})
+    # Priced once, as a model reads it: the text block (JSON, by its compact form), not the
+    # structured copy of the same data as well.
+    expected = orjson.dumps(orjson.loads(ok.result_content[0]["text"]))
+    assert expected == orjson.dumps(ok.structured_content)
     assert ok.result_bytes == len(expected) and ok.result_tokens_estimated == estimate_tokens(expected)
     assert failed.is_error and failed.error_text is not None and "no email with id 9" in failed.error_text
 

@@ -4,9 +4,12 @@ Why one format: the native agent, opencode, Claude Code, the scripted demo and
 imported logs must all be evaluated by the same analyzer and priced the same
 way. A trace records the exact prompt, every model turn with its token usage
 (reported by the provider, or estimated when it was not, and labelled so), and
-every tool call with its arguments, the MCP result as returned, and its size.
+every tool call with its arguments, the MCP result as the model saw it, and its
+size as the model read it (a client's preview of a large result is priced as the
+preview; the whole result's size is kept beside it).
 
-Sizes of tool results are measured in one place, ``measure_result``, and token
+Sizes of tool results are measured in one place, ``measure_result`` (the rule is
+in ``artifacts/tool_result.py``), and token
 estimates always come from ``mcpipechekr._util.tokens.estimate_tokens``, so
 the observed and the optimal call sequences of a bug are priced alike.
 
@@ -20,7 +23,6 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import orjson
 from pydantic import (
     AwareDatetime,
     BaseModel,
@@ -28,6 +30,8 @@ from pydantic import (
     JsonValue,
     NonNegativeInt,
     PositiveInt,
+    SerializerFunctionWrapHandler,
+    model_serializer,
     model_validator,
 )
 
@@ -35,6 +39,7 @@ from mcpipechekr._util.tokens import estimate_tokens
 from mcpipechekr.artifacts._base import VERSION_DESCRIPTION, ArtifactModel, FormatVersion
 from mcpipechekr.artifacts.atomic import read_model, write_model
 from mcpipechekr.artifacts.rundir import RunDir
+from mcpipechekr.artifacts.tool_result import seen_size
 
 UsageSource = Literal["reported", "estimated"]
 Runner = Literal["native", "opencode", "claude-code", "demo", "import"]
@@ -77,6 +82,9 @@ class ModelTurn(ArtifactModel):
     request_id: str | None = Field(default=None, description="Provider's request id, for support tickets.")
 
 
+_PREVIEW_FIELDS = ("result_preview", "result_bytes_full", "result_tokens_full")
+
+
 class ToolCall(ArtifactModel):
     """One MCP tool call as the agent made it and as the server answered it."""
 
@@ -98,9 +106,44 @@ class ToolCall(ArtifactModel):
     error_text: str | None = Field(default=None, description="The error message the agent saw, if it failed.")
     latency_ms: float = Field(ge=0.0, description="Wall time from request to result, in milliseconds.")
     result_bytes: NonNegativeInt = Field(
-        description="Size of the result as the agent received it (UTF-8 JSON)."
+        description="Size of the result as the model read it: its content blocks (JSON text compact), "
+        "structured content only when there were none, the client's preview when it showed one "
+        "(see `artifacts/tool_result.py`)."
     )
-    result_tokens_estimated: NonNegativeInt = Field(description="Estimated tokens of that result.")
+    result_tokens_estimated: NonNegativeInt = Field(
+        description="Estimated tokens of that result as the model read it: what pricing uses."
+    )
+    result_preview: bool = Field(
+        default=False,
+        description="True when the client showed the model a preview or a truncated result "
+        "instead of the whole one; `result_content` is then what it showed.",
+    )
+    result_bytes_full: NonNegativeInt | None = Field(
+        default=None,
+        description="Size of the whole result the server returned, read the same way, when the model "
+        "was shown a preview; absent when it saw the whole result.",
+    )
+    result_tokens_full: NonNegativeInt | None = Field(
+        default=None, description="Estimated tokens of the whole result, when the model saw a preview."
+    )
+
+    @model_serializer(mode="wrap")
+    def _whole_result_only_when_previewed(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave the preview fields out when the model saw the whole result.
+
+        A trace without a preview then has the fields of earlier versions only, so
+        earlier versions of the tool (which refuse unknown fields) still read it.
+        """
+        data = handler(self)
+        if not self.result_preview and isinstance(data, dict):
+            for key in _PREVIEW_FIELDS:
+                data.pop(key, None)
+        return data
+
+    @property
+    def whole_result_tokens(self) -> int:
+        """Estimated tokens of the whole result the server returned, whatever the model was shown."""
+        return self.result_tokens_estimated if self.result_tokens_full is None else self.result_tokens_full
 
 
 Step = Annotated[ModelTurn | ToolCall, Field(discriminator="kind")]
@@ -185,15 +228,11 @@ class Trace(ArtifactModel):
 
 
 def measure_result(content: list[dict[str, Any]], structured_content: Any = None) -> tuple[int, int]:
-    """(bytes, estimated tokens) of a tool result as an agent receives it: compact JSON of both parts.
+    """(bytes, estimated tokens) of a tool result as a model reads it (`tool_result.seen_size`).
 
-    Every runner measures through here so result sizes compare across runners.
+    Every runner and importer measures through here so result sizes compare across clients.
     """
-    payload: dict[str, Any] = {"content": content}
-    if structured_content is not None:
-        payload["structuredContent"] = structured_content
-    data = orjson.dumps(payload, default=str)
-    return len(data), estimate_tokens(data)
+    return seen_size(content, structured_content)
 
 
 def _as_json(block: Any) -> dict[str, Any]:
@@ -213,16 +252,28 @@ def tool_call_from_result(
     is_error: bool = False,
     latency_ms: float,
     error_text: str | None = None,
+    shown: list[Any] | None = None,
+    full_size: tuple[int, int] | None = None,
 ) -> ToolCall:
-    """Build a ToolCall from what an MCP client returned (content blocks as models or dicts).
+    """Build a ToolCall from a tool result: the one normalisation every runner and importer uses.
 
-    For an error result without an explicit ``error_text``, the text blocks are
-    taken as the message the agent saw.
+    `content` and `structured_content` are the result (content blocks as models or
+    dicts). When the client showed the model something else instead, a preview of a
+    result too large for it, `shown` holds those blocks: they become the call's
+    `result_content` and its price, and the whole result's size is kept in
+    `result_bytes_full`, measured from `content` and `structured_content` or given
+    as `full_size` (bytes, tokens) when the client no longer has the result.
+    Sizes are as a model reads them (`measure_result`). For an error result without
+    an explicit ``error_text``, the text blocks are taken as the message the agent saw.
     """
     blocks = [_as_json(block) for block in content]
     if isinstance(structured_content, BaseModel):
         structured_content = structured_content.model_dump(mode="json", by_alias=True)
-    size, tokens = measure_result(blocks, structured_content)
+    full: tuple[int, int] | None = None
+    if shown is not None:
+        full = full_size or measure_result(blocks, structured_content)
+        blocks = [_as_json(block) for block in shown]
+    size, tokens = measure_result(blocks, structured_content if shown is None else None)
     if is_error and error_text is None:
         texts = [block["text"] for block in blocks if block.get("type") == "text" and "text" in block]
         error_text = "\n".join(texts) or None
@@ -238,6 +289,9 @@ def tool_call_from_result(
         latency_ms=latency_ms,
         result_bytes=size,
         result_tokens_estimated=tokens,
+        result_preview=shown is not None,
+        result_bytes_full=full[0] if full else None,
+        result_tokens_full=full[1] if full else None,
     )
 
 

@@ -141,16 +141,23 @@ def call_cost(call: ToolCall) -> int:
 
 
 def result_json(call: ToolCall) -> Any:
-    """The call's result as data: structured content, else the JSON of its single text block, else None."""
+    """The call's result as data: structured content, else the JSON of its text block, else None.
+
+    Several text blocks that are each JSON (a list sent one item per block, as the SDK
+    does) read as the list of them, whichever client recorded them.
+    """
     if call.structured_content is not None:
         return call.structured_content
     texts = [block.get("text") for block in call.result_content if block.get("type") == "text"]
-    if len(texts) == 1 and isinstance(texts[0], str):
-        try:
-            return orjson.loads(texts[0])
-        except orjson.JSONDecodeError:
-            return None
-    return None
+    if not texts or not all(isinstance(text, str) for text in texts):
+        return None
+    try:
+        values = [orjson.loads(text) for text in texts]
+    except orjson.JSONDecodeError:
+        return None
+    if len(values) == 1:
+        return values[0]
+    return values if all(isinstance(value, dict | list) for value in values) else None
 
 
 def result_is_empty(call: ToolCall) -> bool:

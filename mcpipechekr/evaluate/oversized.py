@@ -14,8 +14,10 @@ class OversizedResults:
     """Flags results over `factor` times the tool's response budget (`check.tool_budgets`, else
     `check.budget_tokens`).
 
-    Rule: the result's estimated tokens (as recorded in the trace) against the
-    budget; one sighting per tool per trace, priced as the tokens above budget.
+    Rule: the whole result's estimated tokens (what the server returned, even
+    when the client showed the model only a preview of it) against the budget;
+    one sighting per tool per trace, priced as the tokens above budget of what
+    the model read, so a result a client previewed costs only its preview.
     `mcpipechekr check` warns at the budget itself; here only what is far
     above it counts, because agents legitimately ask for big pages now and then.
 
@@ -30,13 +32,14 @@ class OversizedResults:
         over: dict[str, list[tuple[int, int, int]]] = {}
         for call in ctx.calls:
             budget = ctx.budgets.for_tool(call.tool)
-            if call.result_tokens_estimated > self.factor * budget:
-                over.setdefault(call.tool, []).append((call.index, call.result_tokens_estimated, budget))
+            if call.whole_result_tokens > self.factor * budget:
+                over.setdefault(call.tool, []).append((call.index, call.whole_result_tokens, budget))
         sightings = []
         for tool, rows in sorted(over.items()):
             biggest = max(tokens for _, tokens, _ in rows)
             budget = rows[0][2]
-            observed = sum(tokens for _, tokens, _ in rows)
+            seen = [ctx.trace.steps[step].result_tokens_estimated for step, _, _ in rows]  # type: ignore[union-attr]
+            observed = sum(seen)
             args_cost = sum(estimate_tokens(ctx.trace.steps[step].arguments) for step, _, _ in rows)  # type: ignore[union-attr]
             sightings.append(
                 BugSighting(
@@ -54,7 +57,7 @@ class OversizedResults:
                     ],
                     steps=[step for step, _, _ in rows],
                     observed_tokens=observed + args_cost,
-                    optimal_tokens=budget * len(rows) + args_cost,
+                    optimal_tokens=sum(min(budget, tokens) for tokens in seen) + args_cost,
                     details={"budget_tokens": budget, "largest_tokens": biggest},
                 )
             )

@@ -47,6 +47,13 @@ def _walk(data: Any, path: str, out: list[tuple[str, int, Any]]) -> None:
                 out.append((where, overhead + len(orjson.dumps(item, default=str)), item))
 
 
+def _no_fields(data: Any) -> bool:
+    """True for a result that is one value with no fields to leave out (a text, wrapped or not)."""
+    if isinstance(data, dict) and len(data) == 1:
+        data = next(iter(data.values()))
+    return not isinstance(data, dict | list)
+
+
 @dataclass
 class UnreadFields:
     """Flags result fields whose values never show up in anything the agent did afterwards.
@@ -65,6 +72,10 @@ class UnreadFields:
     records look, not a response worth a server change; a blob, a log or a
     long text in every row is.
     The fix it suggests: a projection parameter, or a leaner default response.
+    A result that is one value (a text, or the SDK's `{"result": text}`) has no
+    fields to leave out and is not judged here (an oversized one is `oversized`'s).
+    Tokens are those of the result as the model read it (`result_tokens_estimated`:
+    a client's preview when it showed one), shared among fields by their size in the data.
 
     Blind spots: a model can use a value without repeating it (it read a
     snippet to decide which email to open); runners that export no model text
@@ -91,7 +102,7 @@ class UnreadFields:
         per_tool: dict[str, dict[str, Any]] = {}
         for call in ctx.calls:
             data = result_json(call)
-            if call.is_error or data is None:
+            if call.is_error or data is None or _no_fields(data):
                 continue
             since = haystack.offsets[call.index + 1]
             entry = per_tool.get(call.tool)

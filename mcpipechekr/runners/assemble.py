@@ -9,7 +9,11 @@ server and what came back. So:
 1. each tool call the runner reported is paired with a journal call of the
    same tool, preferring one with identical arguments, earliest first; the
    journal's version replaces it (arguments, result, error, latency, size),
-   keeping the runner's `call_id`, which links the call to its model turn;
+   keeping the runner's `call_id`, which links the call to its model turn.
+   Where the runner says the model was shown a preview of the result (the
+   client cut a large result short), the call keeps the preview as its content
+   and price, and the journal's result gives the whole size
+   (`result_bytes_full`): a result is priced as the model saw it;
 2. a journal call the runner did not report is inserted right after the
    nearest earlier paired call (or before the nearest later one; with none
    paired at all, before the final model turn), in journal order;
@@ -60,6 +64,21 @@ def _pair(placeholders: list[ToolCall], journal_calls: list[ToolCall], server_na
     return pairs
 
 
+def _paired(placeholder: ToolCall, actual: ToolCall) -> ToolCall:
+    """The journal's call with the runner's call id; shown and priced as the runner's preview, if one."""
+    update: dict[str, Any] = {"call_id": placeholder.call_id}
+    if placeholder.result_preview and not actual.is_error:
+        update.update(
+            result_content=placeholder.result_content,
+            result_bytes=placeholder.result_bytes,
+            result_tokens_estimated=placeholder.result_tokens_estimated,
+            result_preview=True,
+            result_bytes_full=actual.result_bytes,
+            result_tokens_full=actual.result_tokens_estimated,
+        )
+    return actual.model_copy(update=update)
+
+
 def assemble_trace(
     request: RunRequest,
     output: RunnerOutput,
@@ -87,8 +106,7 @@ def assemble_trace(
         journal_index = pairs.get(number)
         if journal_index is None:
             continue
-        actual = journal_calls[journal_index]
-        steps[position] = actual.model_copy(update={"call_id": placeholders[number].call_id})
+        steps[position] = _paired(placeholders[number], journal_calls[journal_index])
         step_of_journal[journal_index] = position
 
     keyed: list[tuple[tuple[int, int, int], ModelTurn | ToolCall]] = [

@@ -40,7 +40,10 @@ recorded without partial messages has only the placeholder output count of
 `message_start`; when the closing `result` event reports a larger total, the
 difference is shared among the turns in proportion to the size of what each
 produced, so the trace's total matches what the provider billed. Tool names
-`mcp__<server>__<tool>` are mapped back to `<tool>`. Events of sub-agents
+`mcp__<server>__<tool>` are mapped back to `<tool>`. A tool result is what the
+model read (the tool_result block; the event's structuredContent is kept for
+analysis but not priced again), and a result Claude Code replaced by a note that
+it saved it to a file is priced as that note, the whole result's size kept apart. Events of sub-agents
 (`parent_tool_use_id` set) are skipped: their tool calls still reach the
 journal through the proxy.
 """
@@ -56,10 +59,10 @@ from typing import Any, ClassVar
 
 import orjson
 
-from mcpipechekr._util.tokens import estimate_tokens
+from mcpipechekr._util.tokens import BYTES_PER_TOKEN, estimate_tokens
 from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.atomic import atomic_write_json
-from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, Usage, tool_call_from_result
+from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, Usage, measure_result, tool_call_from_result
 from mcpipechekr.errors import UserError
 from mcpipechekr.runners.base import AgentServer, RunnerName, RunnerOutput, RunRequest, TraceStatus
 from mcpipechekr.runners.cliagent import (
@@ -450,10 +453,41 @@ def _tool_call(
         )  # fmt: skip
     content, structured, is_error, answered_at = result
     latency = (answered_at - asked_at).total_seconds() * 1000 if answered_at and asked_at else 0.0
+    full = preview_full_size(content, structured)
     return tool_call_from_result(
         index=index, call_id=call_id, tool=tool, arguments=arguments, content=content,
-        structured_content=structured, is_error=is_error, latency_ms=max(0.0, latency),
+        structured_content=structured, is_error=is_error and full is None, latency_ms=max(0.0, latency),
+        shown=content if full is not None else None, full_size=full,
     )  # fmt: skip
+
+
+_TOO_LARGE = re.compile(
+    r"^Error: result \((?P<chars>[\d,]+) characters\) exceeds maximum allowed tokens\. "
+    r"Output has been saved to "
+)
+_PERSISTED = re.compile(r"^<persisted-output>\s*Output too large")
+
+
+def preview_full_size(content: list[dict[str, Any]], structured: Any) -> tuple[int, int] | None:
+    """(bytes, tokens) of the whole result when Claude Code showed the model only a preview; else None.
+
+    Claude Code replaces a result over its limit with a note naming the file it saved
+    it to (and, for large outputs of its own tools, a `<persisted-output>` preview). The
+    whole result's size is its structuredContent when the log kept it, else the
+    character count the note gives.
+    """
+    texts = [block.get("text") for block in content if block.get("type") == "text"]
+    if len(texts) != 1 or not isinstance(texts[0], str):
+        return None
+    match = _TOO_LARGE.match(texts[0])
+    if match is None and not _PERSISTED.match(texts[0]):
+        return None
+    if structured is not None:
+        return measure_result([], structured)
+    if match is None:
+        return None
+    chars = int(match.group("chars").replace(",", ""))
+    return chars, -(-chars // BYTES_PER_TOKEN)
 
 
 def _reconcile_output(turns: list[_Turn], result_event: dict[str, Any] | None) -> None:

@@ -148,22 +148,31 @@ async def run_cli(
     stdin_text: str | None,
     timeout_s: float,
     max_output_bytes: int = 200_000_000,
+    stdout_file: Path | None = None,
 ) -> CliResult:
     """Run an agent CLI to completion or until `timeout_s`, in its own process group.
 
     Cancellation (a halted run, Ctrl-C) stops the process group before it propagates.
+    `stdout_file`: write standard output there instead of returning its lines. For a
+    CLI that prints a large document and exits at once: opencode (Bun) exiting with
+    more than a pipe's 64 KiB unread loses the rest, a file loses nothing.
     """
     stdout: list[str] = []
     stderr: list[str] = []
-    process = await anyio.open_process(
-        argv,
-        stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=str(cwd),
-        env=env,
-        start_new_session=True,
-    )
+    sink = stdout_file.open("wb") if stdout_file is not None else None
+    try:
+        process = await anyio.open_process(
+            argv,
+            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+            stdout=sink if sink is not None else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=str(cwd),
+            env=env,
+            start_new_session=True,
+        )
+    finally:
+        if sink is not None:
+            sink.close()  # the child holds its own copy
     drained = anyio.Event()
 
     async def drain() -> None:

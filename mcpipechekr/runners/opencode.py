@@ -37,8 +37,12 @@ calls it made. opencode names MCP tools `<server>_<tool>`; those of our server
 are mapped back to the tool's name; calls to other tools (opencode's built-ins,
 when kept) stay as opencode named them, and the assembler keeps them as calls
 that never reached the server.
-Tool results here are opencode's text rendering of them; the capture journal's
-exact results replace them when the trace is assembled.
+Tool results here are opencode's text rendering of them: the text blocks of a
+result joined with blank lines, split back into blocks (`split_joined_text`);
+an output opencode truncated (`metadata.truncated`) is kept as the truncated text
+the model read, with the whole result's size beside it. When the trace is
+assembled the capture journal's exact result replaces the text, except where the
+model was shown a preview (`assemble.py`).
 
 Shutdown: as it exits, opencode stops the server behind the capture proxy
 itself (SIGTERM to the proxy's children, then it closes the proxy's stdin).
@@ -57,8 +61,10 @@ from typing import Any, ClassVar
 
 import orjson
 
+from mcpipechekr._util.tokens import BYTES_PER_TOKEN
 from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.atomic import atomic_write_json
+from mcpipechekr.artifacts.tool_result import split_joined_text
 from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, Usage, tool_call_from_result
 from mcpipechekr.runners.base import AgentServer, RunnerName, RunnerOutput, RunRequest, TraceStatus
 from mcpipechekr.runners.cliagent import CliAgentRunner, SecretEnv, SessionFormatError, find_cli, run_cli
@@ -236,10 +242,22 @@ class OpencodeRunner(CliAgentRunner):
 async def _export(
     binary: str, session_id: str, *, env: dict[str, str], cwd: Path, timeout_s: float
 ) -> dict[str, Any] | None:
+    """The session as `opencode export` prints it; None when it fails.
+
+    Written to a file, not read from a pipe: opencode loses what a pipe has not
+    taken when it exits, so an export over 64 KiB came back cut.
+    """
+    target = cwd.parent / "opencode-export.raw.json"
     result = await run_cli(
-        [binary, "export", session_id], env=env, cwd=cwd, stdin_text=None, timeout_s=timeout_s
+        [binary, "export", session_id],
+        env=env,
+        cwd=cwd,
+        stdin_text=None,
+        timeout_s=timeout_s,
+        stdout_file=target,
     )
-    text = "\n".join(result.stdout_lines)
+    text = target.read_text(encoding="utf-8", errors="replace") if target.exists() else ""
+    target.unlink(missing_ok=True)
     start = text.find("{")
     if result.returncode != 0 or start < 0:
         return None
@@ -390,7 +408,11 @@ def _tool_call(part: dict[str, Any], tool: str, index: int) -> ToolCall:
     start, end = timing.get("start"), timing.get("end")
     latency = float(end - start) if isinstance(start, int | float) and isinstance(end, int | float) else 0.0
     output = state.get("output")
-    content = [{"type": "text", "text": output if isinstance(output, str) else orjson.dumps(output).decode()}]
+    text = output if isinstance(output, str) else orjson.dumps(output).decode()
+    metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+    full = truncated_full_size(text) if metadata.get("truncated") is True else None
+    blocks = [text] if full is not None else split_joined_text(text)
+    content = [{"type": "text", "text": block} for block in blocks]
     if status == "completed":
         return tool_call_from_result(
             index=index,
@@ -399,6 +421,8 @@ def _tool_call(part: dict[str, Any], tool: str, index: int) -> ToolCall:
             arguments=state.get("input") or {},
             content=content if output is not None else [],
             latency_ms=max(0.0, latency),
+            shown=content if full is not None and output is not None else None,
+            full_size=full,
         )
     error = state.get("error") if status == "error" else None
     message = (
@@ -414,6 +438,25 @@ def _tool_call(part: dict[str, Any], tool: str, index: int) -> ToolCall:
         error_text=message,
         latency_ms=max(0.0, latency),
     )
+
+
+_TRUNCATED = re.compile(r"\n\n\.\.\.(?P<count>\d+) (?P<unit>bytes|lines) truncated\.\.\.\n\n")
+
+
+def truncated_full_size(text: str) -> tuple[int, int]:
+    """(bytes, tokens) of the whole result behind opencode's truncated output.
+
+    opencode keeps the head of a long output, says how many bytes it cut
+    (`...N bytes truncated...`) and where it saved the whole. The whole is the
+    kept head plus those bytes; when it counts lines instead, the shown text is all
+    that is known.
+    """
+    match = _TRUNCATED.search(text)
+    size = len(text.encode("utf-8"))
+    if match is not None:
+        kept = len(text[: match.start()].encode("utf-8"))
+        size = kept + int(match.group("count")) if match.group("unit") == "bytes" else size
+    return size, -(-size // BYTES_PER_TOKEN)
 
 
 def convert_opencode_export(
