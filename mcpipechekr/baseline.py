@@ -28,8 +28,9 @@ a sort parameter), the entry is stale: its minimum (calls, reference tokens)
 may no longer be the cheapest, and a trace that beats it would show an
 efficiency above 1. A stale entry of a deterministic task with reference calls
 is rebuilt from them AND tried with the phase-0 agent: when the agent's answer
-names the same values in fewer calls, its calls and tokens become the entry's
-minimum (the result stays the reference calls'). A loop that needs a baseline
+agrees with the result (`probe_minimum`) in fewer calls or fewer tokens, the
+entry's minimum takes the fewer calls and the fewer tokens of the two (the
+result stays the reference calls'). A loop that needs a baseline
 and finds none stops with a message saying how to make one
 (`require_baseline`).
 """
@@ -54,7 +55,7 @@ from mcpipechekr.artifacts.tools_snapshot import snapshot_tools
 from mcpipechekr.artifacts.trace import ToolCall, tool_call_from_result
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.evaluate.correctness import check_deterministic, identifying_payload
+from mcpipechekr.evaluate.correctness import check_deterministic, identifying_payload, similarity
 from mcpipechekr.evaluate.costing import sequence_tokens
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.base import AgentServer, Runner, RunRequest
@@ -93,17 +94,22 @@ class TaskResult:
     method: str
     calls: list[ToolCall] = field(default_factory=list)
     error: str | None = None
-    cheapest: list[ToolCall] | None = None
-    """A cheaper call sequence with the same answer (the phase-0 agent's, see `probe_minimum`)."""
+    alternative: list[ToolCall] | None = None
+    """Another call sequence with the same answer (the phase-0 agent's, see `probe_minimum`)."""
 
     @property
-    def minimum(self) -> list[ToolCall]:
-        """The call sequence the entry's `calls` and `reference_tokens` are priced from."""
-        return self.cheapest if self.cheapest is not None else self.calls
+    def fewest_calls(self) -> int:
+        """The entry's `calls`: the fewer of the result's calls and the alternative's."""
+        if self.alternative is None:
+            return len(self.calls)
+        return min(len(self.calls), len(self.alternative))
 
     @property
     def tokens(self) -> int:
-        return sequence_tokens(self.minimum)
+        """The entry's `reference_tokens`: the cheaper of the two sequences."""
+        if self.alternative is None:
+            return sequence_tokens(self.calls)
+        return min(sequence_tokens(self.calls), sequence_tokens(self.alternative))
 
 
 def _call_error(exc: Exception) -> str:
@@ -411,7 +417,7 @@ def build_baseline(
             evaluator=judge.label,
             timestamp=utc_now(),
             method=outcome.method,  # type: ignore[arg-type]
-            calls=len(outcome.minimum),
+            calls=outcome.fewest_calls,
             reference_tokens=outcome.tokens,
             tools_hash=tools_hash,
         )
@@ -431,12 +437,8 @@ def _entry_hash(baseline: Baseline | None, task_id: str) -> str | None:
 def _probe_stale(
     config: Config, results: list[TaskResult], *, runner: Runner | None, spec: ProviderSpec
 ) -> dict[str, str]:
-    """Try the phase-0 agent on rebuilt deterministic tasks with reference calls (see `probe_minimum`)."""
-    candidates = [
-        r
-        for r in results
-        if r.method == "reference_calls" and r.error is None and r.task.task_type == "deterministic"
-    ]
+    """Try the phase-0 agent on rebuilt tasks that have reference calls (see `probe_minimum`)."""
+    candidates = [r for r in results if r.method == "reference_calls" and r.error is None]
     if not candidates:
         return {}
     if runner is None:
@@ -448,15 +450,21 @@ def _probe_stale(
         for outcome in candidates:
             workdir = Path(scratch) / outcome.task.task_id
             workdir.mkdir()
-            note = probe_minimum(outcome, run_agent(config, outcome.task, runner, spec, workdir))
+            agent = run_agent(config, outcome.task, runner, spec, workdir)
+            note = probe_minimum(outcome, agent, config.thresholds.open_ended_divergence)
             if note:
                 notes[outcome.task.task_id] = note
     return notes
 
 
-def probe_minimum(outcome: TaskResult, agent: TaskResult) -> str | None:
-    """Take the agent's calls as `outcome`'s minimum when its answer names the reference result's
-    values in fewer calls (or as many, for fewer tokens); return a line saying so, else None.
+def probe_minimum(outcome: TaskResult, agent: TaskResult, divergence: float) -> str | None:
+    """When the agent's answer agrees with the reference result in fewer calls or fewer tokens, keep
+    its calls as `outcome`'s alternative (the entry's minimum then takes the fewer calls and the fewer
+    tokens of the two); return a line saying so, else None.
+
+    Agrees: a deterministic answer names the result's identifying values; an
+    open-ended one diverges from the result by at most `divergence` (the
+    threshold Phase 2 judges open-ended answers with).
 
     Why: the reference calls in tasks.yaml were written for the server as it
     was. After a fix added a parameter, one call may do what three did, and a
@@ -465,17 +473,22 @@ def probe_minimum(outcome: TaskResult, agent: TaskResult) -> str | None:
     if agent.error is not None or not agent.calls or not isinstance(agent.result, dict):
         return None
     answer = agent.result.get("answer")
-    if not isinstance(answer, str) or not check_deterministic(answer, outcome.result).correct:
+    if not isinstance(answer, str):
         return None
-    fewer = len(agent.calls) < len(outcome.calls)
-    cheaper = len(agent.calls) == len(outcome.calls) and agent.tokens < outcome.tokens
-    if not (fewer or cheaper):
+    if outcome.task.task_type == "open_ended":
+        agrees = 1.0 - similarity(answer, outcome.result) <= divergence
+    else:
+        agrees = check_deterministic(answer, outcome.result).correct
+    if not agrees:
+        return None
+    if len(agent.calls) >= len(outcome.calls) and agent.tokens >= outcome.tokens:
         return None
     note = (
         f"the phase-0 agent answered in {len(agent.calls)} call(s) ({agent.tokens:,} tokens) where the "
-        f"reference calls take {len(outcome.calls)} ({outcome.tokens:,}): its calls are the new minimum"
+        f"reference calls take {len(outcome.calls)} ({outcome.tokens:,}): the fewer calls and the "
+        "fewer tokens are the new minimum"
     )
-    outcome.cheapest = agent.calls
+    outcome.alternative = agent.calls
     return note
 
 

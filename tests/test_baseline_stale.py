@@ -193,6 +193,39 @@ def test_a_trace_that_beats_the_minimum_is_noted_not_hidden() -> None:
     assert (
         "task `cheapest-harbour-book` (shop-llm/model) beat its known minimum: 2 call(s) on average" in calls
     )
-    assert "where the minimum is 4" in calls and "--task cheapest-harbour-book --regenerate-baseline" in calls
+    assert (
+        "where the minimum is 4" in calls
+        and "`mcpipechekr baseline --task cheapest-harbour-book` rebuilds it" in calls
+    )
     (tokens,) = beaten_minimums([task_stats(efficiency_ratio=1.6)])
     assert "fewer tokens than the baseline's 800 (efficiency 1.60)" in tokens
+
+
+def test_only_entries_made_against_other_known_tools_are_stale() -> None:
+    old, new = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+
+    def made(task_id: str, method: str, tools_hash: str | None) -> BaselineEntry:
+        return BaselineEntry(
+            task_id=task_id,
+            result={"values": [["SO-0203"]], "match": "any"},
+            plausibility_score=1.0,
+            evaluator="rules",
+            timestamp="2026-01-05T10:00:00Z",
+            method=method,
+            calls=3,
+            tools_hash=tools_hash,
+        )
+
+    baseline = Baseline(
+        generated_at="2026-01-05T10:00:00Z",
+        tasks=[
+            made("by-reference", "reference_calls", old),
+            made("by-agent", "agent", old),
+            made("current", "reference_calls", new),
+            made("by-hand", "manual", old),
+            made("unrecorded", "reference_calls", None),
+        ],
+    )
+    assert baseline.stale_tasks(new) == ["by-reference", "by-agent"]
+    assert baseline.stale_tasks(old) == ["current"]
+    assert baseline.stale_tasks(None) == []

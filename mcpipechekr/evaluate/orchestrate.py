@@ -290,8 +290,9 @@ def beaten_minimums(stats: Sequence[TaskStats]) -> list[str]:
         if beaten:
             notes.append(
                 f"task `{task.task_id}` ({task.provider}) beat its known minimum: {'; '.join(beaten)}. "
-                "The baseline is stale or not minimal: rebuild its entry (`mcpipechekr baseline --task "
-                f"{task.task_id} --regenerate-baseline`) or lower the task's min_calls"
+                "Its baseline entry is stale (made before the tools changed: `mcpipechekr baseline "
+                f"--task {task.task_id}` rebuilds it) or the task's reference calls are not the "
+                "cheapest way (correct its reference_calls or min_calls)"
             )
     return notes
 
