@@ -118,14 +118,14 @@ def test_a_fix_that_adds_a_sort_parameter_makes_the_baseline_stale_and_its_rebui
     first_entry = entry(project)
     assert first_entry.calls == 3 and first_entry.tools_hash is not None
     again = succeeded(mcpipechekr(project, env, "baseline"))
-    assert "baseline: unchanged" in again and "stale" not in again
+    assert "baseline: unchanged" in again and "\nstale " not in again
 
     # the server as it was: three calls against a minimum of three
     succeeded(doit(project, env, "trace", "evaluate"))
     (before,) = list_runs(project / "runs")
     assert read_model(before.tools, ToolsSnapshot).tools_hash == first_entry.tools_hash
     assert stats(before).call_ratio == 1.0
-    assert not [note for note in read_model(before.bug_report, BugReport).notes if "stale" in note]
+    assert not [n for n in read_model(before.bug_report, BugReport).notes if "the baseline is stale" in n]
 
     commit_the_sort_fix(project / "server")
     succeeded(mcpipechekr(project, env, "run"))
@@ -157,7 +157,7 @@ def test_a_fix_that_adds_a_sort_parameter_makes_the_baseline_stale_and_its_rebui
     assert current_baseline.returncode == 0 and "baseline" in up_to_date(current_baseline)
 
     judged = succeeded(mcpipechekr(project, env, "evaluate", str(after.root)))
-    assert "stale" not in judged and "beat its known minimum" not in judged
+    assert "the baseline is stale" not in judged and "beat its known minimum" not in judged
     current = stats(after)
     assert current.min_calls == 1 and current.call_ratio == 1.0
     assert current.efficiency_ratio is not None and current.efficiency_ratio <= 1.0
