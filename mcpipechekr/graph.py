@@ -7,7 +7,7 @@ The graph of one run (`runs/{run-id}/`, chosen by `runplan.plan_run`):
 
     _tools ─► tools.json ─┬─► lint ─► tef_report.json ─► trace:<task>__<model>__rNNN ─┐
                           └─► check ─► check_report.json                            │
-    runs/baseline.json (`doit baseline`; stale entries rebuilt by `loop`) ───────────┤
+    runs/baseline.json (`doit baseline`; stale entries rebuilt by `loop`) ──────────┤
                                          evaluate:<run> ◄─ traces/*.json ◄──────────┘
                                            ─► bug_report.json, phase2_narrative.md
                                          review ─► review.json (approves that exact bug report)
@@ -42,7 +42,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from doit.tools import config_changed
 
@@ -56,6 +56,9 @@ from mcpipechekr.errors import UserError
 from mcpipechekr.runplan import RunPlan
 from mcpipechekr.steps.stage import plan_run_folder
 from mcpipechekr.tasks import Task, load_tasks, select_tasks
+
+if TYPE_CHECKING:
+    from mcpipechekr.artifacts.baseline import Baseline
 
 STATE_DIR = Path(".mcpipechekr")
 DEP_FILE = str(STATE_DIR / "doit.sqlite")
@@ -593,7 +596,7 @@ def _baseline_complete() -> bool:
     return not _stale_for_planned_run(baseline, inputs)
 
 
-def _stale_for_planned_run(baseline: Any, inputs: GraphInputs) -> bool:
+def _stale_for_planned_run(baseline: Baseline, inputs: GraphInputs) -> bool:
     """True when a selected task's entry was made against other tools than the planned run's tools.json.
 
     Without that file (no run of the server as it is now) it cannot be told here, so the step runs
@@ -604,7 +607,10 @@ def _stale_for_planned_run(baseline: Any, inputs: GraphInputs) -> bool:
     selected = {task.task_id for task in inputs.tasks}
     tools = inputs.plan.run_dir.tools if inputs.plan is not None else None
     if tools is None or not tools.exists():
-        return any(entry.task_id in selected and entry.tools_hash for entry in baseline.tasks)
+        return any(
+            entry.task_id in selected and entry.tools_hash and entry.method != "manual"
+            for entry in baseline.tasks
+        )
     try:
         tools_hash = read_model(tools, ToolsSnapshot).tools_hash
     except UserError:
