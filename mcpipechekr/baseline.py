@@ -27,7 +27,16 @@ an `expected_result`, an empty expected_result) gets a warning in its entry
 (`task_warnings`): its answers will be reported `unchecked`, not correct.
 
 The file is not rebuilt on every loop: `build_baseline` only adds tasks that
-have no entry yet, unless asked to regenerate. A loop that needs a baseline
+have no entry yet, and rebuilds the entries that are *stale*, unless asked to
+regenerate them all. An entry records the `tools_hash` of the tool definitions
+it was made against; when the server now offers other definitions (a fix added
+a sort parameter), the entry is stale: its minimum (calls, reference tokens)
+may no longer be the cheapest, and a trace that beats it would show an
+efficiency above 1. A stale entry of a deterministic task with reference calls
+is rebuilt from them AND tried with the phase-0 agent: when the agent's answer
+agrees with the result (`probe_minimum`) in fewer calls or fewer tokens, the
+entry's minimum takes the fewer calls and the fewer tokens of the two (the
+result stays the reference calls'). A loop that needs a baseline
 and finds none stops with a message saying how to make one
 (`require_baseline`).
 """
@@ -48,10 +57,16 @@ from pydantic import BaseModel, Field
 from mcpipechekr.artifacts import read_model, utc_now, write_model
 from mcpipechekr.artifacts.baseline import Baseline, BaselineEntry
 from mcpipechekr.artifacts.rundir import baseline_path
+from mcpipechekr.artifacts.tools_snapshot import snapshot_tools
 from mcpipechekr.artifacts.trace import ToolCall, tool_call_from_result
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.evaluate.correctness import NOTHING_CHECKABLE, check_deterministic, identifying_payload
+from mcpipechekr.evaluate.correctness import (
+    NOTHING_CHECKABLE,
+    check_deterministic,
+    identifying_payload,
+    similarity,
+)
 from mcpipechekr.evaluate.costing import sequence_tokens
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.base import AgentServer, Runner, RunRequest
@@ -90,10 +105,22 @@ class TaskResult:
     method: str
     calls: list[ToolCall] = field(default_factory=list)
     error: str | None = None
+    alternative: list[ToolCall] | None = None
+    """Another call sequence with the same answer (the phase-0 agent's, see `probe_minimum`)."""
+
+    @property
+    def fewest_calls(self) -> int:
+        """The entry's `calls`: the fewer of the result's calls and the alternative's."""
+        if self.alternative is None:
+            return len(self.calls)
+        return min(len(self.calls), len(self.alternative))
 
     @property
     def tokens(self) -> int:
-        return sequence_tokens(self.calls)
+        """The entry's `reference_tokens`: the cheaper of the two sequences."""
+        if self.alternative is None:
+            return sequence_tokens(self.calls)
+        return min(sequence_tokens(self.calls), sequence_tokens(self.alternative))
 
 
 def _call_error(exc: Exception) -> str:
@@ -373,6 +400,10 @@ class BaselineOutcome:
     kept: list[str]
     problems: list[str]
     written: bool
+    stale: list[str] = field(default_factory=list)
+    """Selected tasks whose entry was made against other tool definitions (rebuilt, among `baselined`)."""
+    notes: dict[str, str] = field(default_factory=dict)
+    """Per rebuilt task, how its minimum was found when it is not the reference calls'."""
 
 
 def _server_log(config: Config) -> Path:
@@ -389,23 +420,46 @@ def build_baseline(
     judge: Judge | None = None,
     server: ServerUnderTest | None = None,
 ) -> BaselineOutcome:
-    """Baseline the selected tasks that have no entry yet (all of them with `regenerate`).
+    """Baseline the selected tasks that have no entry yet or a stale one (all of them with `regenerate`).
 
     `runner` runs tasks without reference calls (default: the registry's runner
     for `providers.phase0`); `judge` scores results (default: `make_judge`);
-    `server` reuses a started server instead of starting one.
+    `server` reuses a started server instead of starting one. The server is
+    started whenever there is something to baseline or an entry that could be
+    stale: its tools/list tells which entries are.
     """
+    from mcpipechekr.server.workspace import prepare_repo
+
     path = baseline_path(config.paths.runs)
     existing = read_baseline(config)
     taskfile = load_tasks(config.paths.tasks)
     selected = select_tasks(taskfile, task_ids, tags)
-    todo = [t for t in selected if regenerate or existing is None or existing.entry(t.task_id) is None]
-    kept = [t.task_id for t in selected if t not in todo]
-    if not todo:
-        return BaselineOutcome(existing, path, [], kept, [], False)
+    missing = [t for t in selected if regenerate or existing is None or existing.entry(t.task_id) is None]
+    hashed = [t for t in selected if t not in missing and _entry_hash(existing, t.task_id) is not None]
+    if not missing and not hashed:
+        return BaselineOutcome(existing, path, [], [t.task_id for t in selected], [], False)
     spec = config.providers.phase0
+    prepare_repo(config.server)
+    live = server or ServerUnderTest(config.server, _server_log(config))
+    if server is None:
+        live.start()
+    try:
+        tools_hash = snapshot_tools(config.server.name, live.list_tools()).tools_hash
+        stale = [
+            t.task_id
+            for t in hashed
+            if existing is not None and (entry := existing.entry(t.task_id)) and entry.is_stale(tools_hash)
+        ]
+        todo = [t for t in selected if t in missing or t.task_id in stale]
+        kept = [t.task_id for t in selected if t not in todo]
+        if not todo:
+            return BaselineOutcome(existing, path, [], kept, [], False)
+        results = _results(config, todo, runner=runner, spec=spec, server=live, own_server=server is None)
+    finally:
+        if server is None:
+            live.stop()
+    notes = _probe_stale(config, [r for r in results if r.task.task_id in stale], runner=runner, spec=spec)
     judge = judge or make_judge(spec, config)
-    results = _results(config, todo, runner=runner, spec=spec, server=server)
     entries: dict[str, BaselineEntry] = {
         entry.task_id: entry for entry in (existing.tasks if existing else [])
     }
@@ -421,16 +475,81 @@ def build_baseline(
             evaluator=judge.label,
             timestamp=utc_now(),
             method=outcome.method,  # type: ignore[arg-type]
-            calls=len(outcome.calls),
+            calls=outcome.fewest_calls,
             reference_tokens=outcome.tokens,
             plausibility_reason=reason,
             warnings=task_warnings(outcome.task, outcome.result),
+            tools_hash=tools_hash,
         )
     order = [t.task_id for t in taskfile.tasks]
     ordered = [entries.pop(task_id) for task_id in order if task_id in entries] + list(entries.values())
     baseline = Baseline(generated_at=utc_now(), mcp_server_sha=_server_sha(config), tasks=ordered)
     write_model(path, baseline)
-    return BaselineOutcome(baseline, path, [o.task.task_id for o in results], kept, problems, True)
+    baselined = [o.task.task_id for o in results]
+    return BaselineOutcome(baseline, path, baselined, kept, problems, True, stale, notes)
+
+
+def _entry_hash(baseline: Baseline | None, task_id: str) -> str | None:
+    entry = baseline.entry(task_id) if baseline is not None else None
+    return entry.tools_hash if entry is not None and entry.method != "manual" else None
+
+
+def _probe_stale(
+    config: Config, results: list[TaskResult], *, runner: Runner | None, spec: ProviderSpec
+) -> dict[str, str]:
+    """Try the phase-0 agent on rebuilt tasks that have reference calls (see `probe_minimum`)."""
+    candidates = [r for r in results if r.method == "reference_calls" and r.error is None]
+    if not candidates:
+        return {}
+    if runner is None:
+        from mcpipechekr.runners.registry import get_runner
+
+        runner = get_runner(spec, config)
+    notes: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="mcpipechekr-baseline-") as scratch:
+        for outcome in candidates:
+            workdir = Path(scratch) / outcome.task.task_id
+            workdir.mkdir()
+            agent = run_agent(config, outcome.task, runner, spec, workdir)
+            note = probe_minimum(outcome, agent, config.thresholds.open_ended_divergence)
+            if note:
+                notes[outcome.task.task_id] = note
+    return notes
+
+
+def probe_minimum(outcome: TaskResult, agent: TaskResult, divergence: float) -> str | None:
+    """When the agent's answer agrees with the reference result in fewer calls or fewer tokens, keep
+    its calls as `outcome`'s alternative (the entry's minimum then takes the fewer calls and the fewer
+    tokens of the two); return a line saying so, else None.
+
+    Agrees: a deterministic answer names the result's identifying values; an
+    open-ended one diverges from the result by at most `divergence` (the
+    threshold Phase 2 judges open-ended answers with).
+
+    Why: the reference calls in tasks.yaml were written for the server as it
+    was. After a fix added a parameter, one call may do what three did, and a
+    baseline priced on the three would rate that one call above the optimum.
+    """
+    if agent.error is not None or not agent.calls or not isinstance(agent.result, dict):
+        return None
+    answer = agent.result.get("answer")
+    if not isinstance(answer, str):
+        return None
+    if outcome.task.task_type == "open_ended":
+        agrees = 1.0 - similarity(answer, outcome.result) <= divergence
+    else:
+        agrees = check_deterministic(answer, outcome.result).correct
+    if not agrees:
+        return None
+    if len(agent.calls) >= len(outcome.calls) and agent.tokens >= outcome.tokens:
+        return None
+    note = (
+        f"the phase-0 agent answered in {len(agent.calls)} call(s) ({agent.tokens:,} tokens) where the "
+        f"reference calls take {len(outcome.calls)} ({outcome.tokens:,}): the fewer calls and the "
+        "fewer tokens are the new minimum"
+    )
+    outcome.alternative = agent.calls
+    return note
 
 
 def _server_sha(config: Config) -> str | None:
@@ -448,24 +567,17 @@ def _results(
     *,
     runner: Runner | None,
     spec: ProviderSpec,
-    server: ServerUnderTest | None,
+    server: ServerUnderTest,
+    own_server: bool,
 ) -> list[TaskResult]:
-    from mcpipechekr.server.workspace import prepare_repo
-
+    """Reference calls on the started `server`; then (stopped first when `own_server`) the agent's tasks."""
     by_reference = [task for task in tasks if task.reference_calls]
     by_agent = [task for task in tasks if not task.reference_calls]
     results: dict[str, TaskResult] = {}
-    prepare_repo(config.server)
-    if by_reference:
-        live = server or ServerUnderTest(config.server, _server_log(config))
-        if server is None:
-            live.start()
-        try:
-            for task in by_reference:
-                results[task.task_id] = run_reference_calls(live, task, config.timeouts.tool_call_s)
-        finally:
-            if server is None:
-                live.stop()
+    for task in by_reference:
+        results[task.task_id] = run_reference_calls(server, task, config.timeouts.tool_call_s)
+    if own_server:
+        server.stop()  # the agent reaches the server through its own process
     if by_agent:
         if runner is None:
             from mcpipechekr.runners.registry import get_runner

@@ -7,7 +7,7 @@ The graph of one run (`runs/{run-id}/`, chosen by `runplan.plan_run`):
 
     _tools ─► tools.json ─┬─► lint ─► tef_report.json ─► trace:<task>__<model>__rNNN ─┐
                           └─► check ─► check_report.json                            │
-    runs/baseline.json (made only by `doit baseline`) ──────────────────────────────┤
+    runs/baseline.json (`doit baseline`; stale entries rebuilt by `loop`) ──────────┤
                                          evaluate:<run> ◄─ traces/*.json ◄──────────┘
                                            ─► bug_report.json, phase2_narrative.md
                                          review ─► review.json (approves that exact bug report)
@@ -42,7 +42,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from doit.tools import config_changed
 
@@ -56,6 +56,9 @@ from mcpipechekr.errors import UserError
 from mcpipechekr.runplan import RunPlan
 from mcpipechekr.steps.stage import plan_run_folder
 from mcpipechekr.tasks import Task, load_tasks, select_tasks
+
+if TYPE_CHECKING:
+    from mcpipechekr.artifacts.baseline import Baseline
 
 STATE_DIR = Path(".mcpipechekr")
 DEP_FILE = str(STATE_DIR / "doit.sqlite")
@@ -561,7 +564,7 @@ def task_report() -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Baseline: explicit only, and only the tasks that have no entry yet.
+# Baseline: explicit, or by the loop before it evaluates; only tasks with no entry or a stale one.
 
 
 def _baseline() -> bool:
@@ -588,12 +591,35 @@ def _baseline_complete() -> bool:
         baseline = read_baseline(inputs.config)
     except UserError:
         return False
-    have = {entry.task_id for entry in baseline.tasks} if baseline else set()
-    return all(task.task_id in have for task in inputs.tasks)
+    if baseline is None or not all(baseline.entry(task.task_id) for task in inputs.tasks):
+        return False
+    return not _stale_for_planned_run(baseline, inputs)
+
+
+def _stale_for_planned_run(baseline: Baseline, inputs: GraphInputs) -> bool:
+    """True when a selected task's entry was made against other tools than the planned run's tools.json.
+
+    Without that file (no run of the server as it is now) it cannot be told here, so the step runs
+    whenever an entry recorded its tools: `build_baseline` asks the server itself.
+    """
+    from mcpipechekr.artifacts import ToolsSnapshot, read_model
+
+    selected = {task.task_id for task in inputs.tasks}
+    tools = inputs.plan.run_dir.tools if inputs.plan is not None else None
+    if tools is None or not tools.exists():
+        return any(
+            entry.task_id in selected and entry.tools_hash and entry.method != "manual"
+            for entry in baseline.tasks
+        )
+    try:
+        tools_hash = read_model(tools, ToolsSnapshot).tools_hash
+    except UserError:
+        return True
+    return any(task_id in selected for task_id in baseline.stale_tasks(tools_hash))
 
 
 def task_baseline() -> dict[str, Any]:
-    """Phase 0: the accepted answer of each task → runs/baseline.json (new tasks only, unless asked)."""
+    """Phase 0: the accepted answer of each task → runs/baseline.json (new or stale entries, unless asked)."""
     return {"actions": [_action(_baseline)], "uptodate": [_baseline_complete], "params": PARAMS}
 
 
@@ -661,6 +687,10 @@ def run_loop(**params: Any) -> None:
         if build(["trace"], settings=settings, parallel=settings.concurrency) != 0:
             raise UserError(f"the loop stopped in {plan.run_id} before evaluation (see above)")
         settings = replace(settings, new_run=False)  # the run exists now: later steps work in it
+        # A fix may have changed the tools (a new sort parameter): entries made against the old ones
+        # are rebuilt before this run is judged, so no trace beats a stale minimum.
+        if build(["baseline"], settings=replace(settings, regenerate_baseline=False)) != 0:
+            raise UserError(f"the loop stopped rebuilding the stale baseline for {plan.run_id} (see above)")
         if build([f"evaluate:{plan.run_id}", "review"], settings=settings) != 0:
             raise UserError(f"the loop stopped at review of {plan.run_id} (see above)")
         if exited_at_review(plan.run_dir):

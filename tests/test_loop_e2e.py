@@ -17,7 +17,8 @@ import pexpect
 import pytest
 from project import copy_project, doit
 
-from mcpipechekr.artifacts import BugReport, list_runs, read_model, read_trace
+from mcpipechekr.artifacts import BugReport, ToolsSnapshot, list_runs, read_model, read_trace
+from mcpipechekr.artifacts.baseline import Baseline
 from mcpipechekr.artifacts.fix_record import FixRecord
 from mcpipechekr.artifacts.review import Review
 from mcpipechekr.findings.home import Home
@@ -92,6 +93,20 @@ def test_loop_review_fix_restart_and_a_better_second_run(
     assert all(bug.fixable_by == "server" for bug in report.bugs if bug.id in FIXED)
 
     assert calls(second.root, "find-first-email-ron-chinn") < calls(first.root, "find-first-email-ron-chinn")
+    # the fix changed the tools: the second run was judged against entries rebuilt for them, so no
+    # task beats its minimum (a call ratio below 1 or an efficiency above 1 would mean a stale baseline)
+    rebuilt = read_model(project / "runs" / "baseline.json", Baseline)
+    second_tools = read_model(second.tools, ToolsSnapshot).tools_hash
+    assert read_model(first.tools, ToolsSnapshot).tools_hash != second_tools
+    assert rebuilt.stale_tasks(second_tools) == [] and {e.tools_hash for e in rebuilt.tasks} == {second_tools}
+    second_report = read_model(second.bug_report, BugReport)
+    assert all(s.call_ratio is None or s.call_ratio >= 1 for s in second_report.tasks), second_report.tasks
+    assert all(s.efficiency_ratio is None or s.efficiency_ratio <= 1 for s in second_report.tasks)
+    assert not [
+        note
+        for note in second_report.notes
+        if "the baseline is stale" in note or "beat its known minimum" in note
+    ]
     before = {bug.id for bug in read_model(first.bug_report, BugReport).bugs}
     after = {bug.id for bug in read_model(second.bug_report, BugReport).bugs}
     assert set(FIXED) <= before and not set(FIXED) & after

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import AwareDatetime, Field, JsonValue, NonNegativeInt, field_validator
 
-from mcpipechekr.artifacts._base import VERSION_DESCRIPTION, ArtifactModel, FormatVersion, Score
+from mcpipechekr.artifacts._base import VERSION_DESCRIPTION, ArtifactModel, FormatVersion, Score, Sha256
 
 
 class BaselineEntry(ArtifactModel):
@@ -33,7 +33,9 @@ class BaselineEntry(ArtifactModel):
         "a phase-0 `agent`, or written by hand (`manual`).",
     )
     calls: NonNegativeInt | None = Field(
-        default=None, description="Tool calls the result took; the fewest seen when min_calls is unknown."
+        default=None,
+        description="Tool calls the result took: the fewest seen (after a change of the server's tools, "
+        "the phase-0 agent's count when it answers right in fewer calls than the reference calls).",
     )
     reference_tokens: NonNegativeInt | None = Field(
         default=None,
@@ -47,6 +49,25 @@ class BaselineEntry(ArtifactModel):
         description="What keeps this result from checking answers, e.g. `unchecked: ...` when it names "
         "no values to look for; answers to such a task are reported unchecked, never correct.",
     )
+    tools_hash: Sha256 | None = Field(
+        default=None,
+        description="`tools_hash` of the tool definitions the entry was made against (as in tools.json). "
+        "When the server's tools differ, the entry is stale: rebuilt by `mcpipechekr baseline` and "
+        "before the loop evaluates. Absent: unknown, never counted stale.",
+    )
+
+    def is_stale(self, tools_hash: str | None) -> bool:
+        """True when the entry was made against other tool definitions than `tools_hash`.
+
+        Hand-written entries (`manual`) and entries that recorded no hash are
+        never stale: the first is a person's decision, the second cannot be told.
+        """
+        return (
+            tools_hash is not None
+            and self.tools_hash is not None
+            and self.method != "manual"
+            and self.tools_hash != tools_hash
+        )
 
 
 class Baseline(ArtifactModel):
@@ -72,3 +93,7 @@ class Baseline(ArtifactModel):
     def entry(self, task_id: str) -> BaselineEntry | None:
         """The accepted entry for a task, or None if it has no baseline yet."""
         return next((entry for entry in self.tasks if entry.task_id == task_id), None)
+
+    def stale_tasks(self, tools_hash: str | None) -> list[str]:
+        """Ids of the entries made against other tool definitions than `tools_hash`, in file order."""
+        return [entry.task_id for entry in self.tasks if entry.is_stale(tools_hash)]

@@ -24,7 +24,7 @@ from mcpipechekr.steps.baseline import baseline_step
     "regenerate",
     is_flag=True,
     help="Baseline the selected tasks again, replacing their entries. Without it only tasks with no "
-    "entry yet are baselined.",
+    "entry yet, and stale entries (made against other tool definitions), are baselined.",
 )
 @click.pass_context
 def baseline_command(
@@ -36,6 +36,11 @@ def baseline_command(
     server, without a model; the others by the phase-0 agent. Each result gets
     a plausibility score from the judge (a model, or rules with `demo`). A task
     added to tasks.yaml later is baselined on its own; the rest are kept.
+
+    An entry made against other tool definitions than the server offers now
+    (a fix added a parameter) is stale: it is reported and rebuilt, and the
+    phase-0 agent is tried on it too, so a cheaper way the fix opened becomes
+    the task's minimum.
 
     Exits 0 when every result was obtained, 1 when a task's calls or agent
     failed (its entry is written with score 0), 2 for bad input.

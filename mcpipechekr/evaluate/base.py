@@ -65,14 +65,20 @@ class TraceContext:
 
     @cached_property
     def min_calls(self) -> int | None:
-        """The known minimum: the task's min_calls, else its reference calls, else the baseline's calls."""
+        """The known minimum: the task's min_calls, else its reference calls, else the baseline's calls;
+        the baseline's calls also when fewer (rebuilt after the server's tools changed, it found a
+        cheaper way than the task's reference calls). A failed baseline entry (score 0) counts for nothing.
+        """
+        declared = None
         if self.task is not None and self.task.min_calls:
-            return self.task.min_calls
-        if self.task is not None and self.task.reference_calls:
-            return len(self.task.reference_calls)
-        if self.baseline is not None and self.baseline.calls:
-            return self.baseline.calls
-        return None
+            declared = self.task.min_calls
+        elif self.task is not None and self.task.reference_calls:
+            declared = len(self.task.reference_calls)
+        entry = self.baseline
+        seen = entry.calls if entry is not None and entry.calls and entry.plausibility_score > 0 else None
+        if declared is None or seen is None:
+            return declared or seen
+        return min(declared, seen)
 
     def texts_after(self, index: int) -> list[str]:
         """Everything the agent wrote after step `index`: model text, tool arguments, the final answer."""

@@ -32,6 +32,7 @@ from mcpipechekr.artifacts.atomic import atomic_write_text
 from mcpipechekr.artifacts.baseline import Baseline
 from mcpipechekr.artifacts.bug_report import BugReport, BugSeverity, ReviewFlag, TaskStats
 from mcpipechekr.artifacts.manifest import Manifest
+from mcpipechekr.artifacts.tools_snapshot import ToolsSnapshot
 from mcpipechekr.artifacts.trace import list_traces
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
@@ -381,7 +382,51 @@ def evaluate_contexts(
         review_flags=[outcome.flag for outcome in outcomes if outcome.flag is not None],
         notes=all_notes,
     )
+    report.notes.extend(beaten_minimums(report.tasks))
     return report, outcomes
+
+
+def beaten_minimums(stats: Sequence[TaskStats]) -> list[str]:
+    """A note per task whose traces did better than the known minimum (call ratio below 1, or
+    efficiency above 1): the figures stay as measured, and the note says what they mean.
+
+    Such a trace is no agent's feat: the minimum it beats is stale (made for the server
+    before a fix changed its tools) or was never minimal (reference calls that take a detour).
+    """
+    notes = []
+    for task in stats:
+        beaten = []
+        if task.call_ratio is not None and task.call_ratio < 1:
+            beaten.append(f"{task.mean_calls:g} call(s) on average where the minimum is {task.min_calls}")
+        if task.efficiency_ratio is not None and task.efficiency_ratio > 1:
+            beaten.append(
+                f"fewer tokens than the baseline's {task.token_cost_optimal:,} (efficiency "
+                f"{task.efficiency_ratio:.2f})"
+            )
+        if beaten:
+            notes.append(
+                f"task `{task.task_id}` ({task.provider}) beat its known minimum: {'; '.join(beaten)}. "
+                "Its baseline entry is stale (made before the tools changed: `mcpipechekr baseline "
+                f"--task {task.task_id}` rebuilds it) or the task's reference calls are not the "
+                "cheapest way (correct its reference_calls or min_calls)"
+            )
+    return notes
+
+
+def stale_baseline_note(run: RunDir, baseline: Baseline, task_ids: Sequence[str]) -> str | None:
+    """A note when baseline entries of the run's tasks were made against other tool definitions than
+    the run's tools.json: their minimum may not be the server's any more."""
+    if not run.tools.exists():
+        return None
+    tools_hash = read_model(run.tools, ToolsSnapshot).tools_hash
+    stale = [task_id for task_id in baseline.stale_tasks(tools_hash) if task_id in set(task_ids)]
+    if not stale:
+        return None
+    return (
+        f"the baseline is stale for {', '.join(f'`{task_id}`' for task_id in stale)}: made against other "
+        "tool definitions than this run's tools.json, so its answers and minimums may be the old "
+        "server's (run `mcpipechekr baseline` to rebuild them, then evaluate again)"
+    )
 
 
 def _task_map(config: Config) -> dict[str, Task]:
@@ -448,6 +493,8 @@ def evaluate_run(config: Config, run_dir: RunDir | str | Path) -> BugReport:
             notes.append(
                 f"no baseline at {run.baseline}: answers were not checked (run `mcpipechekr baseline`)"
             )
+        elif stale := stale_baseline_note(run, baseline, [ctx.trace.task_id for ctx in contexts]):
+            notes.append(stale)
         if not contexts:
             notes.append(f"no traces in {run.traces}: nothing to evaluate (run `mcpipechekr run` first)")
         report, outcomes = evaluate_contexts(

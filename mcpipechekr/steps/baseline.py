@@ -1,8 +1,10 @@
 """Phase 0, `baseline`: the accepted answer of each task → runs/baseline.json, outside any run.
 
-Explicit only (`doit baseline`, `mcpipechekr baseline`), and only for tasks
-without an entry unless asked to regenerate. A task whose reference calls or
-agent failed is written with score 0 and reported as a problem.
+Explicit (`doit baseline`, `mcpipechekr baseline`), and by `doit loop` before it
+evaluates a run of a changed server. Only tasks without an entry and stale
+entries (made against other tool definitions) are baselined, unless asked to
+regenerate. A task whose reference calls or agent failed is written with score
+0 and reported as a problem.
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ def baseline_step(
     outcome = build_baseline(config, task_ids=task_ids, tags=tags, regenerate=regenerate)
     for task_id in outcome.kept:
         out.print(f"kept       {task_id}", markup=False)
+    for task_id in outcome.stale:
+        out.print(
+            f"stale      {task_id}: made against other tool definitions than the server's now; rebuilt",
+            markup=False,
+        )
     if outcome.baseline is not None:
         for task_id in outcome.baselined:
             entry = outcome.baseline.entry(task_id)
@@ -39,17 +46,21 @@ def baseline_step(
             reason = f": {entry.plausibility_reason}" if entry.plausibility_reason else ""
             out.print(
                 f"baselined  {task_id}: {entry.method}, plausibility {entry.plausibility_score:.2f} "
-                f"({entry.evaluator}{reason})",
+                f"({entry.evaluator}{reason}), {entry.calls} call(s)",
                 markup=False,
             )
             for warning in entry.warnings:
                 out.print(f"warning: {task_id}: {warning}", markup=False)
+            if task_id in outcome.notes:
+                out.print(f"           {outcome.notes[task_id]}", markup=False)
     for problem in outcome.problems:
         out.print(f"warning: {problem}", markup=False)
     where = display_path(outcome.path)
     if outcome.written:
+        rebuilt = f" ({len(outcome.stale)} stale rebuilt)" if outcome.stale else ""
         out.print(
-            f"baseline: {len(outcome.baselined)} task(s) baselined, {len(outcome.kept)} kept → {where}",
+            f"baseline: {len(outcome.baselined)} task(s) baselined{rebuilt}, {len(outcome.kept)} kept "
+            f"→ {where}",
             markup=False,
         )
     else:
