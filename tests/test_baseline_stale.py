@@ -114,7 +114,8 @@ def test_a_fix_that_adds_a_sort_parameter_makes_the_baseline_stale_and_its_rebui
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
 
     made = succeeded(mcpipechekr(project, env, "baseline"))
-    assert f"baselined  {TASK}: reference_calls, plausibility 1.00 (rules: not an error, not empty), 3 call(s)" in made
+    plausibility = "plausibility 1.00 (rules: not an error, not empty)"
+    assert f"baselined  {TASK}: reference_calls, {plausibility}, 3 call(s)" in made
     first_entry = entry(project)
     assert first_entry.calls == 3 and first_entry.tools_hash is not None
     again = succeeded(mcpipechekr(project, env, "baseline"))

@@ -32,8 +32,8 @@ JOINER = "\n\n"
 """What opencode puts between the text blocks of one result."""
 
 
-def _json_text(text: str) -> Any:
-    """The JSON value a text holds, or None when it is not one JSON object or array."""
+def json_text(text: str) -> Any:
+    """The JSON value a text holds, or None when it is not one JSON object or array (free text)."""
     stripped = text.strip()
     if not stripped or stripped[0] not in "[{":
         return None
@@ -47,7 +47,7 @@ def block_bytes(block: dict[str, Any]) -> int:
     """Bytes a model reads for one content block (a JSON text by its compact form)."""
     if block.get("type") == "text" and isinstance(block.get("text"), str):
         text = block["text"]
-        data = _json_text(text)
+        data = json_text(text)
         if data is not None:
             return len(orjson.dumps(data))
         return len(text.encode("utf-8"))
@@ -73,13 +73,13 @@ def split_joined_text(text: str) -> list[str]:
     plain text between such blocks stays together. A text with no JSON piece, or
     that is one JSON value as a whole, comes back whole.
     """
-    if _json_text(text) is not None:
+    if json_text(text) is not None:
         return [text]
     blocks: list[str] = []
     plain: list[str] = []
     found = False
     for piece in text.split(JOINER):
-        if _json_text(piece) is None:
+        if json_text(piece) is None:
             plain.append(piece)
             continue
         found = True

@@ -57,8 +57,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import orjson
-
+from mcpipechekr.artifacts.tool_result import json_text
 from mcpipechekr.evaluate.base import records_of
 from mcpipechekr.evaluate.matching import Haystack, as_day, dates_in, normalise
 
@@ -137,17 +136,6 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, str | int | float) and not isinstance(value, bool)
 
 
-def _as_json(text: str) -> Any:
-    """The JSON a text holds, or None when it is free text."""
-    stripped = text.strip()
-    if not stripped or stripped[0] not in "[{":
-        return None
-    try:
-        return orjson.loads(stripped)
-    except orjson.JSONDecodeError:
-        return None
-
-
 def expected_values(expected: Any) -> Identifying:
     """The values an answer must name for a task's `expected_result` (rules in the module docstring)."""
     if isinstance(expected, dict) and "values" in expected and "match" in expected:
@@ -205,7 +193,7 @@ def _identifying(result: Any) -> Identifying:
     if isinstance(result, dict) and "values" in result and "match" in result:
         return _stored(result)
     if isinstance(result, str):
-        parsed = _as_json(result)
+        parsed = json_text(result)
         return _identifying(parsed) if parsed is not None else Identifying(())
     if isinstance(result, int | float) and not isinstance(result, bool):
         return Identifying((_number_group(result),))
@@ -302,7 +290,7 @@ def _extras(haystack: Haystack, closed: tuple[tuple[str, ...], ...], seen: Itera
 def _fields(result: Any, key: str = "") -> Iterator[tuple[str, str]]:
     """(field name, string value) of every string in a JSON result, text results read as JSON."""
     if isinstance(result, str):
-        parsed = _as_json(result)
+        parsed = json_text(result)
         if parsed is not None:
             yield from _fields(parsed, key)
         elif key:
