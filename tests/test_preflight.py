@@ -26,6 +26,7 @@ tasks:
   - task_id: echo-hello
     prompt: Say hello back to me.
     task_type: deterministic
+    expected_result: hello
 """
 
 
