@@ -19,11 +19,13 @@ import git
 import pytest
 import yaml
 
+from mcpipechekr._util.yamlsrc import ConfigFileError
 from mcpipechekr.artifacts import Bug, BugReport, RunDir, create_run_dir, write_model
 from mcpipechekr.artifacts.bug_report import Evidence
 from mcpipechekr.artifacts.fix_record import read_fix_record
 from mcpipechekr.config import Config, load_config
 from mcpipechekr.fix import run_fix_loop
+from mcpipechekr.fix.evidence import evidence_lines, file_layout
 from mcpipechekr.preflight import preflight_problems
 from mcpipechekr.review import record_decision
 from mcpipechekr.server.workspace import prepare_repo
@@ -306,3 +308,48 @@ def test_preflight_names_a_test_program_that_cannot_be_found(tmp_path: Path) -> 
     assert found.severity == "warning" and "no-such-test-runner-xyz" in found.problem.message
     ok, _repo, _run = project(tmp_path / "ok", "right", "{python} check_plants.py && echo done")
     assert not [p for p in preflight_problems(ok, ["phase3"]) if "test_command" in p.problem.message]
+
+
+def test_test_command_placeholders_are_checked_when_the_config_is_read(tmp_path: Path) -> None:
+    with pytest.raises(ConfigFileError, match=r"unknown placeholder\(s\) \{prompt\}"):
+        project(tmp_path, "right", "pytest {prompt}")
+    with pytest.raises(ConfigFileError, match="must not be empty"):
+        project(tmp_path / "empty", "right", [])
+
+
+def test_evidence_shows_errors_and_names_a_trace_that_cannot_be_read(tmp_path: Path) -> None:
+    config, repo, run = project(tmp_path, "right", None)
+    trace = make_trace(
+        "water-the-fern",
+        [call("water", {"plant": "fern", "litres": 2}, error="unknown plant: fern (did you mean 'Fern'?)")],
+    )
+    write_model(run.root / "traces" / "water.json", trace)
+    bug = plants_bug().model_copy(
+        update={
+            "evidence": [
+                Evidence(task_id="water-the-fern", trace="traces/water.json", steps=[0]),
+                Evidence(task_id="gone", trace="traces/gone.json", steps=[0]),
+            ]
+        }
+    )
+    lines = evidence_lines(bug, run)
+    assert lines == [
+        '- task `water-the-fern`, step 0: `water({"litres": 2, "plant": "fern"})` '
+        "→ error: unknown plant: fern (did you mean 'Fern'?)",
+        "- task `gone`: trace traces/gone.json could not be read",
+    ]
+    assert file_layout(repo) == ["check_plants.py", "plants.py", "server.py"]
+
+
+def test_long_test_output_is_cut_to_its_end_for_the_agent(tmp_path: Path) -> None:
+    command = "{python} -c \"print('\\n'.join(f'line {{i}}' for i in range(3000))); raise SystemExit(2)\""
+    config, repo, run = project(tmp_path, "learns", command, max_iterations=2)
+    record = run_fix_loop(config, run)
+    (entry,) = record.bugs
+    tests = entry.runs[0].tests
+    assert tests is not None and tests.exit_code == 2 and not tests.passed
+    assert tests.output_tail.startswith("[... earlier output cut]\n")
+    assert tests.output_tail.endswith("line 2999")
+    assert "line 100\n" not in tests.output_tail and len(tests.output_tail) <= 4000 + 30
+    assert tests.output_tail in seen_prompts(tmp_path)[1]
+    assert entry.status == "unresolved" and messages(repo) == ["Initial import of greenhouse"]
