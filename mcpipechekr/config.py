@@ -449,11 +449,27 @@ class LoopConfig(StrictModel):
 FixAgentName = Literal["opencode", "claude-code", "codex", "aider", "demo", "shell"]
 FIX_PLACEHOLDERS = ("prompt", "prompt_file", "model", "provider_model", "repo", "bug_id", "python")
 """What a fix agent command may name in braces; see docs/fix.md for each."""
+TEST_PLACEHOLDERS = ("repo", "python")
+"""What `fix.test_command` may name in braces: the repository and the interpreter running MCPipeChekr."""
 
 
 def template_fields(template: str) -> list[str]:
     """The `{name}` placeholders of a command template (`{{`/`}}` are literal braces)."""
     return [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+
+
+def _check_placeholders(template: str, known: tuple[str, ...]) -> None:
+    """Refuse an unmatched brace or a `{name}` that nothing fills in, naming the known ones."""
+    try:
+        names = template_fields(template)
+    except ValueError as exc:  # an unmatched brace
+        raise ValueError(f"{exc}; write a literal brace as {{{{ or }}}}") from None
+    unknown = sorted({name for name in names if name not in known})
+    if unknown:
+        raise ValueError(
+            f"unknown placeholder(s) {', '.join('{' + name + '}' for name in unknown)} "
+            f"(known: {', '.join('{' + name + '}' for name in known)})"
+        )
 
 
 class FixConfig(StrictModel):
@@ -480,6 +496,16 @@ class FixConfig(StrictModel):
         description="Glob patterns (repository-relative) of files the agent may leave behind that are "
         "never committed, e.g. its own logs.",
     )
+    test_command: str | list[str] | None = Field(
+        default=None,
+        description="The repository's own tests, run in the server's repository after the agent claims "
+        "completion and before the commit: a command line (run by /bin/sh) or an argv list (run "
+        "without a shell), with {repo} and {python} filled in. A failing run is never committed: its "
+        "output goes back to the agent as the next run's feedback.",
+    )
+    test_timeout_s: float = Field(
+        default=600.0, gt=0, description="Wall-clock limit of one `test_command` run; past it the tests fail."
+    )
 
     @field_validator("command")
     @classmethod
@@ -488,16 +514,19 @@ class FixConfig(StrictModel):
             return None
         if not value.strip():
             raise ValueError("must not be empty")
-        try:
-            names = template_fields(value)
-        except ValueError as exc:  # an unmatched brace
-            raise ValueError(f"{exc}; write a literal brace as {{{{ or }}}}") from None
-        unknown = sorted({name for name in names if name not in FIX_PLACEHOLDERS})
-        if unknown:
-            raise ValueError(
-                f"unknown placeholder(s) {', '.join('{' + name + '}' for name in unknown)} "
-                f"(known: {', '.join('{' + name + '}' for name in FIX_PLACEHOLDERS)})"
-            )
+        _check_placeholders(value, FIX_PLACEHOLDERS)
+        return value
+
+    @field_validator("test_command")
+    @classmethod
+    def _test_command_placeholders(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if value is None:
+            return None
+        parts = [value] if isinstance(value, str) else value
+        if not parts or not parts[0].strip():
+            raise ValueError("must not be empty")
+        for part in parts:
+            _check_placeholders(part, TEST_PLACEHOLDERS)
         return value
 
     @model_validator(mode="after")

@@ -154,8 +154,12 @@ def fix_is_configured(config: Config) -> bool:
 
 
 def _fix_problems(config: Config, *, missing_cli: Severity) -> list[PreflightProblem]:
-    """The fix step's repository, its agent's model, and its agent's CLI (reported as `missing_cli`)."""
+    """The fix step's repository, its agent's model, its agent's CLI and its test command's program.
+
+    A CLI or test program that cannot be found is reported as `missing_cli`.
+    """
     from mcpipechekr.fix.agents import TEMPLATES, uses_model
+    from mcpipechekr.fix.repo_tests import missing_program
     from mcpipechekr.runners.cliagent import AgentCliMissing, find_cli
 
     found = [PreflightProblem("error", "phase3", problem) for problem in fix_repo_problems(config)]
@@ -181,6 +185,20 @@ def _fix_problems(config: Config, *, missing_cli: Severity) -> list[PreflightPro
             found.append(
                 PreflightProblem(
                     missing_cli, "phase3", config.problem(("fix", "agent"), f"`{fix.agent}`: {exc.message}")
+                )
+            )
+    if fix.test_command is not None and config.server.repo is not None:
+        program = missing_program(fix.test_command, Path(config.server.repo))
+        if program is not None:
+            found.append(
+                PreflightProblem(
+                    missing_cli,
+                    "phase3",
+                    config.problem(
+                        ("fix", "test_command"),
+                        f"runs `{program}`, which is neither on PATH nor an executable file in "
+                        f"{display_path(config.server.repo)}: install it, or correct fix.test_command",
+                    ),
                 )
             )
     return found

@@ -29,6 +29,21 @@ from mcpipechekr.artifacts.atomic import read_model
 FixStatus = Literal["committed", "unresolved", "skipped"]
 
 
+class TestRun(ArtifactModel):
+    """One run of `fix.test_command` after the agent claimed completion; all text redacted."""
+
+    command: str = Field(min_length=1, description="The test command as it ran; redacted.")
+    exit_code: int | None = Field(
+        description="Its exit status; absent when it was stopped or could not start."
+    )
+    timed_out: bool = Field(default=False, description="Stopped at `fix.test_timeout_s`.")
+    passed: bool = Field(description="Exit status 0 within the time limit: the fix may be committed.")
+    elapsed_s: float = Field(ge=0, description="Wall-clock seconds of the run.")
+    output_tail: str = Field(
+        default="", description="The end of its output (stdout, then stderr), redacted; sent back on failure."
+    )
+
+
 class AgentRun(ArtifactModel):
     """One run of the fix agent on one bug: a fresh process with the same prompt."""
 
@@ -39,6 +54,16 @@ class AgentRun(ArtifactModel):
     elapsed_s: float = Field(ge=0, description="Wall-clock seconds of the run.")
     log: str = Field(
         min_length=1, description="Its output (stdout, then stderr), redacted, relative to the run folder."
+    )
+    prompt: str | None = Field(
+        default=None,
+        description="The prompt of this run when it differs from the bug's (it carries the failed tests' "
+        "output), relative to the run folder.",
+    )
+    tests: TestRun | None = Field(
+        default=None,
+        description="`fix.test_command` after this run; absent when none is configured or no completion "
+        "was claimed.",
     )
 
 

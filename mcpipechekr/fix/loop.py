@@ -9,6 +9,11 @@ not reset between runs, so a later run continues where an earlier one stopped.
 
 - Nothing happens without the human's approval of exactly this bug report
   (`review.approved_report`, checked before anything else).
+- When `fix.test_command` is set, a run that promises completion is followed by
+  the repository's tests (`fix.repo_tests`); failing tests are never
+  committed: their output is the next run's feedback (the prompt says they
+  failed and shows the end of it), and that run counts toward
+  `fix.max_iterations` like any other.
 - A completed bug becomes one commit, `fix: <bug id>`, holding only the files
   the agent changed (`fix.changes`); nothing is ever pushed.
 - A bug whose runs are spent, or whose agent claims success without changing a
@@ -38,7 +43,7 @@ from mcpipechekr._util.console import console as default_console
 from mcpipechekr.artifacts import RunDir, utc_now, write_model
 from mcpipechekr.artifacts.atomic import atomic_write_text
 from mcpipechekr.artifacts.bug_report import Bug
-from mcpipechekr.artifacts.fix_record import AgentRun, BugFix, FixHealth, FixRecord, read_fix_record
+from mcpipechekr.artifacts.fix_record import AgentRun, BugFix, FixHealth, FixRecord, TestRun, read_fix_record
 from mcpipechekr.config import Config, Redactor
 from mcpipechekr.errors import ServerHalt, UserError
 from mcpipechekr.fix.agents import AgentResult, FixAgent, resolve_agent
@@ -54,7 +59,9 @@ from mcpipechekr.fix.changes import (
     restore,
     snapshot,
 )
-from mcpipechekr.fix.prompt import build_fix_prompt, has_promise
+from mcpipechekr.fix.evidence import evidence_lines, file_layout
+from mcpipechekr.fix.prompt import FailedTests, build_fix_prompt, has_promise
+from mcpipechekr.fix.repo_tests import display_command, run_tests
 from mcpipechekr.review import approved_report, bugs_to_fix
 from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest
 
@@ -184,7 +191,7 @@ def _fix_one(context: _Context, bug: Bug) -> BugFix:
     agent = context.agent
     assert agent is not None
     folder = context.run_dir.root / FIX_FOLDER
-    prompt = build_fix_prompt(bug, context.annotations, server_name=context.config.server.name)
+    prompt = _prompt(context, bug, None)
     prompt_file = atomic_write_text(folder / f"{bug.id}.prompt.md", prompt)
     entry = BugFix(
         bug_id=bug.id,
@@ -205,8 +212,13 @@ def _fix_one(context: _Context, bug: Bug) -> BugFix:
         entry.commit = commit_paths(context.repo, changes.paths, f"fix: {bug.id}")
         entry.status = "committed"
         return entry
+    tests = entry.runs[-1].tests if entry.runs else None
     if completed:
         entry.reason = "the agent printed the completion promise but changed no file: nothing to commit"
+    elif tests is not None and not tests.passed:
+        entry.reason = context.redactor.redact(
+            f"the tests still failed after {entry.iterations} run(s): {_tests_summary(tests)}"
+        )
     else:
         assert last is not None
         entry.reason = context.redactor.redact(
@@ -221,39 +233,101 @@ def _fix_one(context: _Context, bug: Bug) -> BugFix:
     return entry
 
 
+def _prompt(context: _Context, bug: Bug, failure: FailedTests | None) -> str:
+    """The bug's prompt, redacted; with `failure`, the one that feeds failing tests back to the agent."""
+    test_command = context.config.fix.test_command
+    prompt = build_fix_prompt(
+        bug,
+        context.annotations,
+        server_name=context.config.server.name,
+        evidence=evidence_lines(bug, context.run_dir),
+        layout=file_layout(context.repo),
+        test_command=display_command(test_command, Path(context.repo.working_dir)) if test_command else None,
+        test_failure=failure,
+    )
+    return context.redactor.redact(prompt)
+
+
 def _run_agent(
     context: _Context, bug: Bug, entry: BugFix, baseline: Baseline, prompt: str, prompt_file: Path
 ) -> tuple[bool, AgentResult | None]:
-    """The same prompt in fresh agent runs until one promises completion; (completed, last result)."""
+    """Fresh agent runs until one promises completion and the tests pass; (completed, last result).
+
+    The prompt stays the same from run to run, except after failing tests: the
+    next run gets a prompt with their output, written beside the first.
+    """
     agent = context.agent
     assert agent is not None
     folder = prompt_file.parent
     last: AgentResult | None = None
+    current, current_file = prompt, prompt_file
     for iteration in range(1, context.config.fix.max_iterations + 1):
-        last = agent.run(prompt, prompt_file, bug.id)
+        last = agent.run(current, current_file, bug.id)
         entry.iterations = iteration
         log = folder / f"{bug.id}.run-{iteration}.log"
         atomic_write_text(log, context.redactor.redact(_log_text(last)))
-        promised = has_promise(last.stdout, prompt)
-        entry.runs.append(
-            AgentRun(
-                iteration=iteration,
-                exit_code=last.exit_code,
-                timed_out=last.timed_out,
-                promise=promised,
-                elapsed_s=round(last.elapsed_s, 3),
-                log=log.relative_to(context.run_dir.root).as_posix(),
-            )
+        promised = has_promise(last.stdout, current)
+        run = AgentRun(
+            iteration=iteration,
+            exit_code=last.exit_code,
+            timed_out=last.timed_out,
+            promise=promised,
+            elapsed_s=round(last.elapsed_s, 3),
+            log=log.relative_to(context.run_dir.root).as_posix(),
+            prompt=None if current_file == prompt_file else _relative(context, current_file),
         )
+        entry.runs.append(run)
         folded = fold_agent_commits(context.repo, baseline)
         if folded:
             context.console.print(
                 f"  the agent made {folded} commit(s) itself; folded back into one fix", markup=False
             )
-        if promised and last.exit_code == 0 and not last.timed_out:
+        if not (promised and last.exit_code == 0 and not last.timed_out):
+            context.console.print(f"  run {iteration}: {_run_summary(last)}", markup=False)
+            continue
+        if context.config.fix.test_command is None:
             return True, last
-        context.console.print(f"  run {iteration}: {_run_summary(last)}", markup=False)
+        run.tests = _run_repo_tests(context)
+        if run.tests.passed:
+            return True, last
+        context.console.print(f"  run {iteration}: {_tests_summary(run.tests)}", markup=False)
+        failure = FailedTests(
+            command=run.tests.command,
+            exit_code=run.tests.exit_code,
+            timed_out=run.tests.timed_out,
+            output_tail=run.tests.output_tail,
+        )
+        current = _prompt(context, bug, failure)
+        current_file = atomic_write_text(folder / f"{bug.id}.prompt-{iteration + 1}.md", current)
     return False, last
+
+
+def _relative(context: _Context, path: Path) -> str:
+    return path.relative_to(context.run_dir.root).as_posix()
+
+
+def _run_repo_tests(context: _Context) -> TestRun:
+    """`fix.test_command` once in the repository, recorded redacted."""
+    fix = context.config.fix
+    assert fix.test_command is not None
+    repo_root = Path(context.repo.working_dir)
+    outcome = run_tests(fix.test_command, repo_root, timeout_s=fix.test_timeout_s, env={})
+    redact = context.redactor.redact
+    return TestRun(
+        command=redact(display_command(fix.test_command, repo_root)),
+        exit_code=outcome.exit_code,
+        timed_out=outcome.timed_out,
+        passed=outcome.passed,
+        elapsed_s=round(outcome.elapsed_s, 3),
+        output_tail=redact(outcome.output_tail),
+    )
+
+
+def _tests_summary(tests: TestRun) -> str:
+    """How a failed test run ended and its last line of output, on one line."""
+    ended = "timed out" if tests.timed_out else f"exit code {tests.exit_code}"
+    said = [line.strip() for line in tests.output_tail.splitlines() if line.strip()]
+    return f"the tests failed ({ended})" + (f": {said[-1][:300]}" if said else "")
 
 
 def _undo_quietly(context: _Context, baseline: Baseline) -> None:

@@ -1,4 +1,11 @@
-"""The prompt the fix agent gets for one bug: the bug entry, the reviewer's notes, the acceptance criteria.
+"""The prompt the fix agent gets for one bug: the bug, its evidence, the acceptance criteria, the notes.
+
+Besides the bug entry it carries the trace steps that show the defect (the
+calls, their arguments, the start of each result), the reviewer's notes, the
+repository's tracked files, and `fix.test_command` when one is configured.
+After a run whose tests failed, the next run's prompt adds the failing output
+(`test_failure`): the agent's change is still in the work tree, and the prompt
+says what to correct. The caller redacts the whole prompt.
 
 One bug per prompt keeps each agent run small enough to check, and its commit
 about one thing. The prompt is the same for every run on a bug (each run starts
@@ -17,6 +24,8 @@ prompt (aider does) does not complete by quoting it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import orjson
 
 from mcpipechekr.artifacts.bug_report import Bug
@@ -24,8 +33,33 @@ from mcpipechekr.artifacts.bug_report import Bug
 PROMISE = "<promise>COMPLETE</promise>"
 
 
-def build_fix_prompt(bug: Bug, annotations: list[str], *, server_name: str) -> str:
-    """The whole prompt for one bug, in Markdown."""
+@dataclass(frozen=True)
+class FailedTests:
+    """The repository's tests that failed after the agent's previous run: what is fed back."""
+
+    command: str
+    exit_code: int | None
+    timed_out: bool
+    output_tail: str
+
+
+def build_fix_prompt(
+    bug: Bug,
+    annotations: list[str],
+    *,
+    server_name: str,
+    evidence: list[str] | None = None,
+    layout: list[str] | None = None,
+    test_command: str | None = None,
+    test_failure: FailedTests | None = None,
+) -> str:
+    """The whole prompt for one bug, in Markdown.
+
+    `evidence`: one line per trace step (`fix.evidence.evidence_lines`);
+    `layout`: the repository's tracked files; `test_command`: the tests that
+    must pass before the fix is committed; `test_failure`: those tests failing
+    after the previous run.
+    """
     lines = [
         f"# Fix one defect in the MCP server `{server_name}`",
         "",
@@ -45,12 +79,31 @@ def build_fix_prompt(bug: Bug, annotations: list[str], *, server_name: str) -> s
     ]
     if bug.task_ids:
         lines.append(f"- tasks: {', '.join(bug.task_ids)}")
+    if test_failure is not None:
+        ended = "timed out" if test_failure.timed_out else f"exit code {test_failure.exit_code}"
+        lines += [
+            "",
+            "## The tests failed after the previous attempt",
+            "",
+            f"The previous attempt claimed completion, but `{test_failure.command}` failed ({ended}), so "
+            "nothing was committed. Its change is still in the work tree: correct it until the tests "
+            "pass. The end of their output:",
+            "",
+            "```text",
+            test_failure.output_tail,
+            "```",
+        ]
+    if evidence:
+        lines += ["", "## Evidence: the trace steps that show it", ""]
+        lines += evidence
     lines += ["", "## Acceptance criteria", ""]
     if bug.acceptance_criteria:
         lines += [f"- {criterion}" for criterion in bug.acceptance_criteria]
     else:
         lines.append(f"- an agent doing what the trigger describes gets: {bug.expected}")
     lines += ["- the server still starts and lists its tools; existing callers keep working"]
+    if test_command:
+        lines += [f"- the repository's tests pass: `{test_command}` (run before the fix is committed)"]
     if annotations:
         lines += ["", "## Notes from the reviewer (follow them)", ""]
         lines += [f"- {text}" for text in annotations]
@@ -62,13 +115,21 @@ def build_fix_prompt(bug: Bug, annotations: list[str], *, server_name: str) -> s
         "```json",
         entry,
         "```",
+    ]
+    if layout:
+        lines += ["", "## Files in the repository (tracked)", "", "```text", *layout, "```"]
+    lines += [
         "",
         "## How to work",
         "",
         "- An earlier attempt may already have changed files here: run `git status` and `git diff` "
         "first and continue from what is there.",
         "- Change only what this defect needs. Keep the change small and the code style of the file.",
-        "- Run the project's tests if it has any.",
+        (
+            f"- Run `{test_command}` and make it pass before you claim completion."
+            if test_command
+            else "- Run the project's tests if it has any."
+        ),
         "- Do not commit, push or create branches: the change is reviewed and committed for you.",
         f"- When the fix is complete and meets every acceptance criterion, print {PROMISE} as the last "
         "line of your answer. If you could not complete it, say what is missing and do not print it.",
