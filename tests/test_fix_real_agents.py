@@ -19,7 +19,6 @@ findings home goes from fix-claimed to verifying.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -82,7 +81,13 @@ def make_project(root: Path, agent: str, base_url: str) -> Path:
     providers["phase3"] = "fake/fake-model"
     providers["endpoints"] = {"fake": {"base_url": base_url, "api_key_env": "FAKE_FIXER_KEY"}}
     config = {
-        "server": {"name": "orders", "command": "python", "args": ["server.py"], "cwd": "server", "repo": "server"},
+        "server": {
+            "name": "orders",
+            "command": "python",
+            "args": ["server.py"],
+            "cwd": "server",
+            "repo": "server",
+        },
         "providers": providers,
         "fix": {"agent": agent, "max_iterations": 1, "timeout_s": 60},
     }
@@ -134,7 +139,9 @@ def finding_state(env: dict[str, str]) -> str:
     return finding.state
 
 
-def fix_through_the_pipeline(project: Path, env: dict[str, str], fake_requests: Callable[[], list[dict]]) -> None:
+def fix_through_the_pipeline(
+    project: Path, env: dict[str, str], fake_requests: Callable[[], list[dict]]
+) -> None:
     """Trace and evaluate, approve, fix with the real CLI, trace and evaluate again; check every step."""
     succeeded(mcpipechekr(project, env, "baseline"))
     succeeded(doit(project, env, "trace", "evaluate"))
@@ -158,13 +165,22 @@ def fix_through_the_pipeline(project: Path, env: dict[str, str], fake_requests: 
 
     record = read_fix_record(before.fix_record)
     (entry,) = record.bugs
-    assert (entry.bug_id, entry.status, entry.files_changed, entry.iterations) == (BUG_ID, "committed", ["server.py"], 1)
+    assert (entry.bug_id, entry.status, entry.files_changed, entry.iterations) == (
+        BUG_ID,
+        "committed",
+        ["server.py"],
+        1,
+    )
     assert record.commits == [head.hexsha]
     assert record.health is not None and record.health.healthy
     assert record.health.after_commit == head.hexsha and record.health.tools == 2
     assert finding_state(env) == "fix-claimed"
     # the endpoint's key reached the CLI through the environment only, never a file of the run
-    logs = [p for p in before.root.rglob("*") if p.is_file() and "sk-fixer-planted-secret" in p.read_text(errors="replace")]
+    logs = [
+        p
+        for p in before.root.rglob("*")
+        if p.is_file() and "sk-fixer-planted-secret" in p.read_text(errors="replace")
+    ]
     assert logs == [] and "sk-fixer-planted-secret" not in out
 
     succeeded(mcpipechekr(project, env, "run"))
