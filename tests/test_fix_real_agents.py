@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import git
+import pexpect
 import pytest
 import yaml
 from fakes import anthropic_server as anthropic
@@ -269,3 +270,53 @@ def test_claude_code_fixes_the_paging_gap_and_the_loop_commits_restarts_and_veri
         assert any(h.get("x-api-key") == "sk-fixer-planted-secret" for h in fake.headers)
     results = anthropic.tool_results(seen[-1])
     assert len(results) == 2
+
+
+# --- `doit loop` with opencode as the fixer -----------------------------------------------------------
+
+
+def test_doit_loop_with_opencode_fixes_and_the_next_iteration_takes_fewer_calls(tmp_path: Path) -> None:
+    """review → approve → the real opencode edits → `fix:` commit → restart → a cheaper second trace."""
+    binary = require_cli("opencode", "MCPIPECHEKR_OPENCODE")
+    seen: list[dict] = []
+    project = tmp_path / "shop"
+    with openai.FakeOpenAI(opencode_script(project / "server" / "server.py", seen)) as fake:
+        make_project(project, "opencode", fake.base_url)
+        env = project_env(tmp_path)
+        env["MCPIPECHEKR_OPENCODE"] = binary
+        succeeded(doit(project, env, "baseline"))
+        log = (tmp_path / "loop.log").open("w")
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "doit", "loop"],
+            cwd=str(project),
+            env=env,
+            encoding="utf-8",
+            timeout=120,
+            dimensions=(50, 200),
+        )
+        child.logfile_read = log
+        try:
+            child.expect("review> ")
+            child.sendline("approve")
+            child.expect("iteration 2")
+            child.expect("review> ")
+            child.sendline("exit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+            log.close()
+    transcript = (tmp_path / "loop.log").read_text()
+    assert child.exitstatus == 0, transcript[-3000:]
+    assert seen, "opencode never reached the scripted provider"
+
+    first, second = list_runs(project / "runs")
+    repo = git.Repo(project / "server")
+    head = repo.head.commit
+    assert head.message.strip() == f"fix: {BUG_ID}" and sorted(head.stats.files) == ["server.py"]
+    record = read_fix_record(first.fix_record)
+    assert [(entry.bug_id, entry.status) for entry in record.bugs] == [(BUG_ID, "committed")]
+    assert record.health is not None and record.health.healthy and record.health.after_commit == head.hexsha
+    assert len(trace_calls(second.root)) < len(trace_calls(first.root)) == 3
+    assert BUG_ID not in bug_ids(second.root)
+    assert finding_state(env) == "verifying"
