@@ -120,6 +120,52 @@ def test_builtin_templates_fill_model_prompt_and_file(tmp_path: Path, monkeypatc
     assert TEMPLATES["aider"].scratch == (".aider*",)
 
 
+def test_an_endpoint_reaches_opencode_as_a_config_file_and_claude_code_as_its_base_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stand_in = tmp_path / "agent-cli"  # prints what it was handed: the config file and the variables
+    stand_in.write_text(
+        '#!/bin/sh\ncat "${OPENCODE_CONFIG:-/dev/null}"\n'
+        'echo "base=${ANTHROPIC_BASE_URL:-} key=${ANTHROPIC_API_KEY:-}"\n'
+    )
+    stand_in.chmod(0o755)
+    monkeypatch.setenv("MCPIPECHEKR_OPENCODE", str(stand_in))
+    monkeypatch.setenv("MCPIPECHEKR_CLAUDE", str(stand_in))
+    monkeypatch.delenv("OPENCODE_CONFIG", raising=False)
+    path = tmp_path / "config.yaml"
+    fix_folder = tmp_path / "run" / "fix"
+    fix_folder.mkdir(parents=True)
+    prompt_file = fix_folder / "GAP-x.prompt.md"
+
+    def run(agent_name: str) -> str:
+        path.write_text(
+            "server: {command: python, args: [server.py]}\n"
+            "providers: {phase3: gw/small, endpoints: {gw: {base_url: 'http://127.0.0.1:9/v1', "
+            "api_key_env: GW_KEY}}}\n"
+            f"fix: {{agent: {agent_name}}}\n",
+            encoding="utf-8",
+        )
+        config = load_config(path, environ={"GW_KEY": "sk-gw-secret"})
+        result = resolve_agent(config, tmp_path).run("PROMPT", prompt_file, "GAP-x")
+        assert result.exit_code == 0, result.stderr
+        return result.stdout
+
+    opencode = run("opencode")
+    written = json.loads((fix_folder / "opencode.config.json").read_text())
+    assert json.loads(opencode.rsplit("base=", 1)[0]) == written
+    assert written["provider"] == {
+        "gw": {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "gw",
+            "options": {"baseURL": "http://127.0.0.1:9/v1", "apiKey": "{env:GW_KEY}"},
+            "models": {"small": {"name": "small"}},
+        }
+    }
+    assert "sk-gw-secret" not in (fix_folder / "opencode.config.json").read_text()
+    assert run("claude-code").strip() == "base=http://127.0.0.1:9 key=sk-gw-secret"
+    assert not (fix_folder / "claude-code.config.json").exists()
+
+
 def test_an_agent_that_needs_a_model_refuses_the_demo_provider(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="fix.agent `claude-code` needs a model.*--phase3-provider"):
         resolve_agent(config_with(tmp_path, "  agent: claude-code\n"), tmp_path)

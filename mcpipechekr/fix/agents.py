@@ -20,6 +20,15 @@ set in the `.env` beside config.yaml (`Config.provider_env`; an exported value
 wins), so `OPENAI_API_KEY=...` in `.env` reaches opencode, codex or aider as it
 reaches the Phase 1 models.
 
+Endpoints: when providers.phase3 names an endpoint under `providers.endpoints`
+(a local server, a gateway, a scripted fake in tests), the agent is pointed at
+it the way the Phase 1 runners are. opencode gets a config file in the run's
+fix/ folder, passed with `OPENCODE_CONFIG`, declaring the endpoint as an
+OpenAI-compatible provider (its key referenced as `{env:NAME}`, never written);
+Claude Code gets `ANTHROPIC_BASE_URL` (the URL without `/v1`) and, when the
+endpoint names `api_key_env`, `ANTHROPIC_API_KEY` from it. Other agents take
+their endpoint from their own settings (`agent: shell`).
+
 The CLIs are found like the Phase 1 runners find theirs: an environment
 variable naming the binary wins (`MCPIPECHEKR_OPENCODE`, `MCPIPECHEKR_CLAUDE`,
 `MCPIPECHEKR_CODEX`, `MCPIPECHEKR_AIDER`), then `PATH`.
@@ -28,7 +37,9 @@ variable naming the binary wins (`MCPIPECHEKR_OPENCODE`, `MCPIPECHEKR_CLAUDE`,
 from __future__ import annotations
 
 import functools
+import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -39,7 +50,7 @@ import anyio
 
 from mcpipechekr.config import Config, FixConfig, template_fields
 from mcpipechekr.errors import UserError
-from mcpipechekr.providers import ProviderSpec
+from mcpipechekr.providers import EndpointConfig, ProviderSpec
 from mcpipechekr.runners.cliagent import find_cli, run_cli
 
 DEMO_FIXER = "demo_fixer.py"
@@ -137,6 +148,8 @@ class FixAgent:
     scratch: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     """Added to the process environment: the provider keys of `.env` (`Config.provider_env`)."""
+    config_file: tuple[str, str] | None = None
+    """(environment variable, JSON text): a config file the agent reads, written in the fix folder."""
 
     def _values(self, prompt: str, prompt_file: Path, bug_id: str) -> dict[str, str]:
         model = self.provider.model if self.provider is not None else None
@@ -170,12 +183,18 @@ class FixAgent:
     def run(self, prompt: str, prompt_file: Path, bug_id: str) -> AgentResult:
         """Run the agent once, in the repository, until it exits or `timeout_s` passes."""
         argv = self.command(prompt, prompt_file, bug_id)
+        env = {**os.environ, **self.env}
+        if self.config_file is not None:
+            variable, text = self.config_file
+            path = prompt_file.parent / f"{self.name}.config.json"
+            path.write_text(text, encoding="utf-8")
+            env[variable] = str(path)
         started = time.monotonic()
         result = anyio.run(
             functools.partial(
                 run_cli,
                 argv,
-                env={**os.environ, **self.env},
+                env=env,
                 cwd=self.repo,
                 stdin_text=None,
                 timeout_s=self.timeout_s,
@@ -220,6 +239,16 @@ def resolve_agent(config: Config, repo: Path) -> FixAgent:
             "It is the bundled example's stand-in for a coding agent: use it with the example (delete an "
             "old .mcpipechekr/workspace/emailindex to seed it again), or set fix.agent to a real agent."
         )
+    env = config.provider_env()
+    config_file = None
+    endpoint = config.providers.endpoint_for(provider) if provider.model is not None else None
+    if endpoint is not None and template.name == "opencode":
+        config_file = ("OPENCODE_CONFIG", json.dumps(_opencode_config(provider, endpoint), indent=2))
+    elif endpoint is not None and template.name == "claude-code":
+        env["ANTHROPIC_BASE_URL"] = re.sub(r"/v1/?$", "", endpoint.base_url.rstrip("/"))
+        key = config.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
+        if key:
+            env["ANTHROPIC_API_KEY"] = key
     return FixAgent(
         name=template.name,
         repo=repo,
@@ -227,8 +256,30 @@ def resolve_agent(config: Config, repo: Path) -> FixAgent:
         timeout_s=fix.timeout_s,
         argv=tuple(argv),
         scratch=template.scratch,
-        env=config.provider_env(),
+        env=env,
+        config_file=config_file,
     )
+
+
+def _opencode_config(provider: ProviderSpec, endpoint: EndpointConfig) -> dict[str, object]:
+    """opencode's config for an endpoint: an OpenAI-compatible provider, the key by name only."""
+    assert provider.model is not None  # resolve_agent asks only with a model
+    options: dict[str, str] = {"baseURL": endpoint.base_url}
+    if endpoint.api_key_env:
+        options["apiKey"] = "{env:" + endpoint.api_key_env + "}"
+    return {
+        "$schema": "https://opencode.ai/config.json",
+        "autoupdate": False,
+        "share": "disabled",
+        "provider": {
+            provider.provider: {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": provider.provider,
+                "options": options,
+                "models": {provider.model: {"name": provider.model}},
+            }
+        },
+    }
 
 
 def uses_model(fix: FixConfig) -> bool:
