@@ -149,7 +149,7 @@ def test_every_analyzer_names_the_tool_where_the_waste_happened() -> None:
     )
     ctx = ctx_of(trace, bookshop)
     ctx.budgets = Budgets(default=100)
-    every_field = UnreadFields(min_tokens_per_call=0)  # attribution, not thresholds: every field counts
+    every_field = UnreadFields(min_tokens=1, min_share=0.0, min_tokens_per_call=0)  # attribution only
     tools = {
         analyzer.name: {sighting.tool for sighting in analyzer.analyze(ctx)}
         for analyzer in (ErrorWorkaround(), RepeatedCalls(), every_field, OversizedResults())
@@ -318,7 +318,7 @@ def test_the_narrative_priorities_are_the_review_order_and_mark_agent_bugs() -> 
 
 
 def test_the_fields_of_a_call_that_should_not_have_been_made_are_priced_with_the_call() -> None:
-    heavy = {"isbn": "1", "title": "T1", "blurb": "a long story " * 60}
+    heavy = {"isbn": "1", "title": "T1", "blurb": "a long story " * 120}
     trace = make_trace(
         "t",
         [call("get_book", {"isbn": "1"}, heavy), call("get_book", {"isbn": "1"}, heavy)],
