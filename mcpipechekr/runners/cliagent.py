@@ -167,7 +167,8 @@ async def run_cli(
             stdout=sink if sink is not None else subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=str(cwd),
-            env=env,
+            # PWD too: opencode takes its project folder (and what is "outside" it) from $PWD
+            env={**env, "PWD": str(cwd)},
             start_new_session=True,
         )
     finally:
