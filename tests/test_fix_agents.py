@@ -19,6 +19,7 @@ from mcpipechekr.config import Config, ConfigFileError, load_config
 from mcpipechekr.errors import UserError
 from mcpipechekr.fix import PROMISE, TEMPLATES, build_fix_prompt, has_promise, resolve_agent
 from mcpipechekr.fix.changes import Exclusions, changed_files, commit_paths, restore, snapshot
+from mcpipechekr.fix.guards import AGENT_GIT_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 EMAILINDEX = REPO / "examples" / "emailindex"
@@ -104,6 +105,7 @@ def test_builtin_templates_fill_model_prompt_and_file(tmp_path: Path, monkeypatc
             "--no-dirty-commits",
             "--no-gitignore",
             "--no-check-update",
+            "--no-suggest-shell-commands",
             "--message-file",
             str(prompt_file),
             "--model",
@@ -127,6 +129,7 @@ def test_an_endpoint_reaches_opencode_as_a_config_file_and_claude_code_as_its_ba
     stand_in.write_text(
         '#!/bin/sh\ncat "${OPENCODE_CONFIG:-/dev/null}"\n'
         'echo "base=${ANTHROPIC_BASE_URL:-} key=${ANTHROPIC_API_KEY:-}"\n'
+        'echo "git=${GIT_ALLOW_PROTOCOL:-} pwd=$PWD"\n'
     )
     stand_in.chmod(0o755)
     monkeypatch.setenv("MCPIPECHEKR_OPENCODE", str(stand_in))
@@ -153,6 +156,10 @@ def test_an_endpoint_reaches_opencode_as_a_config_file_and_claude_code_as_its_ba
     opencode = run("opencode")
     written = json.loads((fix_folder / "opencode.config.json").read_text())
     assert json.loads(opencode.rsplit("base=", 1)[0]) == written
+    # confined: nothing outside the repository, no push, and git's transports off, in the repository
+    permission = {"external_directory": "deny", "bash": {"*": "allow", "git push*": "deny"}}
+    assert written["permission"] == permission
+    assert opencode.splitlines()[-1] == f"git={AGENT_GIT_ENV['GIT_ALLOW_PROTOCOL']} pwd={tmp_path}"
     assert written["provider"] == {
         "gw": {
             "npm": "@ai-sdk/openai-compatible",
@@ -162,7 +169,7 @@ def test_an_endpoint_reaches_opencode_as_a_config_file_and_claude_code_as_its_ba
         }
     }
     assert "sk-gw-secret" not in (fix_folder / "opencode.config.json").read_text()
-    assert run("claude-code").strip() == "base=http://127.0.0.1:9 key=sk-gw-secret"
+    assert run("claude-code").splitlines()[0] == "base=http://127.0.0.1:9 key=sk-gw-secret"
     assert not (fix_folder / "claude-code.config.json").exists()
 
 

@@ -259,7 +259,7 @@ AGENT = textwrap.dedent(
     import subprocess, sys
     from pathlib import Path
 
-    bug_id, counter = sys.argv[1], Path(sys.argv[2])
+    bug_id, counter, prompt = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]).read_text()
     if bug_id.startswith("EFF-"):  # never finishes: leaves a half-done edit and a new file
         with open("server.py", "a") as handle:
             handle.write("# half-done\\n")
@@ -278,9 +278,16 @@ AGENT = textwrap.dedent(
                 check=True,
             )
             print("done <promise>COMPLETE</promise>")
-    elif bug_id.startswith("GAP-"):  # breaks the server: a SyntaxError at start
+    elif bug_id.startswith("GAP-"):  # breaks the server at start; repairs it when told, unless stubborn
         source = Path("server.py").read_text()
-        Path("server.py").write_text("raise SystemExit(3)\\n" + source)
+        told = "## The server failed its health check" in prompt
+        if told and not (counter.parent / "stubborn").exists():
+            source = source.replace("raise SystemExit(3)\\n", "") + "# sorted by date now\\n"
+        elif not told:
+            source = "raise SystemExit(3)\\n" + source
+        Path("server.py").write_text(source)
+        if (counter.parent / "outside").is_dir():  # also breaks it where the loop cannot look
+            (counter.parent / "outside" / "sitecustomize.py").write_text("raise SystemExit(4)\\n")
         print("<promise>COMPLETE</promise>")
     """
 )
@@ -290,7 +297,7 @@ def shell_project(tmp_path: Path, emailindex_dir: Path, db: Path, health_timeout
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT)
     counter = tmp_path / "counter"
-    command = f"{{python}} {agent} {{bug_id}} {counter}"
+    command = f"{{python}} {agent} {{bug_id}} {counter} {{prompt_file}}"
     fix = {"agent": "shell", "command": command, "max_iterations": 3}
     config, repo = make_project(tmp_path, emailindex_dir, db, fix, health_timeout)
     return config, repo, create_run_dir(config.paths.runs)
@@ -326,26 +333,77 @@ def test_unresolved_bug_is_undone_and_the_loop_goes_on(tmp_path, emailindex_dir,
     assert record.health is not None and record.health.healthy and not repo.is_dirty(untracked_files=True)
 
 
-def test_unhealthy_server_after_a_fix_halts_naming_the_commit(
+def test_a_change_that_breaks_the_server_is_never_committed_and_its_health_check_is_fed_back(
     tmp_path, emailindex_dir, emailindex_db
 ) -> None:
     config, repo, run = shell_project(tmp_path, emailindex_dir, emailindex_db, health_timeout=10)
     write_report(run, [gap_bug(900), fts_bug(100)])
     record_decision(run, "approve")
 
+    record = run_fix_loop(config, run)
+
+    gap, fts = record.bugs
+    assert (gap.status, gap.iterations) == ("committed", 2)
+    broken, repaired = gap.runs
+    assert broken.health is not None and not broken.health.healthy
+    assert "SyntaxError" in (broken.health.error or "")
+    assert repaired.health is not None and repaired.health.healthy
+    feedback = (run.root / (repaired.prompt or "")).read_text()
+    assert "## The server failed its health check after the previous attempt" in feedback
+    assert "SyntaxError" in feedback
+    # the broken state never reached a commit: the one fix commit holds the repaired file
+    assert log_messages(repo) == [f"fix: {FTS_ID}", f"fix: {GAP_ID}", "Initial import of emailindex"]
+    source = repo.commit(gap.commit).tree["server.py"].data_stream.read().decode()
+    assert "raise SystemExit(3)" not in source and "# sorted by date now" in source
+    assert fts.status == "committed"
+    assert record.health is not None and record.health.healthy and record.health.after_commit == fts.commit
+
+
+def test_a_change_that_keeps_breaking_the_server_is_undone_and_the_loop_goes_on(
+    tmp_path, emailindex_dir, emailindex_db
+) -> None:
+    config, repo, run = shell_project(tmp_path, emailindex_dir, emailindex_db, health_timeout=10)
+    (tmp_path / "stubborn").touch()
+    root = Path(repo.working_dir)
+    original = (root / "server.py").read_text()
+    write_report(run, [gap_bug(900), fts_bug(100)])
+    record_decision(run, "approve")
+
+    record = run_fix_loop(config, run)
+
+    gap, fts = record.bugs
+    assert (gap.status, gap.iterations, gap.commit) == ("unresolved", 3, None)
+    assert [bool(r.health and not r.health.healthy) for r in gap.runs] == [True, True, True]
+    assert "the server failed its health check with the agent's change after 3 run(s)" in (gap.reason or "")
+    assert (root / "server.py").read_text() == original
+    assert (fts.status, fts.files_changed) == ("committed", ["README.md"])
+    assert log_messages(repo) == [f"fix: {FTS_ID}", "Initial import of emailindex"]
+
+
+def test_a_server_broken_beyond_the_agents_changes_halts_the_loop(
+    tmp_path, emailindex_dir, emailindex_db
+) -> None:
+    """The agent also breaks what the loop cannot restore (a module outside the repository)."""
+    config, repo, run = shell_project(tmp_path, emailindex_dir, emailindex_db, health_timeout=10)
+    (tmp_path / "stubborn").touch()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    config.server.env["PYTHONPATH"] = str(outside)
+    write_report(run, [gap_bug(900), fts_bug(100)])
+    record_decision(run, "approve")
+
     with pytest.raises(ServerHalt) as info:
         run_fix_loop(config, run)
 
-    sha = repo.head.commit.hexsha
+    head = repo.head.commit
     message = info.value.message
-    assert f'commit {sha[:7]} "fix: {GAP_ID}"' in message and "exited with code 1" in message
-    assert "SyntaxError" in message
-    assert f"git -C {repo.working_dir} revert {sha[:7]}" in message
+    assert f'at {head.hexsha[:7]} "Initial import of emailindex"' in message
+    assert "with the fix agent's changes to the repository undone" in message
+    assert "something the loop cannot undo is broken" in message and "init_import_site" in message
     record = read_fix_record(run.fix_record)
-    assert [(bug.bug_id, bug.status) for bug in record.bugs] == [(GAP_ID, "committed"), (FTS_ID, "skipped")]
-    assert record.health is not None and not record.health.healthy and record.health.after_commit == sha
-    assert "exited with code 1" in (record.health.error or "") and record.finished_at is not None
-    assert log_messages(repo) == [f"fix: {GAP_ID}", "Initial import of emailindex"]
+    assert [(bug.bug_id, bug.status) for bug in record.bugs] == [(GAP_ID, "unresolved"), (FTS_ID, "skipped")]
+    assert record.health is not None and not record.health.healthy and record.finished_at is not None
+    assert log_messages(repo) == ["Initial import of emailindex"] and not repo.is_dirty()
 
 
 def test_the_fix_step_claims_the_commit_made_before_a_halt_and_claims_nothing_when_refused(
@@ -353,21 +411,24 @@ def test_the_fix_step_claims_the_commit_made_before_a_halt_and_claims_nothing_wh
 ) -> None:
     monkeypatch.delenv(HOME_ENV, raising=False)  # the config's paths.home is the findings home
     config, repo, run = shell_project(tmp_path, emailindex_dir, emailindex_db, health_timeout=10)
-    write_report(run, [gap_bug(900), fts_bug(100)])
+    (tmp_path / "stubborn").touch()
+    (tmp_path / "outside").mkdir()
+    config.server.env["PYTHONPATH"] = str(tmp_path / "outside")
+    write_report(run, [fts_bug(5000), gap_bug(900)])
     home = Home.resolve(config.paths.home)
     register_bug_report(home, read_model(run.bug_report, BugReport), server=config.server.name)
     record_decision(run, "approve")
 
     with pytest.raises(ServerHalt):
         fix_step(config, run)  # the first fix is committed, then the server does not start
-    assert {f.bug_id: f.state for f in load_findings(home)} == {GAP_ID: "fix-claimed", FTS_ID: "open"}
+    assert {f.bug_id: f.state for f in load_findings(home)} == {FTS_ID: "fix-claimed", GAP_ID: "open"}
 
     record_verification(
-        home, bug_finding_id(GAP_ID), run_id="run-20990101-001", passed=True, binding="b", probe="p"
+        home, bug_finding_id(FTS_ID), run_id="run-20990101-001", passed=True, binding="b", probe="p"
     )
     with pytest.raises(UserError, match="already fixed"):
         fix_step(config, run)  # an earlier invocation's commits are not claimed again
-    assert {f.bug_id: (f.state, f.streak) for f in load_findings(home)}[GAP_ID] == ("verifying", 1)
+    assert {f.bug_id: (f.state, f.streak) for f in load_findings(home)}[FTS_ID] == ("verifying", 1)
 
 
 def test_ctrl_c_during_a_bug_leaves_no_half_made_fix(tmp_path, emailindex_dir, emailindex_db, monkeypatch):

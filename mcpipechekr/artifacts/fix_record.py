@@ -44,6 +44,22 @@ class TestRun(ArtifactModel):
     )
 
 
+class FixHealth(ArtifactModel):
+    """The server's health check on a fix (restart on the changed work tree, then tools/list within
+    server.health): passed before the fix is committed."""
+
+    healthy: bool = Field(description="Whether the restarted server passed the health check.")
+    tools: NonNegativeInt = Field(default=0, description="Tools it listed.")
+    elapsed_s: float | None = Field(default=None, ge=0, description="Seconds from start to healthy.")
+    after_commit: str | None = Field(
+        default=None,
+        description="In the record's `health`: the fix commit whose files were checked (the last one). "
+        "In an agent run's: HEAD under the uncommitted change.",
+    )
+    error: str | None = Field(default=None, description="Why it is unhealthy: the halt message.")
+    checked_at: AwareDatetime = Field(description="When the check finished.")
+
+
 class AgentRun(ArtifactModel):
     """One run of the fix agent on one bug: a fresh process with the same prompt."""
 
@@ -64,6 +80,11 @@ class AgentRun(ArtifactModel):
         default=None,
         description="`fix.test_command` after this run; absent when none is configured or no completion "
         "was claimed.",
+    )
+    health: FixHealth | None = Field(
+        default=None,
+        description="The server restarted on the work tree after this run, before any commit; absent when "
+        "no completion was claimed, nothing changed or the tests failed.",
     )
 
 
@@ -89,19 +110,11 @@ class BugFix(ArtifactModel):
         default=None, description="Why it is unresolved or skipped; what the agent last said."
     )
     runs: list[AgentRun] = Field(default_factory=list, description="Every agent run, in order.")
-
-
-class FixHealth(ArtifactModel):
-    """The server's health check after a fix commit (restart, then tools/list within server.health)."""
-
-    healthy: bool = Field(description="Whether the restarted server passed the health check.")
-    tools: NonNegativeInt = Field(default=0, description="Tools it listed.")
-    elapsed_s: float | None = Field(default=None, ge=0, description="Seconds from start to healthy.")
-    after_commit: str | None = Field(
-        default=None, description="HEAD when it was checked: the last fix commit, if any."
+    undone: list[str] = Field(
+        default_factory=list,
+        description="What the agent did outside its job and the loop undid: git control files (hooks, "
+        "config, info/) put back, its own commits folded, remote-tracking refs that moved. Redacted.",
     )
-    error: str | None = Field(default=None, description="Why it is unhealthy: the halt message.")
-    checked_at: AwareDatetime = Field(description="When the check finished.")
 
 
 class FixRecord(ArtifactModel):
@@ -127,7 +140,8 @@ class FixRecord(ArtifactModel):
     )
     health: FixHealth | None = Field(
         default=None,
-        description="The health check after the last fix commit; absent when nothing was committed.",
+        description="The health check of the last fix commit; or the failed one that halted the loop (the "
+        "server unhealthy with the agent's changes undone); absent when nothing was committed.",
     )
 
     @property

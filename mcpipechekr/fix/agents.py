@@ -22,12 +22,21 @@ reaches the Phase 1 models.
 
 Endpoints: when providers.phase3 names an endpoint under `providers.endpoints`
 (a local server, a gateway, a scripted fake in tests), the agent is pointed at
-it the way the Phase 1 runners are. opencode gets a config file in the run's
-fix/ folder, passed with `OPENCODE_CONFIG`, declaring the endpoint as an
-OpenAI-compatible provider (its key referenced as `{env:NAME}`, never written);
-Claude Code gets `ANTHROPIC_BASE_URL` (the URL without `/v1`) and, when the
-endpoint names `api_key_env`, `ANTHROPIC_API_KEY` from it. Other agents take
-their endpoint from their own settings (`agent: shell`).
+it the way the Phase 1 runners are. opencode's config file (below) declares
+the endpoint as an OpenAI-compatible provider (its key referenced as
+`{env:NAME}`, never written); Claude Code gets `ANTHROPIC_BASE_URL` (the URL
+without `/v1`) and, when the endpoint names `api_key_env`, `ANTHROPIC_API_KEY`
+from it. Other agents take their endpoint from their own settings (`agent:
+shell`).
+
+Confinement (see `fix.guards` for what the loop itself undoes): every agent
+runs with git's transports disabled (`guards.AGENT_GIT_ENV`). opencode always
+gets a config file in the run's fix/ folder, passed with `OPENCODE_CONFIG`,
+whose `permission` block denies `external_directory` (any file outside the
+repository) and `git push`; `--auto` approves everything not denied. Claude
+Code in print mode with `acceptEdits` refuses writes outside its working
+directory, edits of git's files and shell commands without being told; codex
+runs in its `workspace-write` sandbox; aider is told not to run shell commands.
 
 The CLIs are found like the Phase 1 runners find theirs: an environment
 variable naming the binary wins (`MCPIPECHEKR_OPENCODE`, `MCPIPECHEKR_CLAUDE`,
@@ -50,6 +59,7 @@ import anyio
 
 from mcpipechekr.config import Config, FixConfig, template_fields
 from mcpipechekr.errors import UserError
+from mcpipechekr.fix.guards import AGENT_GIT_ENV
 from mcpipechekr.providers import EndpointConfig, ProviderSpec
 from mcpipechekr.runners.cliagent import find_cli, run_cli
 
@@ -110,6 +120,7 @@ TEMPLATES: dict[str, AgentTemplate] = {
                 "--no-dirty-commits",
                 "--no-gitignore",
                 "--no-check-update",
+                "--no-suggest-shell-commands",
                 "--message-file",
                 "{prompt_file}",
                 "--model",
@@ -183,7 +194,7 @@ class FixAgent:
     def run(self, prompt: str, prompt_file: Path, bug_id: str) -> AgentResult:
         """Run the agent once, in the repository, until it exits or `timeout_s` passes."""
         argv = self.command(prompt, prompt_file, bug_id)
-        env = {**os.environ, **self.env}
+        env = {**os.environ, **self.env, **AGENT_GIT_ENV}
         if self.config_file is not None:
             variable, text = self.config_file
             path = prompt_file.parent / f"{self.name}.config.json"
@@ -242,7 +253,7 @@ def resolve_agent(config: Config, repo: Path) -> FixAgent:
     env = config.provider_env()
     config_file = None
     endpoint = config.providers.endpoint_for(provider) if provider.model is not None else None
-    if endpoint is not None and template.name == "opencode":
+    if template.name == "opencode":
         config_file = ("OPENCODE_CONFIG", json.dumps(_opencode_config(provider, endpoint), indent=2))
     elif endpoint is not None and template.name == "claude-code":
         env["ANTHROPIC_BASE_URL"] = re.sub(r"/v1/?$", "", endpoint.base_url.rstrip("/"))
@@ -261,16 +272,32 @@ def resolve_agent(config: Config, repo: Path) -> FixAgent:
     )
 
 
-def _opencode_config(provider: ProviderSpec, endpoint: EndpointConfig) -> dict[str, object]:
-    """opencode's config for an endpoint: an OpenAI-compatible provider, the key by name only."""
+OPENCODE_PERMISSIONS = {
+    "external_directory": "deny",
+    "bash": {"*": "allow", "git push*": "deny"},
+}
+"""opencode's `permission` block for a fix: nothing outside the repository, no push; the rest `--auto`."""
+
+
+def _opencode_config(provider: ProviderSpec, endpoint: EndpointConfig | None) -> dict[str, object]:
+    """opencode's config for a fix: the permissions, and an endpoint as an OpenAI-compatible provider.
+
+    The endpoint's key is named (`{env:NAME}`), never written.
+    """
+    config: dict[str, object] = {
+        "$schema": "https://opencode.ai/config.json",
+        "autoupdate": False,
+        "share": "disabled",
+        "permission": OPENCODE_PERMISSIONS,
+    }
+    if endpoint is None:
+        return config
     assert provider.model is not None  # resolve_agent asks only with a model
     options: dict[str, str] = {"baseURL": endpoint.base_url}
     if endpoint.api_key_env:
         options["apiKey"] = "{env:" + endpoint.api_key_env + "}"
     return {
-        "$schema": "https://opencode.ai/config.json",
-        "autoupdate": False,
-        "share": "disabled",
+        **config,
         "provider": {
             provider.provider: {
                 "npm": "@ai-sdk/openai-compatible",

@@ -14,16 +14,22 @@ not reset between runs, so a later run continues where an earlier one stopped.
   committed: their output is the next run's feedback (the prompt says they
   failed and shows the end of it), and that run counts toward
   `fix.max_iterations` like any other.
+- Then the server is restarted on the changed work tree and must pass its
+  health check (`server.health`) before anything is committed: a change that
+  breaks the server is never committed. The health check's error is the next
+  run's feedback, like failing tests.
 - A completed bug becomes one commit, `fix: <bug id>`, holding only the files
-  the agent changed (`fix.changes`); nothing is ever pushed.
+  the agent changed (`fix.changes`); nothing is ever pushed, and the agent's
+  own git cannot push either (`fix.guards`).
+- After every agent run, git's control files (hooks, config, info/) are put
+  back as they were and the agent's own commits are folded back; fix.json
+  names each thing undone (`undone`).
 - A bug whose runs are spent, or whose agent claims success without changing a
   file, is recorded as unresolved, the agent's changes are undone, and the
-  loop goes on with the next bug.
-- After each commit the server is restarted and must pass its health check
-  (`server.health`), so a fix that breaks the server is named by its commit at
-  once; the loop then halts (the remaining bugs are recorded as skipped) and
-  raises `ServerHalt`. Without a commit the server's code is unchanged and it
-  is not restarted (the next run starts and checks it anyway).
+  loop goes on with the next bug. When its last change had broken the server,
+  the server is restarted on the restored code; only if that fails too (what
+  broke lies outside the repository) does the loop halt, recording the remaining
+  bugs as skipped and raising `ServerHalt`.
 
 fix.json is rewritten after every bug, so an interrupted loop still says which
 commits it made.
@@ -60,7 +66,8 @@ from mcpipechekr.fix.changes import (
     snapshot,
 )
 from mcpipechekr.fix.evidence import evidence_lines, file_layout
-from mcpipechekr.fix.prompt import FailedTests, build_fix_prompt, has_promise
+from mcpipechekr.fix.guards import GitControl
+from mcpipechekr.fix.prompt import FailedHealth, FailedTests, build_fix_prompt, has_promise
 from mcpipechekr.fix.repo_tests import display_command, run_tests
 from mcpipechekr.review import approved_report, bugs_to_fix
 from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest
@@ -79,6 +86,7 @@ class _Context:
     annotations: list[str]
     redactor: Redactor
     console: Console
+    restart: Callable[[], HealthReport]
 
 
 def run_fix_loop(
@@ -115,6 +123,7 @@ def run_fix_loop(
         repo_root = Path(repo.working_dir)
         agent = resolve_agent(config, repo_root) if bugs else None
         scratch = agent.scratch if agent is not None else ()
+        restart = _restarter(config, run_dir, server)
         context = _Context(
             config=config,
             run_dir=run_dir,
@@ -128,6 +137,7 @@ def run_fix_loop(
             annotations=[annotation.text for annotation in review.annotations],
             redactor=config.redactor,
             console=out,
+            restart=restart,
         )
         record = FixRecord(
             run_id=run_dir.run_id,
@@ -144,7 +154,6 @@ def run_fix_loop(
                 f"{run_dir.run_id}: the approved report lists no bugs the server can fix; nothing to fix.",
                 markup=False,
             )
-        restart = _restarter(config, run_dir, server)
         for position, bug in enumerate(bugs):
             out.print(
                 f"[{position + 1}/{len(bugs)}] {bug.id} (gap {bug.token_cost_of_gap} tokens)", markup=False
@@ -154,21 +163,23 @@ def run_fix_loop(
             write_model(run_dir.fix_record, record)
             _print_outcome(out, entry)
             if entry.status == "committed":
+                record.health = _committed_health(entry)
+            elif _left_server_broken(entry):
                 health = _check_health(restart, repo)
-                record.health = health
                 if not health.healthy:
+                    record.health = health
                     record.bugs.extend(
                         BugFix(
                             bug_id=later.id,
                             status="skipped",
                             iterations=0,
-                            reason=f"not attempted: the server is unhealthy after fix: {bug.id}",
+                            reason=f"not attempted: the server is unhealthy with {bug.id}'s changes undone",
                         )
                         for later in bugs[position + 1 :]
                     )
                     record.finished_at = utc_now()
                     write_model(run_dir.fix_record, record)
-                    raise ServerHalt(_broken_message(repo, entry, health, run_dir))
+                    raise ServerHalt(_broken_message(repo, health, run_dir))
         record.finished_at = utc_now()
         write_model(run_dir.fix_record, record)
         return record
@@ -201,10 +212,11 @@ def _fix_one(context: _Context, bug: Bug) -> BugFix:
         prompt=prompt_file.relative_to(context.run_dir.root).as_posix(),
     )
     baseline = snapshot(context.repo)
+    control = GitControl.snapshot(context.repo)
     try:
-        completed, last = _run_agent(context, bug, entry, baseline, prompt, prompt_file)
+        completed, last = _run_agent(context, bug, entry, baseline, control, prompt, prompt_file)
     except BaseException:  # Ctrl-C or a crash mid-bug: no half-made fix stays behind
-        _undo_quietly(context, baseline)
+        _undo_quietly(context, baseline, control)
         raise
     changes = changed_files(context.repo, baseline, context.exclusions)
     entry.files_changed = changes.paths
@@ -213,8 +225,14 @@ def _fix_one(context: _Context, bug: Bug) -> BugFix:
         entry.status = "committed"
         return entry
     tests = entry.runs[-1].tests if entry.runs else None
+    health = entry.runs[-1].health if entry.runs else None
     if completed:
         entry.reason = "the agent printed the completion promise but changed no file: nothing to commit"
+    elif health is not None and not health.healthy:
+        entry.reason = context.redactor.redact(
+            f"the server failed its health check with the agent's change after {entry.iterations} run(s): "
+            f"{_first_line(health.error)}"
+        )
     elif tests is not None and not tests.passed:
         entry.reason = context.redactor.redact(
             f"the tests still failed after {entry.iterations} run(s): {_tests_summary(tests)}"
@@ -233,8 +251,8 @@ def _fix_one(context: _Context, bug: Bug) -> BugFix:
     return entry
 
 
-def _prompt(context: _Context, bug: Bug, failure: FailedTests | None) -> str:
-    """The bug's prompt, redacted; with `failure`, the one that feeds failing tests back to the agent."""
+def _prompt(context: _Context, bug: Bug, failure: FailedTests | FailedHealth | None) -> str:
+    """The bug's prompt, redacted; with `failure`, the one that feeds failing tests or health back."""
     test_command = context.config.fix.test_command
     prompt = build_fix_prompt(
         bug,
@@ -243,18 +261,25 @@ def _prompt(context: _Context, bug: Bug, failure: FailedTests | None) -> str:
         evidence=evidence_lines(bug, context.run_dir),
         layout=file_layout(context.repo),
         test_command=display_command(test_command, Path(context.repo.working_dir)) if test_command else None,
-        test_failure=failure,
+        feedback=failure,
     )
     return context.redactor.redact(prompt)
 
 
 def _run_agent(
-    context: _Context, bug: Bug, entry: BugFix, baseline: Baseline, prompt: str, prompt_file: Path
+    context: _Context,
+    bug: Bug,
+    entry: BugFix,
+    baseline: Baseline,
+    control: GitControl,
+    prompt: str,
+    prompt_file: Path,
 ) -> tuple[bool, AgentResult | None]:
-    """Fresh agent runs until one promises completion and the tests pass; (completed, last result).
+    """Fresh agent runs until one promises completion, the tests pass and the server is healthy.
 
-    The prompt stays the same from run to run, except after failing tests: the
-    next run gets a prompt with their output, written beside the first.
+    Returns (completed, last result). The prompt stays the same from run to
+    run, except after failing tests or a failed health check: the next run
+    gets a prompt with what failed, written beside the first.
     """
     agent = context.agent
     assert agent is not None
@@ -277,26 +302,39 @@ def _run_agent(
             prompt=None if current_file == prompt_file else _relative(context, current_file),
         )
         entry.runs.append(run)
-        folded = fold_agent_commits(context.repo, baseline)
-        if folded:
-            context.console.print(
-                f"  the agent made {folded} commit(s) itself; folded back into one fix", markup=False
-            )
+        undone = _undo_outside_work_tree(context, baseline, control)
+        entry.undone += undone
+        for line in undone:
+            context.console.print(f"  undone: {line}", markup=False)
         if not (promised and last.exit_code == 0 and not last.timed_out):
             context.console.print(f"  run {iteration}: {_run_summary(last)}", markup=False)
             continue
-        if context.config.fix.test_command is None:
+        if not changed_files(context.repo, baseline, context.exclusions).paths:
+            return True, last  # nothing to test or restart; the caller reports the empty claim
+        failure: FailedTests | FailedHealth
+        if context.config.fix.test_command is not None:
+            run.tests = _run_repo_tests(context)
+            if not run.tests.passed:
+                context.console.print(f"  run {iteration}: {_tests_summary(run.tests)}", markup=False)
+                failure = FailedTests(
+                    command=run.tests.command,
+                    exit_code=run.tests.exit_code,
+                    timed_out=run.tests.timed_out,
+                    output_tail=run.tests.output_tail,
+                )
+                current = _prompt(context, bug, failure)
+                current_file = atomic_write_text(folder / f"{bug.id}.prompt-{iteration + 1}.md", current)
+                continue
+        run.health = _check_health(context.restart, context.repo)
+        if run.health.healthy:
             return True, last
-        run.tests = _run_repo_tests(context)
-        if run.tests.passed:
-            return True, last
-        context.console.print(f"  run {iteration}: {_tests_summary(run.tests)}", markup=False)
-        failure = FailedTests(
-            command=run.tests.command,
-            exit_code=run.tests.exit_code,
-            timed_out=run.tests.timed_out,
-            output_tail=run.tests.output_tail,
+        run.health.error = context.redactor.redact(run.health.error or "")
+        context.console.print(
+            f"  run {iteration}: the server failed its health check with this change: "
+            f"{_first_line(run.health.error)}",
+            markup=False,
         )
+        failure = FailedHealth(error=run.health.error)
         current = _prompt(context, bug, failure)
         current_file = atomic_write_text(folder / f"{bug.id}.prompt-{iteration + 1}.md", current)
     return False, last
@@ -330,11 +368,39 @@ def _tests_summary(tests: TestRun) -> str:
     return f"the tests failed ({ended})" + (f": {said[-1][:300]}" if said else "")
 
 
-def _undo_quietly(context: _Context, baseline: Baseline) -> None:
+def _undo_outside_work_tree(context: _Context, baseline: Baseline, control: GitControl) -> list[str]:
+    """Fold the agent's own commits and put git's control files back; one line per thing undone."""
+    undone = context.redactor.redact(control.restore(context.repo))
+    folded = fold_agent_commits(context.repo, baseline)
+    if folded:
+        undone.append(f"{folded} commit(s) made by the agent itself: folded back into the one fix commit")
+    return undone
+
+
+def _undo_quietly(context: _Context, baseline: Baseline, control: GitControl) -> None:
     """Best effort: put the repository back as the bug found it, without hiding the original error."""
     with contextlib.suppress(Exception):
+        control.restore(context.repo)
         fold_agent_commits(context.repo, baseline)
         restore(context.repo, baseline, changed_files(context.repo, baseline, context.exclusions))
+
+
+def _committed_health(entry: BugFix) -> FixHealth:
+    """The health check that let the fix be committed, now naming the commit whose files it ran."""
+    checked = entry.runs[-1].health if entry.runs else None
+    assert checked is not None and checked.healthy  # `_run_agent` completes only after a healthy check
+    return checked.model_copy(update={"after_commit": entry.commit})
+
+
+def _left_server_broken(entry: BugFix) -> bool:
+    """Whether the bug's last run left a change the server failed on (now undone: restart to be sure)."""
+    health = entry.runs[-1].health if entry.runs else None
+    return health is not None and not health.healthy
+
+
+def _first_line(text: str | None) -> str:
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return lines[0][:300] if lines else "no detail"
 
 
 def _log_text(result: AgentResult) -> str:
@@ -350,7 +416,10 @@ def _run_summary(result: AgentResult) -> str:
         ended = "exited 0 without the promise"
     else:
         ended = f"exited with code {result.exit_code}"
-    said = [line.strip() for line in (result.stdout + "\n" + result.stderr).splitlines() if line.strip()]
+    # what it last said to its user; its own diagnostics (stderr) only when it said nothing
+    said = [line.strip() for line in result.stdout.splitlines() if line.strip()] or [
+        line.strip() for line in result.stderr.splitlines() if line.strip()
+    ]
     return f"{ended}" + (f" ({said[-1][:300]})" if said else "")
 
 
@@ -382,15 +451,14 @@ def _check_health(restart: Callable[[], HealthReport], repo: git.Repo) -> FixHea
     )
 
 
-def _broken_message(repo: git.Repo, entry: BugFix, health: FixHealth, run_dir: RunDir) -> str:
-    assert entry.commit is not None
-    subject = repo.commit(entry.commit).summary
+def _broken_message(repo: git.Repo, health: FixHealth, run_dir: RunDir) -> str:
+    head = repo.head.commit
     return (
-        f'the server is not healthy after commit {entry.commit[:7]} "{subject}" in {repo.working_dir}; '
-        "the fix loop stopped there.\n"
+        f"the server is not healthy at {head.hexsha[:7]} \"{head.summary}\" in {repo.working_dir}, with the "
+        "fix agent's changes to the repository undone: something the loop cannot undo is broken (a file "
+        "outside the repository, the server's data or environment). The fix loop stopped there.\n"
         f"{health.error}\n"
-        f"Undo it with `git -C {repo.working_dir} revert {entry.commit[:7]}`, or repair it, then run the "
-        f"loop again. What ran is recorded in {run_dir.fix_record}."
+        f"Repair the server, then run the loop again. What ran is recorded in {run_dir.fix_record}."
     )
 
 

@@ -3,9 +3,10 @@
 Besides the bug entry it carries the trace steps that show the defect (the
 calls, their arguments, the start of each result), the reviewer's notes, the
 repository's tracked files, and `fix.test_command` when one is configured.
-After a run whose tests failed, the next run's prompt adds the failing output
-(`test_failure`): the agent's change is still in the work tree, and the prompt
-says what to correct. The caller redacts the whole prompt.
+After a run whose tests failed, or whose change kept the server from passing
+its health check, the next run's prompt adds what failed (`feedback`): the
+agent's change is still in the work tree, and the prompt says what to correct.
+The caller redacts the whole prompt.
 
 One bug per prompt keeps each agent run small enough to check, and its commit
 about one thing. The prompt is the same for every run on a bug (each run starts
@@ -43,6 +44,13 @@ class FailedTests:
     output_tail: str
 
 
+@dataclass(frozen=True)
+class FailedHealth:
+    """The server did not start or list its tools with the agent's previous change: what is fed back."""
+
+    error: str
+
+
 def build_fix_prompt(
     bug: Bug,
     annotations: list[str],
@@ -51,14 +59,14 @@ def build_fix_prompt(
     evidence: list[str] | None = None,
     layout: list[str] | None = None,
     test_command: str | None = None,
-    test_failure: FailedTests | None = None,
+    feedback: FailedTests | FailedHealth | None = None,
 ) -> str:
     """The whole prompt for one bug, in Markdown.
 
     `evidence`: one line per trace step (`fix.evidence.evidence_lines`);
     `layout`: the repository's tracked files; `test_command`: the tests that
-    must pass before the fix is committed; `test_failure`: those tests failing
-    after the previous run.
+    must pass before the fix is committed; `feedback`: those tests failing, or
+    the server's failed health check, after the previous run.
     """
     lines = [
         f"# Fix one defect in the MCP server `{server_name}`",
@@ -79,18 +87,31 @@ def build_fix_prompt(
     ]
     if bug.task_ids:
         lines.append(f"- tasks: {', '.join(bug.task_ids)}")
-    if test_failure is not None:
-        ended = "timed out" if test_failure.timed_out else f"exit code {test_failure.exit_code}"
+    if isinstance(feedback, FailedTests):
+        ended = "timed out" if feedback.timed_out else f"exit code {feedback.exit_code}"
         lines += [
             "",
             "## The tests failed after the previous attempt",
             "",
-            f"The previous attempt claimed completion, but `{test_failure.command}` failed ({ended}), so "
+            f"The previous attempt claimed completion, but `{feedback.command}` failed ({ended}), so "
             "nothing was committed. Its change is still in the work tree: correct it until the tests "
             "pass. The end of their output:",
             "",
             "```text",
-            test_failure.output_tail,
+            feedback.output_tail,
+            "```",
+        ]
+    elif isinstance(feedback, FailedHealth):
+        lines += [
+            "",
+            "## The server failed its health check after the previous attempt",
+            "",
+            "The previous attempt claimed completion, but with its change the server did not start or did "
+            "not list its tools, so nothing was committed. The change is still in the work tree: correct "
+            "it so that the server starts and lists its tools. What the health check said:",
+            "",
+            "```text",
+            feedback.error,
             "```",
         ]
     if evidence:
