@@ -1,0 +1,280 @@
+"""Phase 3's failure paths with the real opencode and Claude Code CLIs, each driven by a scripted provider.
+
+The order book of tests/test_fix_real_agents.py is traced, evaluated and
+approved once (the module's `approved` project); each test fixes a copy of it
+with `mcpipechekr fix`, the real CLI editing through its own tools:
+
+- a change that breaks the server is never committed: the health check's error
+  is the next run's feedback, and the repaired change is what gets committed;
+- writes outside the repository are refused by the CLI, a hook planted in
+  `.git` is removed, the agent's own commit is folded into the loop's one, and
+  no push reaches the (local, bare) remote;
+- no promise within `fix.max_iterations`: unresolved, the work tree restored,
+  every run's output kept in the run folder;
+- a hung agent is stopped at `fix.timeout_s` with every process it started.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import git
+import pytest
+import yaml
+from fakes import anthropic_server as anthropic
+from fakes import openai_server as openai
+from fakes.agent_cli import require_cli
+from project import doit, mcpipechekr
+from test_fix_real_agents import BUG_ID, DONE, NEW, OLD, make_project, project_env, succeeded
+
+from mcpipechekr.artifacts import list_runs
+from mcpipechekr.artifacts.fix_record import FixRecord, read_fix_record
+from mcpipechekr.findings.home import HOME_ENV
+
+pytestmark = pytest.mark.slow
+
+BROKEN = "SORTABLE = ("  # a SyntaxError: the server cannot start
+
+
+@pytest.fixture(scope="module")
+def approved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The order book traced and evaluated once, its report (one paging gap) approved for fixing."""
+    binary = require_cli("opencode", "MCPIPECHEKR_OPENCODE")
+    root = tmp_path_factory.mktemp("approved")
+    project = make_project(root / "shop", "opencode", "http://127.0.0.1:9/v1")
+    env = project_env(root)
+    env["MCPIPECHEKR_OPENCODE"] = binary
+    succeeded(mcpipechekr(project, env, "baseline"))
+    succeeded(doit(project, env, "trace", "evaluate"))
+    (run,) = list_runs(project / "runs")
+    succeeded(mcpipechekr(project, env, "review", run.run_id, "--approve"))
+    return root
+
+
+def copy_of(approved: Path, tmp_path: Path, agent: str, base_url: str, **fix: Any) -> tuple[Path, dict]:
+    """A copy of the approved project whose config names `agent`, the fake endpoint and `fix` settings."""
+    shutil.copytree(approved, tmp_path / "copy", symlinks=True)
+    root = tmp_path / "copy"
+    project = root / "shop"
+    config_path = project / "config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["providers"]["endpoints"]["fake"]["base_url"] = base_url
+    config["fix"] = {"agent": agent, "max_iterations": 1, "timeout_s": 60, **fix}
+    config_path.write_text(yaml.safe_dump(config))
+    env = project_env(root)
+    env["MCPIPECHEKR_OPENCODE"] = require_cli("opencode", "MCPIPECHEKR_OPENCODE")
+    env["MCPIPECHEKR_CLAUDE"] = require_cli("claude", "MCPIPECHEKR_CLAUDE")
+    assert env[HOME_ENV] == str(root / "findings")
+    return project, env
+
+
+def fix(project: Path, env: dict, *, expect_rc: int = 0) -> FixRecord:
+    (run,) = list_runs(project / "runs")
+    result = mcpipechekr(project, env, "fix", run.run_id, timeout=180)
+    assert result.returncode == expect_rc, result.stdout[-3000:] + result.stderr[-3000:]
+    return read_fix_record(run.fix_record)
+
+
+def prompt_text(body: dict[str, Any]) -> str:
+    """The first user message of an Anthropic request: the fix prompt Claude Code was given."""
+    for message in body.get("messages") or []:
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            return "".join(block.get("text", "") for block in content if isinstance(block, dict))
+    return ""
+
+
+def claude_edit(path: str, old: str, new: str) -> anthropic.Reply:
+    return anthropic.tool_use_reply("Edit", {"file_path": path, "old_string": old, "new_string": new})
+
+
+# --- a change that breaks the server (Claude Code) ---------------------------------------------------
+
+
+def test_claude_code_breaking_the_server_is_never_committed_and_repairs_it_from_the_health_feedback(
+    approved: Path, tmp_path: Path
+) -> None:
+    prompts: list[str] = []
+
+    def respond(body: dict[str, Any]) -> anthropic.Reply:
+        if "Edit" not in anthropic.tool_names(body):
+            return anthropic.text_reply("Fix the order book")
+        server_py = str(project / "server" / "server.py")
+        told = "## The server failed its health check" in prompt_text(body)
+        done = len(anthropic.tool_results(body))
+        if done == 0:
+            prompts.append(prompt_text(body))
+            return anthropic.tool_use_reply("Read", {"file_path": server_py})
+        if done == 1:
+            old, new = (BROKEN, NEW) if told else (OLD, BROKEN)
+            return claude_edit(server_py, old, new)
+        return anthropic.text_reply(DONE)
+
+    with anthropic.FakeAnthropic(respond) as fake:
+        project, env = copy_of(approved, tmp_path, "claude-code", fake.base_url, max_iterations=2)
+        record = fix(project, env)
+
+    (entry,) = record.bugs
+    assert (entry.status, entry.iterations) == ("committed", 2)
+    broken, repaired = entry.runs
+    assert broken.promise and broken.health is not None and not broken.health.healthy
+    assert "SyntaxError" in (broken.health.error or "")
+    assert repaired.health is not None and repaired.health.healthy
+    assert len(prompts) == 2 and "SyntaxError" in prompts[1] and "health check" not in prompts[0]
+    repo = git.Repo(project / "server")
+    assert [c.summary for c in repo.iter_commits()] == [f"fix: {BUG_ID}", "order book"]
+    committed = repo.head.commit.tree["server.py"].data_stream.read().decode()
+    assert NEW in committed and BROKEN not in committed
+    assert record.health is not None and record.health.healthy and record.health.after_commit == entry.commit
+
+
+# --- outside the repository, inside .git, commits and pushes (opencode) ---------------------------------
+
+
+def test_opencode_writing_outside_and_into_git_committing_and_pushing_leaves_one_fix_and_no_push(
+    approved: Path, tmp_path: Path
+) -> None:
+    steps: list[tuple[str, dict[str, Any]]] = []
+    results: list[str] = []
+
+    def respond(body: dict[str, Any]) -> openai.Reply:
+        if "edit" not in {tool["function"]["name"] for tool in body.get("tools") or []}:
+            return openai.text_reply("Fix the order book")
+        done = [m.get("content") or "" for m in body.get("messages") or [] if m.get("role") == "tool"]
+        results[:] = [str(content) for content in done]
+        if len(done) < len(steps):
+            return openai.tool_call_reply(*steps[len(done)])
+        return openai.text_reply(DONE)
+
+    with openai.FakeOpenAI(respond) as fake:
+        project, env = copy_of(approved, tmp_path, "opencode", fake.base_url)
+        server = project / "server"
+        remote = tmp_path / "remote.git"
+        git.Repo.init(remote, bare=True)
+        repo = git.Repo(server)
+        repo.create_remote("origin", str(remote))
+        repo.git.push("origin", "HEAD:refs/heads/main")
+        published = git.Repo(remote).heads.main.commit.hexsha
+        outside = project / "outside.txt"
+        hook = server / ".git" / "hooks" / "pre-commit"
+        marker = tmp_path / "hook-ran"
+        identity = "git -c user.name=agent -c user.email=agent@example.com"
+        steps += [
+            ("read", {"filePath": str(server / "server.py")}),
+            ("edit", {"filePath": str(server / "server.py"), "oldString": OLD, "newString": NEW}),
+            ("write", {"filePath": str(outside), "content": "escaped"}),
+            ("write", {"filePath": str(hook), "content": f"#!/bin/sh\ntouch {marker}\n"}),
+            ("bash", {"command": f"{identity} commit --no-verify -qam wip", "description": "commit"}),
+            ("bash", {"command": "git push origin HEAD:refs/heads/main", "description": "push"}),
+            ("bash", {"command": f"env git push {remote} HEAD:refs/heads/main", "description": "push"}),
+        ]
+        record = fix(project, env)
+
+    (entry,) = record.bugs
+    assert entry.status == "committed" and entry.files_changed == ["server.py"]
+    assert not outside.exists(), results[2]  # refused by opencode: outside the repository
+    assert not hook.exists() and not marker.exists()
+    assert git.Repo(remote).heads.main.commit.hexsha == published  # no push reached the remote
+    assert [c.summary for c in repo.iter_commits()] == [f"fix: {BUG_ID}", "order book"]
+    assert repo.head.commit.stats.files.keys() == {"server.py"}
+    assert ".git/hooks/pre-commit: created by the agent; removed" in entry.undone
+    assert "1 commit(s) made by the agent itself: folded back into the one fix commit" in entry.undone
+    assert not repo.is_dirty(untracked_files=True)
+
+
+# --- no promise (Claude Code) ----------------------------------------------------------------------------
+
+
+def test_claude_code_without_a_promise_is_unresolved_restored_and_its_output_kept(
+    approved: Path, tmp_path: Path
+) -> None:
+    said = "I could not finish: list_orders needs a migration first."
+
+    def respond(body: dict[str, Any]) -> anthropic.Reply:
+        if "Edit" not in anthropic.tool_names(body):
+            return anthropic.text_reply("Fix the order book")
+        server_py = str(project / "server" / "server.py")
+        done = len(anthropic.tool_results(body))
+        if done == 0:
+            return anthropic.tool_use_reply("Read", {"file_path": server_py})
+        if done == 1 and OLD in (project / "server" / "server.py").read_text():
+            return claude_edit(server_py, OLD, NEW)
+        return anthropic.text_reply(said)
+
+    with anthropic.FakeAnthropic(respond) as fake:
+        project, env = copy_of(approved, tmp_path, "claude-code", fake.base_url, max_iterations=2)
+        record = fix(project, env, expect_rc=1)  # a bug left unresolved
+
+    (entry,) = record.bugs
+    assert (entry.status, entry.iterations, entry.commit) == ("unresolved", 2, None)
+    assert [run.promise for run in entry.runs] == [False, False]
+    assert "no completion promise after 2 run(s)" in (entry.reason or "") and said in (entry.reason or "")
+    assert entry.files_changed == ["server.py"]
+    assert OLD in (project / "server" / "server.py").read_text()  # restored
+    repo = git.Repo(project / "server")
+    assert len(list(repo.iter_commits())) == 1 and not repo.is_dirty(untracked_files=True)
+    (run,) = list_runs(project / "runs")
+    for agent_run in entry.runs:
+        assert said in (run.root / agent_run.log).read_text()
+
+
+# --- a hung agent (opencode) -------------------------------------------------------------------------------
+
+
+def processes_with(marker: str) -> list[int]:
+    """Pids of live processes whose environment holds `marker` (Linux /proc)."""
+    found = []
+    needle = marker.encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture
+def release() -> Iterator[threading.Event]:
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads processes' environments in /proc")
+def test_a_hung_opencode_is_stopped_at_the_timeout_with_everything_it_started(
+    approved: Path, tmp_path: Path, release: threading.Event
+) -> None:
+    asked = threading.Event()
+
+    def respond(body: dict[str, Any]) -> openai.Reply:
+        if "edit" not in {tool["function"]["name"] for tool in body.get("tools") or []}:
+            return openai.text_reply("Fix the order book")
+        asked.set()
+        release.wait(timeout=90)  # the model never answers while the agent runs
+        return openai.text_reply(DONE)
+
+    with openai.FakeOpenAI(respond) as fake:
+        project, env = copy_of(approved, tmp_path, "opencode", fake.base_url, timeout_s=8)
+        marker = f"MCPIPECHEKR_TEST_RUN={uuid.uuid4().hex}"
+        key, value = marker.split("=", 1)
+        env[key] = value
+        record = fix(project, env, expect_rc=1)
+        assert asked.is_set(), "opencode never reached the scripted provider"
+        assert processes_with(marker) == [], "the agent's processes outlived the fix"
+    (entry,) = record.bugs
+    assert entry.status == "unresolved" and entry.runs[0].timed_out
+    assert "timed out" in (entry.reason or "")
+    assert 8 <= entry.runs[0].elapsed_s < 40
+    assert not git.Repo(project / "server").is_dirty(untracked_files=True)
+    assert os.environ.get(key) is None
