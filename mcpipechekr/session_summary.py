@@ -194,8 +194,8 @@ def _what_was_fixed(facts: list[_RunFacts]) -> list[str]:
         elif health.healthy:
             lines.append(f"Server after the fixes: healthy, {health.tools} tool(s).")
         else:
-            after = f" after commit {health.after_commit[:12]}" if health.after_commit else ""
-            lines.append(f"Server after the fixes: UNHEALTHY{after}: {_md(health.error)}")
+            at = f" at {health.after_commit[:12]}" if health.after_commit else ""
+            lines.append(f"Server UNHEALTHY{at} with the fix agent's changes undone: {_md(health.error)}")
         if record.finished_at is None:
             lines.append(
                 "The fix loop did not finish (interrupted or crashed); the record shows what it did."

@@ -709,5 +709,6 @@ def test_session_summary_lists_the_fix_commits_and_the_health_after_them(
     )
     write_model(run_dir.fix_record, broken)
     text = write_session_summary([run_dir], run_dir.session_summary).read_text()
-    assert "Server after the fixes: UNHEALTHY after commit 9f2c4e1d0000: server exited with code 1" in text
+    unhealthy = "Server UNHEALTHY at 9f2c4e1d0000 with the fix agent's changes undone: server exited with"
+    assert unhealthy in text
     assert "The fix loop did not finish" in text

@@ -28,16 +28,19 @@ def fix_command(ctx: click.Context, run: str, again: bool, **_: object) -> None:
     review's fix order, the agent configured under `fix:` runs in
     server.repo with the same prompt, each time in a fresh process, until it
     prints <promise>COMPLETE</promise> or fix.max_iterations runs are spent.
-    A completed bug is committed as `fix: <bug id>` with only the files the
-    agent changed (never pushed); an unresolved one is undone. After each
-    commit the server is restarted and must pass its health check, and the
-    bug's finding in the findings home is marked fix-claimed (later runs
-    verify it).
+    Before a completed bug is committed, the server is restarted on the
+    change and must pass its health check (a failure is fed back to the next
+    run, like failing fix.test_command tests). It is then committed as
+    `fix: <bug id>` with only the files the agent changed (never pushed), and
+    the bug's finding in the findings home is marked fix-claimed (later runs
+    verify it); an unresolved bug is undone. git's hooks, config and info/
+    are put back after every agent run, and the agent's git cannot push.
 
     Writes fix.json, and prompts and agent logs under fix/, in the run folder.
     Exits 0 when every bug was committed (or there was none), 1 when some
     stayed unresolved, 2 when the report is not approved, the repository is
-    not clean, or the server is unhealthy after a fix (the commit is named).
+    not clean, or the server is unhealthy even with the agent's changes
+    undone.
     """
     config = effective_config(ctx)
     record = fix_step(config, resolve_run(ctx, run, config), again=again)

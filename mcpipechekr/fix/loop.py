@@ -99,13 +99,13 @@ def run_fix_loop(
 ) -> FixRecord:
     """Fix the approved bugs of `run_dir` in `config.server.repo`; write and return fix.json's record.
 
-    `server` is the harness's live server, restarted after each commit; without
+    `server` is the harness's live server, restarted on each change to check; without
     one, a fresh server is started and stopped for each health check. `again`
     allows a second fix loop on a run that already has a finished fix.json.
 
     Raises UserError when the report is not approved (or the approval is
     stale), the repository is missing or has uncommitted tracked changes, or
-    the agent cannot run; ServerHalt when the server is unhealthy after a fix.
+    the agent cannot run; ServerHalt when the server is unhealthy with the agent's changes undone.
     """
     out = console or default_console
     review, report = approved_report(run_dir)

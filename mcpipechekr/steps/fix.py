@@ -2,8 +2,8 @@
 
 The claim is part of the step, not of a front end: whichever front end ran
 the fix loop, a committed fix turns its bug's finding fix-claimed, so later
-runs verify it (three greens close it). Commits made before a fix broke the
-server, or before Ctrl-C, stand in the repository and are claimed too.
+runs verify it (three greens close it). Commits made before the loop halted
+on a broken server, or before Ctrl-C, stand in the repository and are claimed too.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def fix_step(config: Config, run_dir: RunDir, *, again: bool = False, out: Conso
 
     `again` runs it on a report that was already fixed. Raises what the loop
     raises (UserError when the report is not approved, ServerHalt when a fix
-    leaves the server unhealthy), after claiming the commits it made.
+    leaves the server unhealthy with its changes undone), after claiming the commits it made.
     """
     from mcpipechekr.fix.loop import run_fix_loop
 
