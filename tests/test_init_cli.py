@@ -76,6 +76,11 @@ def test_init_from_a_command_writes_files_that_reach_the_server(workdir):
     assert (config.server.name, config.server.cwd) == ("proj", str(workdir))  # cwd: where init was run
     tasks = load_tasks(workdir / "proj" / "tasks.yaml")
     assert tasks.task_ids() == ["example-task"]
+    # the commented fix.test_command is a working setting once uncommented
+    (workdir / "proj" / "config.yaml").write_text(text.replace("  # test_command: ", "  test_command: "))
+    enabled = load_config(workdir / "proj" / "config.yaml", environ={})
+    assert enabled.fix.test_command == "{python} -m pytest -q"
+    (workdir / "proj" / "config.yaml").write_text(text)
 
     # The written server section really reaches the server: a task naming a missing tool is caught.
     task_text = (workdir / "proj" / "tasks.yaml").read_text(encoding="utf-8")

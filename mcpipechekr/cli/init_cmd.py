@@ -271,6 +271,7 @@ def render_config(
         "  agent: opencode",
         "  max_iterations: 5   # agent runs per bug before it is recorded as unresolved",
         "  timeout_s: 1800     # one agent run",
+        "  # test_command: \"{python} -m pytest -q\"   # the repository's tests: must pass before a commit",
         "",
     ]
     return "\n".join(lines)
