@@ -14,8 +14,11 @@ calls one or both of:
   reads green; the task set in the binding keeps such a run from continuing
   a streak earned on the full set.
 - `verify_registered_probes(home, server, run_id=…)`: every such finding whose
-  last verification ran a manifest case runs that case again (same manifest,
-  same case) against the run's server, through `verify.verify_finding`.
+  last credited verification ran a manifest case runs that case again (same
+  manifest, same case) against the run's server, through
+  `verify.verify_finding`.
+
+Every verification recorded here has the origin `loop`: it is credited.
 
 Both return a `RunVerification`: its transitions, what could not be verified
 and why, and the regressions (closed findings that failed again) that the
@@ -122,6 +125,7 @@ def verify_from_bug_report(
                 binding=sha256_json(binding),
                 binding_json=binding,
                 probe=RUN_EVALUATION,
+                origin="loop",
                 reason=None if passed else "bug-reported-again",
             )
         )
@@ -152,7 +156,7 @@ def verify_registered_probes(home: Home, server: ServerConfig, *, run_id: str) -
             outcome.skipped[finding.id] = f"its manifest {manifest} is gone"
             continue
         try:
-            result = verify_finding(home, finding, case_id, manifest, server, run_id=run_id)
+            result = verify_finding(home, finding, case_id, manifest, server, origin="loop", run_id=run_id)
         except UserError as exc:
             outcome.skipped[finding.id] = exc.format_message().splitlines()[0]
             continue

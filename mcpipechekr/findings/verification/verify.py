@@ -18,7 +18,10 @@ What is recorded, and when nothing is:
   nothing either;
 - otherwise the result goes to `lifecycle.states.record_verification`, which moves
   the finding (see `lifecycle/states.py`), under a run id that is new for every run
-  unless the caller passes one (a replay of a recorded id changes nothing).
+  unless the caller passes one (a replay of a recorded id changes nothing), and
+  with the run's origin: `cli` for a person's `mcpipechekr verify`, `loop` for
+  the loop's reruns, `serve` for `verify_fix` of `mcpipechekr serve`, whose
+  runs are recorded as advisory and move nothing.
 
 Only a reason token (`error-returned`, `timeout`, …) is stored; the failure
 details are shown to whoever ran the command, with configured secrets redacted.
@@ -39,7 +42,12 @@ from mcpipechekr.check.functional import run_functional
 from mcpipechekr.config import CheckConfig, Config, ServerConfig
 from mcpipechekr.errors import ServerHalt, UserError
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.lifecycle.states import CLOSING_STREAK, Transition, record_verification
+from mcpipechekr.findings.lifecycle.states import (
+    CLOSING_STREAK,
+    Transition,
+    VerificationOrigin,
+    record_verification,
+)
 from mcpipechekr.findings.verification.case_manifest import (
     case_asserts_result,
     load_manifest,
@@ -84,6 +92,12 @@ class VerifyResult:
         transition = self.transition
         if transition is None:
             head += f"; not recorded: {self.not_recorded}"
+        elif transition.advisory:
+            head += (
+                f"; advisory, not credited: still {transition.to_state}, streak "
+                f"{transition.streak}/{CLOSING_STREAK} (only `mcpipechekr verify` and the loop's runs "
+                "move a finding)"
+            )
         elif transition.replayed:
             head += f"; run {transition.run_id} was already recorded, nothing changed ({transition.to_state})"
         else:
@@ -115,15 +129,17 @@ def verify_finding(
     manifest_path: Path,
     server: ServerConfig,
     *,
+    origin: VerificationOrigin,
     timeout_s: float | None = None,
     attempts: int | None = None,
     run_id: str | None = None,
 ) -> VerifyResult:
     """Run the case and record the result; see the module docstring for when nothing is recorded.
 
-    `finding` is its id, or the finding itself when the caller has it loaded.
-    Raises UserError for bad input (unknown finding, manifest problems, a case
-    that cannot run) and TransportFailure when the server cannot be reached.
+    `finding` is its id, or the finding itself when the caller has it loaded;
+    `origin` says who started the run (`lifecycle/states.py`). Raises
+    UserError for bad input (unknown finding, manifest problems, a case that
+    cannot run) and TransportFailure when the server cannot be reached.
     """
     if isinstance(finding, str):
         finding = find_finding(home, finding)
@@ -178,6 +194,7 @@ def verify_finding(
         binding=before.fingerprint,
         binding_json=before.model_dump(mode="json"),
         probe=probe_label(manifest_path, case.id),
+        origin=origin,
         attempts=done,
         reason=outcome.reason,
     )

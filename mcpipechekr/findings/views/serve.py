@@ -7,7 +7,8 @@ Four tools, each a thin call into the same library as the CLI:
   is the same "evidence unavailable" error the CLI exits 3 with;
 - `generate_case`: writes a verification manifest, like `mcpipechekr generate`;
 - `verify_fix`: runs a manifest's case against a server command or URL and
-  records the result, like `mcpipechekr verify`, answering its report lines.
+  records the result as advisory (origin `serve`: it moves nothing in the
+  lifecycle), answering the report lines of `mcpipechekr verify`.
 
 Failures come back as tool errors (`isError: true`) whose text is the CLI's
 message, so an agent reads what a person would. The findings home is the one
@@ -121,8 +122,8 @@ def build_server(home: Home) -> MCPServer:
         """Run a manifest's case against the server and record the result; returns the verdict lines.
 
         Give the stdio server as `command` (e.g. ["python", "server.py"]) or a
-        streamable-HTTP `url`. Green extends the streak (three in a row close the
-        finding); red reopens it, with `reason=` and a `hint:` line.
+        streamable-HTTP `url`. The result is recorded as advisory: it does not move
+        the finding. A red names `reason=` and a `hint:` line.
         """
 
         def verify() -> str:
@@ -131,7 +132,9 @@ def build_server(home: Home) -> MCPServer:
             server = resolve_server(
                 None, command=shlex.join(command) if command else None, url=url, base_dir=Path.cwd()
             )
-            result = verify_finding(home, finding_id, case, Path(manifest), server, run_id=run_id)
+            result = verify_finding(
+                home, finding_id, case, Path(manifest), server, origin="serve", run_id=run_id
+            )
             return "\n".join(result.lines())
 
         return _answer(verify)
