@@ -16,10 +16,14 @@ from mcpipechekr.config import ServerConfig
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.states import (
+    Transition,
     VerificationConflict,
+    VerificationOrigin,
     claim_fix,
     close_manually,
     current_state,
+    last_probe,
+    probe_followed,
     record_verification,
     regression_stats,
     standings,
@@ -32,8 +36,12 @@ from mcpipechekr.findings.verification.reverify import claim_bug_fix, verify_fro
 FID = "finding-00112233445566aa"
 
 
-def verify(home: Home, run: str, passed: bool, binding: str = "bind-a"):
-    return record_verification(home, FID, run_id=run, passed=passed, binding=binding, probe="m.yaml#c")
+def verify(
+    home: Home, run: str, passed: bool, binding: str = "bind-a", origin: VerificationOrigin = "cli"
+) -> Transition:
+    return record_verification(
+        home, FID, run_id=run, passed=passed, binding=binding, probe="m.yaml#c", origin=origin
+    )
 
 
 def test_a_finding_without_history_is_open_and_nothing_is_created(home: Home) -> None:
@@ -119,6 +127,49 @@ def test_replaying_a_run_adds_no_credit_and_a_conflicting_result_is_refused(home
     with pytest.raises(VerificationConflict, match="another credit binding"):
         verify(home, "run-1", True, "bind-b")
     assert current_state(home, FID) == ("verifying", 1)
+
+
+def test_runs_started_through_serve_are_recorded_and_move_nothing(home: Home) -> None:
+    greens = [verify(home, f"serve-{n}", True, origin="serve") for n in range(4)]
+    assert all(g.advisory and (g.from_state, g.to_state, g.streak) == ("open", "open", 0) for g in greens)
+    assert current_state(home, FID) == ("open", 0)
+    verify(home, "cli-1", True)
+    verify(home, "loop-1", True, origin="loop")
+    red = verify(home, "serve-red", False, origin="serve")
+    assert (red.to_state, red.streak, red.regression, red.reopened) == ("verifying", 2, False, False)
+    assert verify(home, "serve-5", True, origin="serve").to_state == "verifying"  # not a third green
+    assert verify(home, "loop-2", True, origin="loop").to_state == "closed"
+    red_on_closed = verify(home, "serve-red-2", False, origin="serve")
+    assert (red_on_closed.to_state, red_on_closed.regression) == ("closed", False)
+    assert current_state(home, FID) == ("closed", 3)
+    assert regression_stats(home).regressions == 0
+    with sqlite3.connect(home.lifecycle_db) as db:
+        rows = db.execute("SELECT origin, passed, credited FROM verifications ORDER BY rowid").fetchall()
+        events = db.execute("SELECT detail FROM lifecycle_events WHERE kind = 'verification'").fetchall()
+    assert rows == [("serve", 1, 0)] * 4 + [
+        ("cli", 1, 1),
+        ("loop", 1, 1),
+        ("serve", 0, 0),
+        ("serve", 1, 0),
+        ("loop", 1, 1),
+        ("serve", 0, 0),
+    ]
+    assert events == [("cli-1",), ("loop-1",), ("loop-2",)]
+    replay = verify(home, "serve-0", True, origin="serve")
+    assert replay.replayed and replay.advisory
+
+
+def test_the_loop_follows_only_a_case_a_credited_run_used(home: Home) -> None:
+    record_verification(
+        home, FID, run_id="s1", passed=True, binding="b", probe="/h/cases/x.yaml#c", origin="serve"
+    )
+    assert last_probe(home, FID) is None and not probe_followed(home, "/h/cases/x.yaml#c")
+    record_verification(home, FID, run_id="p1", passed=True, binding="b", probe="/p/m.yaml#c", origin="cli")
+    record_verification(
+        home, FID, run_id="s2", passed=True, binding="b", probe="/h/cases/x.yaml#c", origin="serve"
+    )
+    assert last_probe(home, FID) == "/p/m.yaml#c"
+    assert probe_followed(home, "/p/m.yaml#c") and not probe_followed(home, "/h/cases/x.yaml#c")
 
 
 def test_claiming_the_same_commit_twice_changes_nothing(home: Home) -> None:

@@ -19,7 +19,7 @@ from mcpipechekr.findings.lifecycle.migrations import (
     migrate,
     schema_version,
 )
-from mcpipechekr.findings.lifecycle.states import claim_fix, current_state, lifecycle_db
+from mcpipechekr.findings.lifecycle.states import claim_fix, current_state, last_probe, lifecycle_db
 
 FID = "finding-00112233445566aa"
 
@@ -47,6 +47,7 @@ COLUMNS = {
         "probe",
         "attempts",
         "credited",
+        "origin",
     ],
     "findings": ["id", "origin", "bug_id", "body", "sightings", "registered_at", "updated_at"],
     "annotations": ["id", "event_id", "kind", "note", "created_at", "status", "finding_id"],
@@ -114,6 +115,23 @@ def test_a_file_from_before_versioning_is_version_1_and_keeps_its_rows(tmp_path:
         assert db.execute("SELECT detail FROM lifecycle_events").fetchall() == [("abc123",)]
     claim_fix(home, FID, "def456")  # and it is written to as before
     assert current_state(home, FID) == ("fix-claimed", 0)
+
+
+def test_verifications_from_before_origins_keep_their_effect_and_read_loop_or_unknown(tmp_path: Path) -> None:
+    home = Home(tmp_path / "home")
+    v1_file(home)
+    with sqlite3.connect(home.lifecycle_db) as db:
+        for run, probe in (("run-1", "run-evaluation"), ("cli-1", "/p/m.yaml#c")):
+            db.execute(
+                "INSERT INTO verifications (run_id, finding_id, at, passed, reason, binding, binding_json, "
+                "probe, attempts, credited) VALUES (?, ?, '2026-01-02T03:04:05+00:00', 1, NULL, 'b', '{}', "
+                "?, 1, 1)",
+                (run, FID, probe),
+            )
+    with lifecycle_db(home) as db:
+        rows = db.execute("SELECT run_id, origin, credited FROM verifications ORDER BY run_id").fetchall()
+    assert rows == [("cli-1", "unknown", 1), ("run-1", "loop", 1)]
+    assert last_probe(home, FID) == "/p/m.yaml#c"
 
 
 def test_a_file_where_only_the_lifecycle_ran_gains_the_stores_tables(tmp_path: Path) -> None:

@@ -18,10 +18,13 @@ from click.testing import Result
 from findings_sessions import cli
 
 from mcpipechekr.artifacts.findings import Finding
+from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.states import claim_fix, current_state
 from mcpipechekr.findings.lifecycle.store import lifecycle_connection, upsert_finding
+from mcpipechekr.findings.verification.generate import generate_case_file
 from mcpipechekr.findings.verification.reverify import verify_registered_probes
+from mcpipechekr.findings.verification.verify import verify_case_file
 from mcpipechekr.server.target import resolve_server
 
 SERVERS = Path(__file__).parent / "servers"
@@ -345,3 +348,35 @@ def test_each_loop_run_reruns_the_recorded_case_and_reports_a_regression(
     claim_fix(home, LOOKUP, "beef00")
     gone = verify_registered_probes(home, target, run_id="run-20250601-010")
     assert gone.skipped[LOOKUP] == f"its manifest {manifest} is gone"
+
+
+def test_a_case_file_in_the_home_is_followed_by_the_loop_only_once_a_person_verified_with_it(
+    home: Home, server: Path, tmp_path: Path
+) -> None:
+    register(home)
+    target = resolve_server(None, command=str(server), base_dir=tmp_path)
+    made = generate_case_file(home, LOOKUP, confirm_read_only=True, arguments={"key": "k1"})
+    assert made.path == home.root / "cases" / f"{LOOKUP}.yaml" and made.case_id == LOOKUP
+    assert made.path.read_text() == made.text and "    key: k1\n" in made.text
+    assert generate_case_file(home, LOOKUP, confirm_read_only=True, arguments={"key": "k1"}) == made
+    with pytest.raises(UserError, match="finding_id must be a finding id"):
+        generate_case_file(home, "../" + LOOKUP, confirm_read_only=True)
+
+    advisory = verify_case_file(home, LOOKUP, target, origin="serve")
+    assert advisory.passed and advisory.transition is not None and advisory.transition.advisory
+    claim_fix(home, LOOKUP, "c0ffee")
+    waiting = verify_registered_probes(home, target, run_id="run-20250601-001")
+    assert not waiting.transitions
+    assert waiting.skipped[LOOKUP].startswith(
+        f"no verification case recorded yet: `mcpipechekr serve` drafted {made.path}"
+    )
+
+    assert verify(LOOKUP, made.path, str(server)).exit_code == 0  # a person adopts the case
+    with pytest.raises(UserError, match="the loop reruns it: it is not replaced"):
+        generate_case_file(home, LOOKUP, confirm_read_only=True, arguments={"key": "anything-green"})
+    assert made.path.read_text() == made.text
+    assert generate_case_file(home, LOOKUP, confirm_read_only=True, arguments={"key": "k1"}) == made
+    followed = verify_registered_probes(home, target, run_id="run-20250601-002")
+    assert [(t.finding_id, t.passed, t.streak, t.advisory) for t in followed.transitions] == [
+        (LOOKUP, True, 2, False)
+    ]

@@ -424,7 +424,13 @@ def test_the_fix_step_claims_the_commit_made_before_a_halt_and_claims_nothing_wh
     assert {f.bug_id: f.state for f in load_findings(home)} == {FTS_ID: "fix-claimed", GAP_ID: "open"}
 
     record_verification(
-        home, bug_finding_id(FTS_ID), run_id="run-20990101-001", passed=True, binding="b", probe="p"
+        home,
+        bug_finding_id(FTS_ID),
+        run_id="run-20990101-001",
+        passed=True,
+        binding="b",
+        probe="p",
+        origin="loop",
     )
     with pytest.raises(UserError, match="already fixed"):
         fix_step(config, run)  # an earlier invocation's commits are not claimed again

@@ -123,7 +123,20 @@ def load_yaml(
         raise ConfigFileError([Problem(shown, None, f"{what} not found")]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigFileError([Problem(shown, None, f"cannot read {what}: {exc}")]) from None
+    return parse_yaml(text, path, what=what, top=top, shape=shape)
 
+
+def parse_yaml(
+    text: str,
+    path: str | Path,
+    *,
+    what: str = "file",
+    top: Literal["mapping", "list"] = "mapping",
+    shape: str | None = None,
+) -> YamlDocument:
+    """`load_yaml` for text already read (by a caller that reads files its own way); `path` names it."""
+    path = Path(path)
+    shown = display_path(path)
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()

@@ -40,15 +40,17 @@ def _stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
+config_option = click.option(
+    "--config",
+    "config_path",
+    type=_PATH,
+    default=DEFAULT_CONFIG_FILE,
+    show_default=True,
+    help="The config file. Relative paths inside it are taken from its folder.",
+)
+
 config_options = _stack(
-    click.option(
-        "--config",
-        "config_path",
-        type=_PATH,
-        default=DEFAULT_CONFIG_FILE,
-        show_default=True,
-        help="The config file. Relative paths inside it are taken from its folder.",
-    ),
+    config_option,
     click.option(
         "--tasks",
         "tasks_path",

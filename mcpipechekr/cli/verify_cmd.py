@@ -109,6 +109,7 @@ def verify_command(
         case_id,
         manifest_path,
         server,
+        origin="cli",
         timeout_s=timeout_s,
         attempts=attempts,
         run_id=run_id,

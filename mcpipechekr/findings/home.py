@@ -14,6 +14,7 @@ from pathlib import Path
 
 HOME_ENV = "MCPIPECHEKR_HOME"
 DEFAULT_HOME = Path(".mcpipechekr")
+CASES_FOLDER = "cases"
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,11 @@ class Home:
     def lifecycle_db(self) -> Path:
         """Authoritative: registered findings, annotations, lifecycle states, verification evidence."""
         return self.root / "lifecycle.db"
+
+    @property
+    def cases(self) -> Path:
+        """Verification manifests `mcpipechekr serve` writes and runs, one per finding (`<id>.yaml`)."""
+        return self.root / CASES_FOLDER
 
     @property
     def salt_file(self) -> Path:

@@ -120,6 +120,21 @@ def m002_verifications_by_finding(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX verifications_finding ON verifications (finding_id, at)")
 
 
+@migration
+def m003_verification_origin(db: sqlite3.Connection) -> None:
+    """Record who started each verification: `cli`, `loop` or `serve` (see `lifecycle/states.py`).
+
+    Only runs the harness started on the project's own target may move a
+    finding; a run started through `mcpipechekr serve` is kept as advisory
+    evidence. A run recorded before origins were kept is `loop` when it was a
+    run evaluation (only the loop records those) and `unknown` otherwise: a
+    person's `verify` and the loop's reruns of a case cannot be told apart
+    afterwards. Those rows keep every effect they had.
+    """
+    db.execute("ALTER TABLE verifications ADD COLUMN origin TEXT NOT NULL DEFAULT 'unknown'")
+    db.execute("UPDATE verifications SET origin = 'loop' WHERE probe = 'run-evaluation'")
+
+
 LATEST = len(MIGRATIONS)
 """The version a file has once every migration this code knows has run."""
 

@@ -21,6 +21,25 @@ result is a replay and changes nothing; the same id with a different result
 is refused (`VerificationConflict`). Transport failures never reach this
 module: no evidence is recorded for a run that could not reach the server.
 
+Every verification run also has an origin, who started it:
+
+- `cli`: a person ran `mcpipechekr verify`, naming the server;
+- `loop`: the loop judged a finding by its run (`reverify.py`): the run's bug
+  report, or a case rerun against the project's configured server;
+- `serve`: an MCP client of `mcpipechekr serve` (a coding agent checking its
+  own fix) called `verify_fix`.
+
+Only `cli` and `loop` runs are credited: they move the finding as described
+above. A `serve` run is advisory: it is recorded (a `verifications` row with
+its origin, `credited` 0) and its verdict is shown to the agent, but it moves
+nothing: a green never starts or extends a streak, so it never closes a
+finding, and a red neither reopens a finding nor counts as a regression. The
+harness already runs a `serve` verification on the configured server only,
+but the agent chooses the case's values and expectation and may be the one
+whose fix is judged; the loop's next run, or a person, gives the verdict that
+counts. Nor is a `serve` run's case the one the loop reruns (`last_probe`
+skips them) until a person has verified with it.
+
 Storage: the `lifecycle_events` and `verifications` tables of lifecycle.db
 (schema in `migrations.py`; WAL mode, one short IMMEDIATE transaction per
 move, so concurrent verifiers serialize instead of losing updates). They store identifiers, hashes and
@@ -34,6 +53,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Literal
 
 import orjson
 
@@ -49,6 +69,12 @@ CLOSING_STREAK = 3
 
 BUSY_TIMEOUT_S = 30.0
 """How long a connection waits for another writer's transaction before failing."""
+
+VerificationOrigin = Literal["cli", "loop", "serve"]
+"""Who started a verification run (see the module docstring)."""
+
+CREDITED_ORIGINS: frozenset[str] = frozenset({"cli", "loop"})
+"""Origins whose runs move a finding; a run of any other origin is recorded as advisory."""
 
 
 class VerificationConflict(UserError):
@@ -81,10 +107,12 @@ class Transition:
     """A green whose binding differs from the streak's: the count started again at 1."""
     replayed: bool = False
     """This run id was already recorded with the same result: nothing changed."""
+    advisory: bool = False
+    """Recorded, not credited (a `serve` run): the finding did not move."""
 
     @property
     def reopened(self) -> bool:
-        return not self.passed and self.from_state in ("verifying", "closed")
+        return not self.passed and not self.advisory and self.from_state in ("verifying", "closed")
 
 
 @dataclass(frozen=True)
@@ -237,16 +265,20 @@ def record_verification(
     binding: str,
     binding_json: dict[str, object] | None = None,
     probe: str,
+    origin: VerificationOrigin,
     attempts: int = 1,
     reason: str | None = None,
 ) -> Transition:
-    """Record one verification run's result and move the finding; returns what happened.
+    """Record one verification run's result and, for a credited origin, move the finding.
 
     `binding` is the credit binding's fingerprint (`CreditBinding.fingerprint`);
-    `probe` says what ran (`manifest:case` or `run-evaluation`), so the loop
-    can run it again. Raises VerificationConflict when `run_id` was recorded
-    for this finding with the other result.
+    `probe` says what ran (`manifest#case` or `run-evaluation`), so the loop
+    can run it again; `origin` says who started the run: a `serve` run is
+    recorded and moves nothing (see the module docstring). Raises
+    VerificationConflict when `run_id` was recorded for this finding with the
+    other result.
     """
+    credited = origin in CREDITED_ORIGINS
     with lifecycle_db(home) as connection, _transaction(connection):
         before = _standing(connection, finding_id)
         seen = connection.execute(
@@ -270,12 +302,13 @@ def record_verification(
                 before.streak,
                 reason=seen[2],
                 replayed=True,
+                advisory=not credited,
             )
-        after, fresh = _next(before, passed, binding)
-        regression = not passed and before.state == "closed"
+        after, fresh = _next(before, passed, binding) if credited else (before, False)
+        regression = credited and not passed and before.state == "closed"
         connection.execute(
             "INSERT INTO verifications (run_id, finding_id, at, passed, reason, binding, binding_json, "
-            "probe, attempts, credited) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "probe, attempts, credited, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 run_id,
                 finding_id,
@@ -286,12 +319,14 @@ def record_verification(
                 orjson.dumps(binding_json or {}, option=orjson.OPT_SORT_KEYS).decode(),
                 probe,
                 attempts,
-                int(passed),
+                int(passed and credited),
+                origin,
             ),
         )
-        _append_event(
-            connection, finding_id, "verification", before, after, regression=regression, detail=run_id
-        )
+        if credited:
+            _append_event(
+                connection, finding_id, "verification", before, after, regression=regression, detail=run_id
+            )
     return Transition(
         finding_id,
         run_id,
@@ -302,6 +337,7 @@ def record_verification(
         reason=reason,
         regression=regression,
         fresh_streak=fresh,
+        advisory=not credited,
     )
 
 
@@ -340,15 +376,34 @@ def close_manually(home: Home, finding: Finding, note: str) -> Transition:
 
 
 def last_probe(home: Home, finding_id: str) -> str | None:
-    """The probe (`manifest:case`) of the finding's latest verification, for the loop to rerun."""
+    """The probe (`manifest#case`) of the finding's latest verification, for the loop to rerun.
+
+    Runs started through `serve` are passed over: the loop reruns only a case
+    a person or the loop itself has verified with.
+    """
     if not home.lifecycle_db.exists():
         return None
     with lifecycle_db(home) as connection:
         row = connection.execute(
-            "SELECT probe FROM verifications WHERE finding_id = ? ORDER BY at DESC, rowid DESC LIMIT 1",
+            "SELECT probe FROM verifications WHERE finding_id = ? AND origin != 'serve' "
+            "ORDER BY at DESC, rowid DESC LIMIT 1",
             (finding_id,),
         ).fetchone()
     return row[0] if row is not None else None
+
+
+def probe_followed(home: Home, probe: str) -> bool:
+    """Whether a credited verification (not one started through `serve`) has run this probe.
+
+    The loop reruns such a probe, so `serve` never replaces its case file.
+    """
+    if not home.lifecycle_db.exists():
+        return False
+    with lifecycle_db(home) as connection:
+        row = connection.execute(
+            "SELECT 1 FROM verifications WHERE probe = ? AND origin != 'serve' LIMIT 1", (probe,)
+        ).fetchone()
+    return row is not None
 
 
 def regression_stats(home: Home, since: datetime | None = None) -> RegressionStats:

@@ -22,7 +22,14 @@ from typing import Any, Literal
 from pydantic import Field
 
 from mcpipechekr._util.fields import StrictModel
-from mcpipechekr._util.yamlsrc import ConfigFileError, Problem, YamlDocument, load_yaml, validate_document
+from mcpipechekr._util.yamlsrc import (
+    ConfigFileError,
+    Problem,
+    YamlDocument,
+    load_yaml,
+    parse_yaml,
+    validate_document,
+)
 from mcpipechekr.artifacts.findings import FINDING_ID_PATTERN
 from mcpipechekr.check.cases import Case, CasesFile, Expect, OptIn, _raw_problems, describe_case_loc
 
@@ -62,9 +69,14 @@ class LoadedManifest:
         return self.manifest.cases.index(case)
 
 
-def load_manifest(path: str | Path) -> LoadedManifest:
-    """Read and validate a manifest; raise ConfigFileError listing every problem as file:line: field."""
-    doc = load_yaml(path, what="verification manifest")
+def load_manifest(path: str | Path, *, text: str | None = None) -> LoadedManifest:
+    """Read and validate a manifest; raise ConfigFileError listing every problem as file:line: field.
+
+    `text` is the manifest when the caller has read it already (from the
+    home's cases folder, without following links); `path` then only names it.
+    """
+    what = "verification manifest"
+    doc = load_yaml(path, what=what) if text is None else parse_yaml(text, path, what=what)
     manifest = validate_document(
         doc,
         VerificationManifest,
@@ -72,6 +84,11 @@ def load_manifest(path: str | Path) -> LoadedManifest:
         describe=lambda loc: describe_case_loc(doc.data, loc),
     )
     return LoadedManifest(manifest, doc)
+
+
+def probe_label(manifest_path: Path, case_id: str) -> str:
+    """How a verification names its probe: the manifest's absolute path and the case, `PATH#CASE`."""
+    return f"{Path(manifest_path).resolve()}#{case_id}"
 
 
 def placeholder_problems(loaded: LoadedManifest, case: Case) -> list[Problem]:

@@ -10,11 +10,21 @@ answers are already ok, so it needs an expectation that looks at the result
 `verify` calls the tool repeatedly (see `probes.py`), so generating requires
 `--confirm-read-only`: the person generating the case says that calling the
 tool changes nothing worth protecting.
+
+`generate_case_file` is `mcpipechekr serve`'s `generate_case`: the same
+manifest, written to the finding's case file in the home's cases folder
+(`case_files.py`; the caller names no path), with the placeholders of the
+keys the caller gives filled in. It replaces an earlier case file of the
+finding, except one a credited verification ran: the loop reruns that one, so
+`serve` never changes it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -23,11 +33,19 @@ from mcpipechekr.artifacts.findings import Finding, shape_text
 from mcpipechekr.check.cases import Case, Expect
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.lifecycle.states import probe_followed
 from mcpipechekr.findings.lifecycle.store import load_finding
+from mcpipechekr.findings.verification.case_files import (
+    case_file,
+    read_case_file,
+    require_finding_id,
+    write_case_file,
+)
 from mcpipechekr.findings.verification.case_manifest import (
     MANIFEST_VERSION,
     VerificationManifest,
     asserts_result,
+    probe_label,
 )
 
 FALSE_SUCCESS_RULE = (
@@ -75,6 +93,58 @@ def generate_manifest(
     `expect` is the case's expectation (default `outcome: ok`); `expect_source`
     names where it came from in messages (the --expect file).
     """
+    finding, tool, expect = _case_inputs(home, finding_id, confirm_read_only, expect, expect_source)
+    if output.exists():
+        raise UserError(f"{output} already exists: choose another --output, or delete it to generate again")
+    atomic_write_text(output, render_manifest(finding, tool, expect, output))
+    return output
+
+
+@dataclass(frozen=True)
+class GeneratedCase:
+    """A case file written to the home's cases folder: where, the case's id, and the manifest's text."""
+
+    path: Path
+    case_id: str
+    text: str
+
+
+def generate_case_file(
+    home: Home,
+    finding_id: str,
+    *,
+    confirm_read_only: bool,
+    arguments: Mapping[str, Any] | None = None,
+    expect: Expect | None = None,
+    expect_source: str = "expect",
+) -> GeneratedCase:
+    """Write the finding's case file in the home's cases folder (see the module docstring).
+
+    `arguments` replaces the placeholders of the keys it names (and adds keys
+    the finding's argument shape lacks); the others stay `<fill: TYPE>`. The
+    same inputs write the same file. Raises UserError for a bad id, an
+    unknown finding, a missing confirmation, an expectation that cannot
+    verify a false success, or a case file the loop follows.
+    """
+    finding, tool, expect = _case_inputs(
+        home, require_finding_id(finding_id), confirm_read_only, expect, expect_source
+    )
+    path = case_file(home, finding.id)
+    case_id = case_id_for(finding)
+    text = render_manifest(finding, tool, expect, path, arguments=arguments)
+    if probe_followed(home, probe_label(path, case_id)) and read_case_file(home, finding.id) != text:
+        raise UserError(
+            f"{path} is the case a credited verification of {finding.id} ran, and the loop reruns it: "
+            "it is not replaced. Verify with it as it is, or ask a person to change it"
+        )
+    write_case_file(home, finding.id, text)
+    return GeneratedCase(path, case_id, text)
+
+
+def _case_inputs(
+    home: Home, finding_id: str, confirm_read_only: bool, expect: Expect | None, expect_source: str
+) -> tuple[Finding, str, Expect]:
+    """The finding, its tool and the case's expectation, each checked as generating requires."""
     finding = find_finding(home, finding_id)
     tool = require_probe(finding)
     if not confirm_read_only:
@@ -85,10 +155,7 @@ def generate_manifest(
     expect = expect or Expect()
     if finding.defect_class == "false_success" and not asserts_result(expect):
         raise UserError(f"{expect_source}: {FALSE_SUCCESS_RULE}")
-    if output.exists():
-        raise UserError(f"{output} already exists: choose another --output, or delete it to generate again")
-    atomic_write_text(output, render_manifest(finding, tool, expect, output))
-    return output
+    return finding, tool, expect
 
 
 def read_expect(path: Path) -> Expect:
@@ -101,14 +168,24 @@ def case_id_for(finding: Finding) -> str:
     return finding.id
 
 
-def render_manifest(finding: Finding, tool: str, expect: Expect, output: Path) -> str:
-    """The manifest's text: comments that say what to fill and how to run it, then the YAML."""
+def render_manifest(
+    finding: Finding,
+    tool: str,
+    expect: Expect,
+    output: Path,
+    *,
+    arguments: Mapping[str, Any] | None = None,
+) -> str:
+    """The manifest's text: comments that say what to fill and how to run it, then the YAML.
+
+    `arguments` are values that replace the placeholders of their keys.
+    """
     shape = finding.arg_shapes[0] if finding.arg_shapes else {}
     case = Case(
         id=case_id_for(finding),
         description=f"{finding.defect_class} on {tool} is fixed",
         tool=tool,
-        arguments={key: placeholder(kind) for key, kind in shape.items()},
+        arguments={**{key: placeholder(kind) for key, kind in shape.items()}, **(arguments or {})},
         expect=expect,
     )
     manifest = VerificationManifest(version=MANIFEST_VERSION, finding=finding.id, cases=[case])

@@ -14,8 +14,13 @@ calls one or both of:
   reads green; the task set in the binding keeps such a run from continuing
   a streak earned on the full set.
 - `verify_registered_probes(home, server, run_id=…)`: every such finding whose
-  last verification ran a manifest case runs that case again (same manifest,
-  same case) against the run's server, through `verify.verify_finding`.
+  last credited verification ran a manifest case runs that case again (same
+  manifest, same case) against the run's server, through
+  `verify.verify_finding`. A case only ever run through `mcpipechekr serve`
+  is not rerun: the agent chose its values and expectation, so a person
+  adopts it first with `mcpipechekr verify` (the skip reason says so).
+
+Every verification recorded here has the origin `loop`: it is credited.
 
 Both return a `RunVerification`: its transitions, what could not be verified
 and why, and the regressions (closed findings that failed again) that the
@@ -37,6 +42,7 @@ from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.states import Transition, claim_fix, last_probe, record_verification
 from mcpipechekr.findings.lifecycle.store import load_findings
 from mcpipechekr.findings.promotion.bugs import bug_finding_id
+from mcpipechekr.findings.verification.case_files import case_file
 from mcpipechekr.findings.verification.verify import verify_finding
 
 FOLLOWED_STATES = ("fix-claimed", "verifying", "closed")
@@ -122,6 +128,7 @@ def verify_from_bug_report(
                 binding=sha256_json(binding),
                 binding_json=binding,
                 probe=RUN_EVALUATION,
+                origin="loop",
                 reason=None if passed else "bug-reported-again",
             )
         )
@@ -142,9 +149,7 @@ def verify_registered_probes(home: Home, server: ServerConfig, *, run_id: str) -
         probe = last_probe(home, finding.id)
         if probe is None or probe == RUN_EVALUATION:
             if probe is None and finding.origin == "captured":
-                outcome.skipped[finding.id] = (
-                    "no verification case recorded yet: run `mcpipechekr generate` and `mcpipechekr verify`"
-                )
+                outcome.skipped[finding.id] = _no_case_yet(home, finding.id)
             continue
         path_text, _, case_id = probe.rpartition("#")
         manifest = Path(path_text)
@@ -152,7 +157,7 @@ def verify_registered_probes(home: Home, server: ServerConfig, *, run_id: str) -
             outcome.skipped[finding.id] = f"its manifest {manifest} is gone"
             continue
         try:
-            result = verify_finding(home, finding, case_id, manifest, server, run_id=run_id)
+            result = verify_finding(home, finding, case_id, manifest, server, origin="loop", run_id=run_id)
         except UserError as exc:
             outcome.skipped[finding.id] = exc.format_message().splitlines()[0]
             continue
@@ -161,3 +166,15 @@ def verify_registered_probes(home: Home, server: ServerConfig, *, run_id: str) -
         else:
             outcome.transitions.append(result.transition)
     return outcome
+
+
+def _no_case_yet(home: Home, finding_id: str) -> str:
+    """Why a captured finding was not verified: no credited case yet, and how to give it one."""
+    drafted = case_file(home, finding_id)
+    if drafted.is_file() and not drafted.is_symlink():
+        return (
+            f"no verification case recorded yet: `mcpipechekr serve` drafted {drafted}; check it, then run "
+            f"`mcpipechekr verify --finding {finding_id} --case {finding_id} --manifest {drafted}` "
+            "with the server after `--`"
+        )
+    return "no verification case recorded yet: run `mcpipechekr generate` and `mcpipechekr verify`"

@@ -18,7 +18,15 @@ What is recorded, and when nothing is:
   nothing either;
 - otherwise the result goes to `lifecycle.states.record_verification`, which moves
   the finding (see `lifecycle/states.py`), under a run id that is new for every run
-  unless the caller passes one (a replay of a recorded id changes nothing).
+  unless the caller passes one (a replay of a recorded id changes nothing), and
+  with the run's origin: `cli` for a person's `mcpipechekr verify`, `loop` for
+  the loop's reruns, `serve` for `verify_fix` of `mcpipechekr serve`, whose
+  runs are recorded as advisory and move nothing.
+
+`verify_case_file` is what `serve` runs: the finding's case file from the
+home's cases folder (`case_files.py`, read without following a link; no
+caller names a path), against the server the caller passes, which `serve`
+takes from the project's config.yaml. Its errors quote only that file.
 
 Only a reason token (`error-returned`, `timeout`, …) is stored; the failure
 details are shown to whoever ran the command, with configured secrets redacted.
@@ -30,6 +38,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcpipechekr._util.redact import Redactor
 from mcpipechekr._util.yamlsrc import ConfigFileError
 from mcpipechekr.artifacts.check_report import CheckResult
 from mcpipechekr.artifacts.findings import Finding
@@ -39,14 +48,27 @@ from mcpipechekr.check.functional import run_functional
 from mcpipechekr.config import CheckConfig, Config, ServerConfig
 from mcpipechekr.errors import ServerHalt, UserError
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.lifecycle.states import CLOSING_STREAK, Transition, record_verification
+from mcpipechekr.findings.lifecycle.states import (
+    CLOSING_STREAK,
+    Transition,
+    VerificationOrigin,
+    record_verification,
+)
+from mcpipechekr.findings.verification.case_files import case_file, read_case_file, require_finding_id
 from mcpipechekr.findings.verification.case_manifest import (
+    LoadedManifest,
     case_asserts_result,
     load_manifest,
     placeholder_problems,
+    probe_label,
 )
 from mcpipechekr.findings.verification.credit import CreditBinding, changed_files, credit_binding
-from mcpipechekr.findings.verification.generate import FALSE_SUCCESS_RULE, find_finding, require_probe
+from mcpipechekr.findings.verification.generate import (
+    FALSE_SUCCESS_RULE,
+    case_id_for,
+    find_finding,
+    require_probe,
+)
 from mcpipechekr.findings.verification.probes import attempts_for, detection_chance, probe_kind
 from mcpipechekr.server.lifecycle import ServerUnderTest
 
@@ -84,6 +106,12 @@ class VerifyResult:
         transition = self.transition
         if transition is None:
             head += f"; not recorded: {self.not_recorded}"
+        elif transition.advisory:
+            head += (
+                f"; advisory, not credited: still {transition.to_state}, streak "
+                f"{transition.streak}/{CLOSING_STREAK} (only `mcpipechekr verify` and the loop's runs "
+                "move a finding)"
+            )
         elif transition.replayed:
             head += f"; run {transition.run_id} was already recorded, nothing changed ({transition.to_state})"
         else:
@@ -112,30 +140,36 @@ def verify_finding(
     home: Home,
     finding: str | Finding,
     case_id: str,
-    manifest_path: Path,
+    manifest: Path | LoadedManifest,
     server: ServerConfig,
     *,
+    origin: VerificationOrigin,
     timeout_s: float | None = None,
     attempts: int | None = None,
     run_id: str | None = None,
+    redactor: Redactor | None = None,
 ) -> VerifyResult:
     """Run the case and record the result; see the module docstring for when nothing is recorded.
 
-    `finding` is its id, or the finding itself when the caller has it loaded.
-    Raises UserError for bad input (unknown finding, manifest problems, a case
-    that cannot run) and TransportFailure when the server cannot be reached.
+    `finding` is its id, or the finding itself when the caller has it loaded;
+    `manifest` the manifest's path, or the manifest already loaded. `origin`
+    says who started the run (`lifecycle/states.py`). `redactor` scrubs the
+    failure details shown (default: the server's own secrets). Raises
+    UserError for bad input (unknown finding, manifest problems, a case that
+    cannot run) and TransportFailure when the server cannot be reached.
     """
     if isinstance(finding, str):
         finding = find_finding(home, finding)
     tool = require_probe(finding)
-    loaded = load_manifest(manifest_path)
-    manifest = loaded.manifest
-    if manifest.finding != finding.id:
-        raise loaded.problem(("finding",), f"the manifest verifies {manifest.finding}, not {finding.id}")
-    case = manifest.case(case_id)
+    loaded = manifest if isinstance(manifest, LoadedManifest) else load_manifest(manifest)
+    manifest_path = loaded.doc.path
+    spec = loaded.manifest
+    if spec.finding != finding.id:
+        raise loaded.problem(("finding",), f"the manifest verifies {spec.finding}, not {finding.id}")
+    case = spec.case(case_id)
     if case is None:
         raise UserError(
-            f"{manifest_path}: no case '{case_id}' (cases: {', '.join(c.id for c in manifest.cases)})"
+            f"{manifest_path}: no case '{case_id}' (cases: {', '.join(c.id for c in spec.cases)})"
         )
     problems = placeholder_problems(loaded, case)
     if problems:
@@ -147,11 +181,11 @@ def verify_finding(
     planned = attempts or attempts_for(finding.rate, probe_kind(finding.defect_class))
 
     def bind() -> CreditBinding:
-        return credit_binding(case, manifest_version=manifest.version, timeout_s=timeout, server=server)
+        return credit_binding(case, manifest_version=spec.version, timeout_s=timeout, server=server)
 
     before = bind()
     config = Config(server=server)
-    passed, done, result = _run_attempts(config, loaded.manifest.as_cases_file(case), planned, timeout)
+    passed, done, result = _run_attempts(config, spec.as_cases_file(case), planned, timeout)
     outcome = VerifyResult(
         finding=finding,
         passed=passed,
@@ -161,7 +195,8 @@ def verify_finding(
     )
     if not passed:
         outcome.reason = reason_token(result)
-        outcome.failures = [config.redactor.redact(text) for text in result.details.get("failures", [])]
+        scrub = redactor or config.redactor
+        outcome.failures = [scrub.redact(text) for text in result.details.get("failures", [])]
     after = bind()
     if after.fingerprint != before.fingerprint:
         changed = changed_files(before, after)
@@ -178,15 +213,43 @@ def verify_finding(
         binding=before.fingerprint,
         binding_json=before.model_dump(mode="json"),
         probe=probe_label(manifest_path, case.id),
+        origin=origin,
         attempts=done,
         reason=outcome.reason,
     )
     return outcome
 
 
-def probe_label(manifest_path: Path, case_id: str) -> str:
-    """How a verification names its probe: the manifest's absolute path and the case, `PATH#CASE`."""
-    return f"{Path(manifest_path).resolve()}#{case_id}"
+def verify_case_file(
+    home: Home,
+    finding_id: str,
+    server: ServerConfig,
+    *,
+    origin: VerificationOrigin,
+    case_id: str | None = None,
+    redactor: Redactor | None = None,
+) -> VerifyResult:
+    """Run a case of the finding's case file in the home's cases folder against `server` and record it.
+
+    `case_id` defaults to the generated case's (the finding id). The file is
+    read without following a link (`case_files.py`); UserError when the id is
+    not a finding id, the finding is unknown or it has no case file yet.
+    """
+    finding = find_finding(home, require_finding_id(finding_id))
+    path = case_file(home, finding.id)
+    text = read_case_file(home, finding.id)
+    if text is None:
+        raise UserError(f"no case for {finding.id} yet: generate_case writes it")
+    loaded = load_manifest(path, text=text)
+    return verify_finding(
+        home,
+        finding,
+        case_id if case_id is not None else case_id_for(finding),
+        loaded,
+        server,
+        origin=origin,
+        redactor=redactor,
+    )
 
 
 def _run_attempts(

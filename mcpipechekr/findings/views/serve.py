@@ -1,22 +1,40 @@
-"""`mcpipechekr serve`: the findings as an MCP server (stdio), so a coding agent can check its own fix.
+"""`mcpipechekr serve`: one project's findings as an MCP server (stdio), so a coding agent can check its fix.
 
-Four tools, each a thin call into the same library as the CLI:
+The server is bound when it starts to one project: its config.yaml (whose
+`server` is the server under test) and its findings home. Its client, the
+coding agent that fixes that server, names no command, URL or path: only
+finding ids, the case's values and expectation. Four tools:
 
-- `list_findings` and `get_finding`: the sanitized findings as JSON (the
-  `findings --format json` document); a missing, corrupt or incomplete index
-  is the same "evidence unavailable" error the CLI exits 3 with;
-- `generate_case`: writes a verification manifest, like `mcpipechekr generate`;
-- `verify_fix`: runs a manifest's case against a server command or URL and
-  records the result, like `mcpipechekr verify`, answering its report lines.
+- `list_findings` and `get_finding` (read-only): the sanitized findings as
+  JSON (the `findings --format json` document); a missing, corrupt or
+  incomplete index is the same "evidence unavailable" error the CLI exits 3
+  with;
+- `generate_case`: writes the finding's verification manifest to its case
+  file, `<home>/cases/<finding-id>.yaml` (`verification/case_files.py`: the id
+  is checked in full before it becomes a name, no link below the home is
+  followed), with the placeholders of the given `arguments` filled in, and
+  answers the case id and the manifest's text;
+- `verify_fix`: runs a case of that case file against the configured server,
+  started by the harness itself, and answers the report lines of
+  `mcpipechekr verify`.
 
-Failures come back as tool errors (`isError: true`) whose text is the CLI's
-message, so an agent reads what a person would. The findings home is the one
-in effect when the server starts ($MCPIPECHEKR_HOME, default .mcpipechekr/).
+Credit: a `verify_fix` run is recorded with the origin `serve` and is
+advisory. Its verdict is the agent's to read; it moves nothing in the
+finding's lifecycle: a green never starts or extends a streak, so no number of
+them closes a finding, and a red neither reopens a finding nor counts as a
+regression (`lifecycle/states.py`). A finding moves only on runs a person
+starts (`mcpipechekr verify`) or the loop does; the loop reruns a case file
+only once a person has verified with it, and `generate_case` never replaces
+a case file a credited run used.
+
+Errors come back as tool errors (`isError: true`) with the CLI's message, so
+an agent reads what a person would. The only file any answer quotes is a
+case file in the home's cases folder.
 """
 
 from __future__ import annotations
 
-import shlex
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,18 +47,42 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.check.cases import Expect
-from mcpipechekr.findings.home import Home
+from mcpipechekr.config import Config
+from mcpipechekr.findings.home import HOME_ENV, Home
 from mcpipechekr.findings.lifecycle.store import load_finding
 from mcpipechekr.findings.promotion.promote import registered_findings, require_index
-from mcpipechekr.findings.verification.generate import generate_manifest
-from mcpipechekr.findings.verification.verify import verify_finding
+from mcpipechekr.findings.verification.case_files import require_finding_id
+from mcpipechekr.findings.verification.generate import generate_case_file
+from mcpipechekr.findings.verification.verify import verify_case_file
 from mcpipechekr.findings.views.render import STATE_ORDER, render
-from mcpipechekr.server.target import resolve_server
 
 T = TypeVar("T")
 
-_READ_ONLY = mcp_types.ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
-_WRITES = mcp_types.ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
+_READ_ONLY = mcp_types.ToolAnnotations(
+    readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False
+)
+# Writes one file, the finding's case file in the home; the only file it replaces is that same case
+# file, as the same tool wrote it earlier (a case file a credited run used is never replaced), and
+# the same arguments write the same bytes.
+_WRITES_CASE_FILE = mcp_types.ToolAnnotations(
+    readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
+)
+# Starts the configured server and calls the finding's tool several times. The harness calls only
+# a tool the server annotates read-only (a case file written here opts no tool in), but that
+# annotation is the server's own claim, and the server's code is the very code being fixed, which
+# the client may be editing: MCPipeChekr cannot promise what it does when run, so the tool is
+# declared possibly destructive and open-world (the server may reach outside). Each run is a new
+# record, so it is not idempotent.
+_RUNS_SERVER = mcp_types.ToolAnnotations(
+    readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=True
+)
+
+
+class GeneratedCaseAnswer(pydantic.BaseModel):
+    """What `generate_case` answers: the case to verify and the manifest as written."""
+
+    case: str = pydantic.Field(description="The case id to pass to verify_fix (the finding id).")
+    manifest: str = pydantic.Field(description="The manifest's YAML, as written to the home's cases folder.")
 
 
 def _answer(call: Callable[[], T]) -> T:
@@ -51,12 +93,14 @@ def _answer(call: Callable[[], T]) -> T:
         raise ToolError(exc.format_message()) from None
 
 
-def build_server(home: Home) -> MCPServer:
-    """The findings server for one home; `.run()` serves it over stdio."""
+def build_server(config: Config, home: Home) -> MCPServer:
+    """The findings server of one project (its config and its home); `.run()` serves it over stdio."""
     app = MCPServer(
         "mcpipechekr-findings",
-        instructions="Findings of recurring MCP server failures: list them, generate a verification case "
-        "for one, fill its placeholders, then verify your fix (three greens in a row close a finding).",
+        instructions="Findings of recurring failures of the MCP server this project tests: list them, "
+        "generate a verification case for one with the values that reproduced it, then verify your fix "
+        f"against the project's server ('{config.server.name}'). Verifications here are advisory: they "
+        "show whether the fix holds; a finding closes on the loop's or a person's runs.",
     )
 
     @app.tool(annotations=_READ_ONLY)
@@ -66,7 +110,7 @@ def build_server(home: Home) -> MCPServer:
         `state`: open, fix-claimed, verifying or closed.
         """
         if state is not None and state not in STATE_ORDER:
-            raise ToolError(f"state must be one of {', '.join(STATE_ORDER)}; got {state!r}")
+            raise ToolError(f"state must be one of {', '.join(STATE_ORDER)}")
         return _answer(lambda: render(registered_findings(home, [state] if state else ()), "json"))
 
     @app.tool(annotations=_READ_ONLY)
@@ -74,6 +118,7 @@ def build_server(home: Home) -> MCPServer:
         """One finding as JSON, by its id (finding-<16 hex>)."""
 
         def one() -> Finding | None:
+            require_finding_id(finding_id)
             require_index(home)
             return load_finding(home, finding_id)
 
@@ -82,56 +127,54 @@ def build_server(home: Home) -> MCPServer:
             raise ToolError(f"no finding {finding_id}: list_findings shows the registered ones")
         return render([finding], "json")
 
-    @app.tool(annotations=_WRITES)
+    @app.tool(annotations=_WRITES_CASE_FILE)
     def generate_case(
-        finding_id: str, output: str, confirm_read_only: bool, expect: dict[str, Any] | None = None
-    ) -> str:
-        """Write a one-case verification manifest (YAML) for a finding to `output`; returns its text.
+        finding_id: str,
+        confirm_read_only: bool,
+        arguments: dict[str, Any] | None = None,
+        expect: dict[str, Any] | None = None,
+    ) -> GeneratedCaseAnswer:
+        """Write the finding's one-case verification manifest (YAML) in the project's findings home.
 
-        Replace every `<fill: TYPE>` placeholder with a value that reproduced the
-        failure before verifying. `confirm_read_only` must be true: verification
-        calls the tool several times. `expect` is the case's expect block (the
-        check layer's format); a false-success finding needs a result assertion
-        or `{"outcome": "error"}`.
+        `arguments`: values for the tool's arguments, the ones that reproduced the
+        failure; every argument left out stays a `<fill: TYPE>` placeholder, which
+        verify_fix refuses. `confirm_read_only` must be true: verification calls the
+        tool several times. `expect` is the case's expect block (the check layer's
+        format, default `{"outcome": "ok"}`); a false-success finding needs a
+        result assertion or `{"outcome": "error"}`. Calling it again replaces the
+        case. Answers the case id and the manifest's text.
         """
 
-        def generate() -> str:
+        def generate() -> GeneratedCaseAnswer:
             parsed = _parse_expect(expect)
-            path = generate_manifest(
+            made = generate_case_file(
                 home,
                 finding_id,
                 confirm_read_only=confirm_read_only,
-                output=Path(output),
+                arguments=arguments,
                 expect=parsed,
                 expect_source="expect",
             )
-            return path.read_text(encoding="utf-8")
+            return GeneratedCaseAnswer(case=made.case_id, manifest=made.text)
 
         return _answer(generate)
 
-    @app.tool(annotations=_WRITES)
-    def verify_fix(
-        finding_id: str,
-        case: str,
-        manifest: str,
-        command: list[str] | None = None,
-        url: str | None = None,
-        run_id: str | None = None,
-    ) -> str:
-        """Run a manifest's case against the server and record the result; returns the verdict lines.
+    @app.tool(annotations=_RUNS_SERVER)
+    def verify_fix(finding_id: str, case: str | None = None) -> str:
+        """Run the finding's case (from generate_case) against the project's server; the verdict lines.
 
-        Give the stdio server as `command` (e.g. ["python", "server.py"]) or a
-        streamable-HTTP `url`. Green extends the streak (three in a row close the
-        finding); red reopens it, with `reason=` and a `hint:` line.
+        The harness starts the server the project configures and repeats the case
+        (sized from the finding's failure rate); green only when every attempt
+        passes; a red names `reason=`, a `hint:` line and what failed. The result
+        is recorded as advisory: it does not move the finding (three greens from
+        the loop's or a person's runs close it). `case`: the case id, default the
+        generated one.
         """
 
         def verify() -> str:
-            if bool(command) == bool(url):
-                raise ToolError("give the server once: `command` (a list of words) or `url`")
-            server = resolve_server(
-                None, command=shlex.join(command) if command else None, url=url, base_dir=Path.cwd()
+            result = verify_case_file(
+                home, finding_id, config.server, origin="serve", case_id=case, redactor=config.redactor
             )
-            result = verify_finding(home, finding_id, case, Path(manifest), server, run_id=run_id)
             return "\n".join(result.lines())
 
         return _answer(verify)
@@ -152,6 +195,21 @@ def _parse_expect(expect: dict[str, Any] | None) -> Expect | None:
         raise ToolError(f"invalid expect block: {problems}") from None
 
 
-def serve(home: Home | None = None) -> None:
-    """Serve the findings over stdio until the client disconnects."""
-    build_server(home or Home.resolve()).run()
+def serve(config: Config, home: Home) -> None:
+    """Serve one project's findings over stdio until the client disconnects."""
+    build_server(config, home).run()
+
+
+def serve_argv(config_path: Path) -> list[str]:
+    """The command line that starts `mcpipechekr serve` for the project of `config_path`, from any folder.
+
+    For another program's MCP configuration (`command` is the first word,
+    `args` the rest), with `serve_env` as its `env`: this interpreter runs the
+    package (`python -m mcpipechekr`) and the config is named absolutely.
+    """
+    return [sys.executable, "-m", "mcpipechekr", "serve", "--config", str(Path(config_path).resolve())]
+
+
+def serve_env(home: Home) -> dict[str, str]:
+    """The environment `serve_argv` needs: the findings home, named absolutely ($MCPIPECHEKR_HOME)."""
+    return {HOME_ENV: str(home.root.resolve())}
