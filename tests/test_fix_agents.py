@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from types import ModuleType
 
@@ -17,7 +18,8 @@ from fakes.agent_cli import DEV_BIN
 from mcpipechekr.artifacts import Bug
 from mcpipechekr.config import Config, ConfigFileError, load_config
 from mcpipechekr.errors import UserError
-from mcpipechekr.fix import PROMISE, TEMPLATES, build_fix_prompt, has_promise, resolve_agent
+from mcpipechekr.fix import PROMISE, TEMPLATES, FixAgent, build_fix_prompt, has_promise, resolve_agent
+from mcpipechekr.fix.agents import FindingsServer
 from mcpipechekr.fix.changes import Exclusions, changed_files, commit_paths, restore, snapshot
 from mcpipechekr.fix.guards import AGENT_GIT_ENV
 
@@ -356,3 +358,63 @@ def test_restore_undoes_the_agents_edits_and_new_files(tmp_path: Path) -> None:
     restore(repo, before, changes)
     assert (root / "server.py").read_text() == "print('v1')\n" and (root / "old.py").exists()
     assert not (root / "lib").exists() and not repo.is_dirty(untracked_files=True)
+
+
+def test_the_findings_server_reaches_each_agent_with_an_mcp_client_in_its_own_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stand_in = tmp_path / "agent-cli"
+    stand_in.write_text("#!/bin/sh\nexit 0\n")
+    stand_in.chmod(0o755)
+    for name in ("MCPIPECHEKR_OPENCODE", "MCPIPECHEKR_CLAUDE", "MCPIPECHEKR_CODEX", "MCPIPECHEKR_AIDER"):
+        monkeypatch.setenv(name, str(stand_in))
+    findings = FindingsServer(
+        ("/py", "-m", "mcpipechekr", "serve", "--config", "/p/{x}.yaml"), {"HOME_X": "/h"}
+    )
+    providers = "providers: {phase3: anthropic/claude-sonnet-4-6}\n"
+    fix_folder = tmp_path / "fix"
+    prompt_file = fix_folder / "GAP-x.prompt.md"
+
+    def resolved(name: str) -> FixAgent:
+        return resolve_agent(config_with(tmp_path, f"  agent: {name}\n", providers), tmp_path, findings)
+
+    opencode = resolved("opencode")
+    ((_, text),) = opencode.files
+    assert json.loads(text)["mcp"] == {
+        "findings": {
+            "type": "local",
+            "command": list(findings.argv),
+            "environment": {"HOME_X": "/h"},
+            "enabled": True,
+        }
+    }
+    claude = resolved("claude-code")
+    argv = claude.command("PROMPT", prompt_file, "GAP-x")
+    assert argv[1:5] == [
+        "--mcp-config",
+        f"{fix_folder}/claude-code.mcp.json",
+        "--allowedTools",
+        "mcp__findings__*",
+    ]
+    assert argv[-1] == "PROMPT" and claude.env["ENABLE_TOOL_SEARCH"] == "false"
+    assert json.loads(dict(claude.files)["claude-code.mcp.json"]) == {
+        "mcpServers": {
+            "findings": {"command": "/py", "args": list(findings.argv[1:]), "env": {"HOME_X": "/h"}}
+        }
+    }
+    codex = resolved("codex").command("PROMPT", prompt_file, "GAP-x")
+    overrides = dict(arg.split("=", 1) for arg in codex if arg.startswith("mcp_servers."))
+    parsed = {key: tomllib.loads(f"v = {value}")["v"] for key, value in overrides.items()}
+    assert parsed == {
+        "mcp_servers.findings.command": "/py",
+        "mcp_servers.findings.args": list(findings.argv[1:]),  # braces in a path survive the template
+        "mcp_servers.findings.env": {"HOME_X": "/h"},
+    }
+    assert codex[-1] == "PROMPT"
+    assert [resolved(name).findings for name in ("opencode", "claude-code", "codex", "aider")] == [
+        True,
+        True,
+        True,
+        False,  # aider has no MCP client: its prompt does not mention the server
+    ]
+    assert resolve_agent(config_with(tmp_path, "  agent: claude-code\n", providers), tmp_path).files == ()

@@ -36,6 +36,7 @@ from test_fix_real_agents import BUG_ID, DONE, NEW, OLD, make_project, project_e
 from mcpipechekr.artifacts import list_runs
 from mcpipechekr.artifacts.fix_record import FixRecord, read_fix_record
 from mcpipechekr.findings.home import HOME_ENV
+from mcpipechekr.findings.promotion.bugs import bug_finding_id
 
 pytestmark = pytest.mark.slow
 
@@ -278,3 +279,97 @@ def test_a_hung_opencode_is_stopped_at_the_timeout_with_everything_it_started(
     assert 8 <= entry.runs[0].elapsed_s < 40
     assert not git.Repo(project / "server").is_dirty(untracked_files=True)
     assert os.environ.get(key) is None
+
+
+# --- verifying its own fix through the findings server ----------------------------------------------------
+
+FINDING_CASE = {
+    "arguments": {"customer": "Mira Castell", "page": 1, "sort": "oldest"},
+    "expect": {"equals_paths": {"/structuredContent/orders/0/id": "SO-0203"}},  # her first order, by date
+}
+
+
+def findings_tool(names: list[str], tool: str) -> str:
+    """The CLI's name for a findings-server tool (opencode: `findings_verify_fix`, Claude Code:
+    `mcp__findings__verify_fix`)."""
+    (name,) = [name for name in names if name.endswith(tool) and "findings" in name]
+    return name
+
+
+def test_opencode_verifies_red_edits_verifies_green_then_promises_through_the_findings_server(
+    approved: Path, tmp_path: Path
+) -> None:
+    """The finding's case is red on the old code and green on the fix; only then does the agent promise."""
+    finding = bug_finding_id(BUG_ID)
+    prompts: list[str] = []
+    answers: list[str] = []
+
+    def respond(body: dict[str, Any]) -> openai.Reply:
+        names = [tool["function"]["name"] for tool in body.get("tools") or []]
+        if "edit" not in names:
+            return openai.text_reply("Fix the order book")
+        done = [str(m.get("content")) for m in body.get("messages") or [] if m.get("role") == "tool"]
+        if not done:
+            prompts.append(openai.last_user_text(body))
+        answers[:] = done
+        case = {"finding_id": finding, "confirm_read_only": True, **FINDING_CASE}
+        server_py = str(project / "server" / "server.py")
+        script = [
+            (findings_tool(names, "generate_case"), case),
+            (findings_tool(names, "verify_fix"), {"finding_id": finding}),
+            ("edit", {"filePath": server_py, "oldString": OLD, "newString": NEW}),
+            (findings_tool(names, "verify_fix"), {"finding_id": finding}),
+        ]
+        if len(done) < len(script):
+            return openai.tool_call_reply(*script[len(done)])
+        return openai.text_reply(DONE)
+
+    with openai.FakeOpenAI(respond) as fake:
+        project, env = copy_of(approved, tmp_path, "opencode", fake.base_url)
+        record = fix(project, env)
+
+    (entry,) = record.bugs
+    assert entry.status == "committed" and entry.files_changed == ["server.py"]
+    assert f"knows this defect as finding `{finding}`" in prompts[0]
+    generated, red, _, green = answers
+    assert "SO-0203" in generated and "oldest" in generated
+    assert f"{finding}: red (" in red and "advisory, not credited" in red
+    assert f"{finding}: green (" in green and "advisory, not credited" in green
+    assert (Path(env[HOME_ENV]) / "cases" / f"{finding}.yaml").is_file()
+
+
+def test_claude_code_verifies_red_edits_verifies_green_then_promises_through_the_findings_server(
+    approved: Path, tmp_path: Path
+) -> None:
+    """The same loop through Claude Code: the server from `--mcp-config`, its tools allowed up front."""
+    finding = bug_finding_id(BUG_ID)
+    answers: list[str] = []
+
+    def respond(body: dict[str, Any]) -> anthropic.Reply:
+        names = anthropic.tool_names(body)
+        if "Edit" not in names:
+            return anthropic.text_reply("Fix the order book")
+        done = anthropic.tool_results(body)
+        answers[:] = [str(result.get("content")) for result in done]
+        server_py = str(project / "server" / "server.py")
+        case = {"finding_id": finding, "confirm_read_only": True, **FINDING_CASE}
+        script = [
+            (findings_tool(names, "generate_case"), case),
+            (findings_tool(names, "verify_fix"), {"finding_id": finding}),
+            ("Read", {"file_path": server_py}),
+            ("Edit", {"file_path": server_py, "old_string": OLD, "new_string": NEW}),
+            (findings_tool(names, "verify_fix"), {"finding_id": finding}),
+        ]
+        if len(done) < len(script):
+            return anthropic.tool_use_reply(*script[len(done)])
+        return anthropic.text_reply(DONE)
+
+    with anthropic.FakeAnthropic(respond) as fake:
+        project, env = copy_of(approved, tmp_path, "claude-code", fake.base_url)
+        record = fix(project, env)
+
+    (entry,) = record.bugs
+    assert entry.status == "committed" and entry.files_changed == ["server.py"]
+    red, green = answers[1], answers[4]
+    assert f"{finding}: red (" in red and f"{finding}: green (" in green
+    assert "--mcp-config" in (entry.agent_command or "")

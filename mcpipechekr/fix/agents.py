@@ -38,6 +38,19 @@ Code in print mode with `acceptEdits` refuses writes outside its working
 directory, edits of git's files and shell commands without being told; codex
 runs in its `workspace-write` sandbox; aider is told not to run shell commands.
 
+The findings server: when the loop passes one (`FindingsServer`, built from
+`mcpipechekr serve` for this project), it is put in the agent's MCP
+configuration as `findings`, so the agent can read its bug's finding, write a
+verification case and run it against the server as its work tree stands
+(`verify_fix`), before it claims completion. opencode gets it in its config
+file; Claude Code in an `--mcp-config` file with its tools allowed
+(`--allowedTools mcp__findings__*`, since print mode cannot ask) and shown up
+front (`ENABLE_TOOL_SEARCH=false`, not behind its tool search); codex through
+`-c mcp_servers.findings.*` overrides. aider has no MCP client, and a `shell`
+command gets nothing (it can start `mcpipechekr serve` itself). The server is
+confined to the project (docs/findings.md), and its verdicts are advisory: the
+loop's own tests and health check decide the commit.
+
 The CLIs are found like the Phase 1 runners find theirs: an environment
 variable naming the binary wins (`MCPIPECHEKR_OPENCODE`, `MCPIPECHEKR_CLAUDE`,
 `MCPIPECHEKR_CODEX`, `MCPIPECHEKR_AIDER`), then `PATH`.
@@ -64,6 +77,16 @@ from mcpipechekr.providers import EndpointConfig, ProviderSpec
 from mcpipechekr.runners.cliagent import find_cli, run_cli
 
 DEMO_FIXER = "demo_fixer.py"
+FINDINGS_SERVER = "findings"
+"""The findings server's name in the agent's MCP configuration (Claude Code's tools: `mcp__findings__…`)."""
+
+
+@dataclass(frozen=True)
+class FindingsServer:
+    """`mcpipechekr serve` for this project: the command and environment an MCP client starts it with."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -159,12 +182,17 @@ class FixAgent:
     scratch: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     """Added to the process environment: the provider keys of `.env` (`Config.provider_env`)."""
-    config_file: tuple[str, str] | None = None
-    """(environment variable, JSON text): a config file the agent reads, written in the fix folder."""
+    files: tuple[tuple[str, str], ...] = ()
+    """(file name, text): config files the agent reads, written in the fix folder before each run."""
+    file_env: tuple[tuple[str, str], ...] = ()
+    """(environment variable, file name): variables that point the agent at one of `files`."""
+    findings: bool = False
+    """Whether the findings server is in the agent's MCP configuration (the prompt then says so)."""
 
     def _values(self, prompt: str, prompt_file: Path, bug_id: str) -> dict[str, str]:
         model = self.provider.model if self.provider is not None else None
         return {
+            "fix_folder": str(prompt_file.parent),
             "prompt": prompt,
             "prompt_file": str(prompt_file),
             "model": model or "",
@@ -195,11 +223,10 @@ class FixAgent:
         """Run the agent once, in the repository, until it exits or `timeout_s` passes."""
         argv = self.command(prompt, prompt_file, bug_id)
         env = {**os.environ, **self.env, **AGENT_GIT_ENV}
-        if self.config_file is not None:
-            variable, text = self.config_file
-            path = prompt_file.parent / f"{self.name}.config.json"
-            path.write_text(text, encoding="utf-8")
-            env[variable] = str(path)
+        for name, text in self.files:
+            (prompt_file.parent / name).write_text(text, encoding="utf-8")
+        for variable, name in self.file_env:
+            env[variable] = str(prompt_file.parent / name)
         started = time.monotonic()
         result = anyio.run(
             functools.partial(
@@ -220,8 +247,8 @@ class FixAgent:
         )
 
 
-def resolve_agent(config: Config, repo: Path) -> FixAgent:
-    """The configured fix agent, checked before anything runs.
+def resolve_agent(config: Config, repo: Path, findings: FindingsServer | None = None) -> FixAgent:
+    """The configured fix agent, checked before anything runs; with `findings` in its MCP configuration.
 
     Its CLI must exist and it must have a model if its template needs one;
     otherwise a UserError names the setting to change.
@@ -251,15 +278,31 @@ def resolve_agent(config: Config, repo: Path) -> FixAgent:
             "old .mcpipechekr/workspace/emailindex to seed it again), or set fix.agent to a real agent."
         )
     env = config.provider_env()
-    config_file = None
+    files: list[tuple[str, str]] = []
+    file_env: list[tuple[str, str]] = []
     endpoint = config.providers.endpoint_for(provider) if provider.model is not None else None
     if template.name == "opencode":
-        config_file = ("OPENCODE_CONFIG", json.dumps(_opencode_config(provider, endpoint), indent=2))
-    elif endpoint is not None and template.name == "claude-code":
-        env["ANTHROPIC_BASE_URL"] = re.sub(r"/v1/?$", "", endpoint.base_url.rstrip("/"))
-        key = config.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
-        if key:
-            env["ANTHROPIC_API_KEY"] = key
+        text = json.dumps(_opencode_config(provider, endpoint, findings), indent=2)
+        files.append(("opencode.config.json", text))
+        file_env.append(("OPENCODE_CONFIG", "opencode.config.json"))
+    elif template.name == "claude-code":
+        if endpoint is not None:
+            env["ANTHROPIC_BASE_URL"] = re.sub(r"/v1/?$", "", endpoint.base_url.rstrip("/"))
+            key = config.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
+            if key:
+                env["ANTHROPIC_API_KEY"] = key
+        if findings is not None:
+            files.append(("claude-code.mcp.json", json.dumps(_claude_mcp_config(findings), indent=2)))
+            # before -p: both options take several values and would swallow the prompt after them
+            argv[1:1] = [
+                "--mcp-config",
+                "{fix_folder}/claude-code.mcp.json",
+                "--allowedTools",
+                f"mcp__{FINDINGS_SERVER}__*",
+            ]
+            env["ENABLE_TOOL_SEARCH"] = "false"  # its four tools in view, not behind a search tool
+    elif template.name == "codex" and findings is not None:
+        argv[-1:-1] = _literal(_codex_overrides(findings))
     return FixAgent(
         name=template.name,
         repo=repo,
@@ -268,8 +311,35 @@ def resolve_agent(config: Config, repo: Path) -> FixAgent:
         argv=tuple(argv),
         scratch=template.scratch,
         env=env,
-        config_file=config_file,
+        files=tuple(files),
+        file_env=tuple(file_env),
+        findings=findings is not None and template.name in ("opencode", "claude-code", "codex"),
     )
+
+
+def _literal(args: list[str]) -> list[str]:
+    """Arguments that `str.format` leaves as they are (template arguments are formatted)."""
+    return [arg.replace("{", "{{").replace("}", "}}") for arg in args]
+
+
+def _claude_mcp_config(findings: FindingsServer) -> dict[str, object]:
+    command, *args = findings.argv
+    return {"mcpServers": {FINDINGS_SERVER: {"command": command, "args": args, "env": findings.env}}}
+
+
+def _codex_overrides(findings: FindingsServer) -> list[str]:
+    """codex's `-c key=value` overrides (values in TOML) declaring the findings server."""
+    command, *args = findings.argv
+    table = ", ".join(f"{name} = {json.dumps(value)}" for name, value in sorted(findings.env.items()))
+    prefix = f"mcp_servers.{FINDINGS_SERVER}"
+    return [
+        "-c",
+        f"{prefix}.command={json.dumps(command)}",
+        "-c",
+        f"{prefix}.args={json.dumps(args)}",
+        "-c",
+        f"{prefix}.env={{{table}}}",
+    ]
 
 
 OPENCODE_PERMISSIONS = {
@@ -279,8 +349,11 @@ OPENCODE_PERMISSIONS = {
 """opencode's `permission` block for a fix: nothing outside the repository, no push; the rest `--auto`."""
 
 
-def _opencode_config(provider: ProviderSpec, endpoint: EndpointConfig | None) -> dict[str, object]:
-    """opencode's config for a fix: the permissions, and an endpoint as an OpenAI-compatible provider.
+def _opencode_config(
+    provider: ProviderSpec, endpoint: EndpointConfig | None, findings: FindingsServer | None = None
+) -> dict[str, object]:
+    """opencode's config for a fix: the permissions, the findings server, and an endpoint as an
+    OpenAI-compatible provider.
 
     The endpoint's key is named (`{env:NAME}`), never written.
     """
@@ -290,6 +363,15 @@ def _opencode_config(provider: ProviderSpec, endpoint: EndpointConfig | None) ->
         "share": "disabled",
         "permission": OPENCODE_PERMISSIONS,
     }
+    if findings is not None:
+        config["mcp"] = {
+            FINDINGS_SERVER: {
+                "type": "local",
+                "command": list(findings.argv),
+                "environment": findings.env,
+                "enabled": True,
+            }
+        }
     if endpoint is None:
         return config
     assert provider.model is not None  # resolve_agent asks only with a model

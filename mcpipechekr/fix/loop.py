@@ -52,7 +52,10 @@ from mcpipechekr.artifacts.bug_report import Bug
 from mcpipechekr.artifacts.fix_record import AgentRun, BugFix, FixHealth, FixRecord, TestRun, read_fix_record
 from mcpipechekr.config import Config, Redactor
 from mcpipechekr.errors import ServerHalt, UserError
-from mcpipechekr.fix.agents import AgentResult, FixAgent, resolve_agent
+from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.lifecycle.store import load_finding
+from mcpipechekr.findings.promotion.bugs import bug_finding_id
+from mcpipechekr.fix.agents import AgentResult, FindingsServer, FixAgent, resolve_agent
 from mcpipechekr.fix.changes import (
     Baseline,
     Exclusions,
@@ -87,6 +90,7 @@ class _Context:
     redactor: Redactor
     console: Console
     restart: Callable[[], HealthReport]
+    findings_home: Home | None
 
 
 def run_fix_loop(
@@ -96,12 +100,16 @@ def run_fix_loop(
     server: ServerUnderTest | None = None,
     console: Console | None = None,
     again: bool = False,
+    findings_home: Home | None = None,
 ) -> FixRecord:
     """Fix the approved bugs of `run_dir` in `config.server.repo`; write and return fix.json's record.
 
     `server` is the harness's live server, restarted on each change to check; without
     one, a fresh server is started and stopped for each health check. `again`
     allows a second fix loop on a run that already has a finished fix.json.
+    `findings_home`: the project's findings, served to the agent through
+    `mcpipechekr serve` (the config must have been read from a file, which
+    serve is started with) so it can verify its fix before it claims it.
 
     Raises UserError when the report is not approved (or the approval is
     stale), the repository is missing or has uncommitted tracked changes, or
@@ -121,7 +129,7 @@ def run_fix_loop(
         require_clean(repo)
         bugs = bugs_to_fix(report)
         repo_root = Path(repo.working_dir)
-        agent = resolve_agent(config, repo_root) if bugs else None
+        agent = resolve_agent(config, repo_root, _findings_server(config, findings_home)) if bugs else None
         scratch = agent.scratch if agent is not None else ()
         restart = _restarter(config, run_dir, server)
         context = _Context(
@@ -138,6 +146,7 @@ def run_fix_loop(
             redactor=config.redactor,
             console=out,
             restart=restart,
+            findings_home=findings_home,
         )
         record = FixRecord(
             run_id=run_dir.run_id,
@@ -185,6 +194,23 @@ def run_fix_loop(
         return record
     finally:
         repo.close()
+
+
+def _findings_server(config: Config, home: Home | None) -> FindingsServer | None:
+    """`mcpipechekr serve` for this project, when there is a findings home and a config file to name."""
+    if home is None or config.source is None:
+        return None
+    from mcpipechekr.findings.views.serve import serve_argv, serve_env  # the MCP server stack, only here
+
+    return FindingsServer(tuple(serve_argv(config.source)), serve_env(home))
+
+
+def _verifiable_finding(context: _Context, bug: Bug) -> str | None:
+    """The bug's finding id when the agent can verify it through the findings server, else None."""
+    if context.findings_home is None or context.agent is None or not context.agent.findings:
+        return None
+    finding = load_finding(context.findings_home, bug_finding_id(bug.id))
+    return finding.id if finding is not None and finding.probe and finding.tool else None
 
 
 def _previous_record(run_dir: RunDir, bug_report_hash: str) -> FixRecord | None:
@@ -262,6 +288,7 @@ def _prompt(context: _Context, bug: Bug, failure: FailedTests | FailedHealth | N
         layout=file_layout(context.repo),
         test_command=display_command(test_command, Path(context.repo.working_dir)) if test_command else None,
         feedback=failure,
+        finding_id=_verifiable_finding(context, bug),
     )
     return context.redactor.redact(prompt)
 

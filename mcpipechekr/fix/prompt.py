@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import orjson
 
 from mcpipechekr.artifacts.bug_report import Bug
+from mcpipechekr.fix.agents import FINDINGS_SERVER
 
 PROMISE = "<promise>COMPLETE</promise>"
 
@@ -60,13 +61,15 @@ def build_fix_prompt(
     layout: list[str] | None = None,
     test_command: str | None = None,
     feedback: FailedTests | FailedHealth | None = None,
+    finding_id: str | None = None,
 ) -> str:
     """The whole prompt for one bug, in Markdown.
 
     `evidence`: one line per trace step (`fix.evidence.evidence_lines`);
     `layout`: the repository's tracked files; `test_command`: the tests that
     must pass before the fix is committed; `feedback`: those tests failing, or
-    the server's failed health check, after the previous run.
+    the server's failed health check, after the previous run; `finding_id`:
+    the bug's finding, when the agent has the findings server to verify it.
     """
     lines = [
         f"# Fix one defect in the MCP server `{server_name}`",
@@ -125,6 +128,24 @@ def build_fix_prompt(
     lines += ["- the server still starts and lists its tools; existing callers keep working"]
     if test_command:
         lines += [f"- the repository's tests pass: `{test_command}` (run before the fix is committed)"]
+    if finding_id is not None:
+        lines += [
+            "",
+            "## Check your fix with the findings server",
+            "",
+            f"The MCP server `{FINDINGS_SERVER}` in your configuration knows this defect as finding "
+            f"`{finding_id}`. Before you claim completion:",
+            "",
+            f"1. call `generate_case` with `finding_id: {finding_id}`, `confirm_read_only: true`, the "
+            "`arguments` of a call that shows the defect (with the parameter your fix adds, if any) and an "
+            "`expect` block the fixed server must meet (for example `contains`, or `equals_paths` with JSON "
+            "Pointers into the whole result, such as `/structuredContent/items/0/id`);",
+            f"2. call `verify_fix` with `finding_id: {finding_id}`: it starts the server as your work tree "
+            "now stands and runs that case. Red: correct the change and verify again. Green: you may claim "
+            "completion.",
+            "",
+            "Its verdicts are for you; the fix is committed only after the loop's own checks.",
+        ]
     if annotations:
         lines += ["", "## Notes from the reviewer (follow them)", ""]
         lines += [f"- {text}" for text in annotations]

@@ -18,7 +18,7 @@ from mcpipechekr.artifacts import RunDir, utc_now
 from mcpipechekr.artifacts.fix_record import FixRecord, read_fix_record
 from mcpipechekr.config import Config
 from mcpipechekr.server.workspace import prepare_repo
-from mcpipechekr.steps.handoff import claim_fixes
+from mcpipechekr.steps.handoff import claim_fixes, findings_home
 from mcpipechekr.steps.stage import run_stage
 
 
@@ -35,7 +35,8 @@ def fix_step(config: Config, run_dir: RunDir, *, again: bool = False, out: Conso
     begun = utc_now()
     with run_stage(config, run_dir, "fix"):
         try:
-            record = run_fix_loop(config, run_dir, console=out, again=again)
+            home = findings_home(config)
+            record = run_fix_loop(config, run_dir, console=out, again=again, findings_home=home)
         except BaseException:
             made = _record_since(run_dir, begun)
             if made is not None:
