@@ -18,8 +18,10 @@ from pathlib import Path
 
 from click.testing import CliRunner, Result
 
+from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.cli import main
 from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.lifecycle.store import lifecycle_connection, upsert_finding
 
 SERVER = Path(__file__).parent / "servers" / "findings_server.py"
 SECRET = "sk-live-7f3a9c41-PLANTED"
@@ -98,3 +100,31 @@ def promoted_lookup_finding(home: Home) -> str:
 def stored_bytes(home: Home) -> bytes:
     """Every byte the home holds (journals, index, lifecycle store), to look for a planted value."""
     return b"".join(path.read_bytes() for path in sorted(home.root.rglob("*")) if path.is_file())
+
+
+LOOKUP = "finding-0a0a0a0a0a0a0a0a"
+"""A captured finding on the findings server's `lookup` tool, written straight into lifecycle.db."""
+LOOKUP_HINT = "Catch the exception at the tool boundary and answer a tool error that says what to change."
+
+
+def register_lookup(home: Home, finding_id: str = LOOKUP, **changes: object) -> Finding:
+    """Store the `lookup` finding (with `changes` to its fields) in the home's lifecycle.db."""
+    fields: dict[str, object] = {
+        "id": finding_id,
+        "origin": "captured",
+        "server": "findings",
+        "tool": "lookup",
+        "defect_class": "unhandled_exception",
+        "hint": LOOKUP_HINT,
+        "severity": "high",
+        "rate": 1.0,
+        "score": 0.4,
+        "occurrences": 6,
+        "sessions": 3,
+        "blast_radius": 1,
+        "arg_shapes": [{"key": "string"}],
+    }
+    finding = Finding.model_validate({**fields, **changes})
+    with lifecycle_connection(home) as conn, conn:
+        upsert_finding(conn, finding)
+    return finding

@@ -11,17 +11,13 @@ from pathlib import Path
 import anyio
 import pytest
 import yaml
-from findings_sessions import SECRET, SERVER, promoted_lookup_finding
+from findings_sessions import LOOKUP, SECRET, SERVER, promoted_lookup_finding, register_lookup
 from mcp import Client, StdioServerParameters
 
-from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.check.pointer import result_text
 from mcpipechekr.findings.home import HOME_ENV, Home
 from mcpipechekr.findings.lifecycle.states import current_state, record_verification
-from mcpipechekr.findings.lifecycle.store import lifecycle_connection, upsert_finding
 from mcpipechekr.findings.views.serve import serve_argv, serve_env
-
-LOOKUP = "finding-0a0a0a0a0a0a0a0a"
 
 
 def project_config(folder: Path, *, broken: bool = False) -> Path:
@@ -185,25 +181,7 @@ def test_an_agent_lists_generates_and_checks_its_own_fix(home: Home, tmp_path: P
 def test_a_red_through_serve_shows_its_reason_and_hint_and_reopens_nothing(
     home: Home, tmp_path: Path
 ) -> None:
-    finding = Finding.model_validate(
-        {
-            "id": LOOKUP,
-            "origin": "captured",
-            "server": "findings",
-            "tool": "lookup",
-            "defect_class": "unhandled_exception",
-            "hint": "Catch the exception at the tool boundary.",
-            "severity": "high",
-            "rate": 1.0,
-            "score": 0.4,
-            "occurrences": 6,
-            "sessions": 3,
-            "blast_radius": 1,
-            "arg_shapes": [{"key": "string"}],
-        }
-    )
-    with lifecycle_connection(home) as conn, conn:
-        upsert_finding(conn, finding)
+    register_lookup(home, hint="Catch the exception at the tool boundary.")
     for n in range(3):
         record_verification(
             home, LOOKUP, run_id=f"run-{n}", passed=True, binding="b", probe="p", origin="loop"

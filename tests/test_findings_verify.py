@@ -15,22 +15,20 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
-from findings_sessions import cli
+from findings_sessions import LOOKUP, cli
+from findings_sessions import LOOKUP_HINT as HINT
+from findings_sessions import register_lookup as register
 
-from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.states import claim_fix, current_state
-from mcpipechekr.findings.lifecycle.store import lifecycle_connection, upsert_finding
 from mcpipechekr.findings.verification.generate import generate_case_file
 from mcpipechekr.findings.verification.reverify import verify_registered_probes
 from mcpipechekr.findings.verification.verify import verify_case_file
 from mcpipechekr.server.target import resolve_server
 
 SERVERS = Path(__file__).parent / "servers"
-LOOKUP = "finding-0a0a0a0a0a0a0a0a"
 SAVE = "finding-5a5a5a5a5a5a5a5a"
-HINT = "Catch the exception at the tool boundary and answer a tool error that says what to change."
 
 
 @pytest.fixture
@@ -40,28 +38,6 @@ def server(tmp_path: Path) -> Path:
     path.write_text(f"#!{sys.executable}\n" + (SERVERS / "findings_server.py").read_text())
     path.chmod(0o755)
     return path
-
-
-def register(home: Home, finding_id: str = LOOKUP, **changes: object) -> Finding:
-    fields: dict[str, object] = {
-        "id": finding_id,
-        "origin": "captured",
-        "server": "findings",
-        "tool": "lookup",
-        "defect_class": "unhandled_exception",
-        "hint": HINT,
-        "severity": "high",
-        "rate": 1.0,
-        "score": 0.4,
-        "occurrences": 6,
-        "sessions": 3,
-        "blast_radius": 1,
-        "arg_shapes": [{"key": "string"}],
-    }
-    finding = Finding.model_validate({**fields, **changes})
-    with lifecycle_connection(home) as conn, conn:
-        upsert_finding(conn, finding)
-    return finding
 
 
 def generate(finding_id: str, output: Path, *extra: str) -> Result:

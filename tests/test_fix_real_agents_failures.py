@@ -296,6 +296,14 @@ def findings_tool(names: list[str], tool: str) -> str:
     return name
 
 
+def verify_around(names: list[str], edits: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict]]:
+    """The agent's script: write the finding's case, verify (red), make `edits`, verify (green)."""
+    finding = bug_finding_id(BUG_ID)
+    case = {"finding_id": finding, "confirm_read_only": True, **FINDING_CASE}
+    verify = (findings_tool(names, "verify_fix"), {"finding_id": finding})
+    return [(findings_tool(names, "generate_case"), case), verify, *edits, verify]
+
+
 def test_opencode_verifies_red_edits_verifies_green_then_promises_through_the_findings_server(
     approved: Path, tmp_path: Path
 ) -> None:
@@ -312,14 +320,8 @@ def test_opencode_verifies_red_edits_verifies_green_then_promises_through_the_fi
         if not done:
             prompts.append(openai.last_user_text(body))
         answers[:] = done
-        case = {"finding_id": finding, "confirm_read_only": True, **FINDING_CASE}
         server_py = str(project / "server" / "server.py")
-        script = [
-            (findings_tool(names, "generate_case"), case),
-            (findings_tool(names, "verify_fix"), {"finding_id": finding}),
-            ("edit", {"filePath": server_py, "oldString": OLD, "newString": NEW}),
-            (findings_tool(names, "verify_fix"), {"finding_id": finding}),
-        ]
+        script = verify_around(names, [("edit", {"filePath": server_py, "oldString": OLD, "newString": NEW})])
         if len(done) < len(script):
             return openai.tool_call_reply(*script[len(done)])
         return openai.text_reply(DONE)
@@ -352,14 +354,8 @@ def test_claude_code_verifies_red_edits_verifies_green_then_promises_through_the
         done = anthropic.tool_results(body)
         answers[:] = [str(result.get("content")) for result in done]
         server_py = str(project / "server" / "server.py")
-        case = {"finding_id": finding, "confirm_read_only": True, **FINDING_CASE}
-        script = [
-            (findings_tool(names, "generate_case"), case),
-            (findings_tool(names, "verify_fix"), {"finding_id": finding}),
-            ("Read", {"file_path": server_py}),
-            ("Edit", {"file_path": server_py, "old_string": OLD, "new_string": NEW}),
-            (findings_tool(names, "verify_fix"), {"finding_id": finding}),
-        ]
+        edit = {"file_path": server_py, "old_string": OLD, "new_string": NEW}
+        script = verify_around(names, [("Read", {"file_path": server_py}), ("Edit", edit)])
         if len(done) < len(script):
             return anthropic.tool_use_reply(*script[len(done)])
         return anthropic.text_reply(DONE)

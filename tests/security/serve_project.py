@@ -22,17 +22,15 @@ from typing import Any
 
 import anyio
 import yaml
+from findings_sessions import LOOKUP, register_lookup
 from mcp import Client, StdioServerParameters
 
-from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.check.pointer import result_text
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.lifecycle.store import lifecycle_connection, upsert_finding
 from mcpipechekr.findings.verification.generate import generate_manifest
 from mcpipechekr.findings.views.serve import serve_argv, serve_env
 
 FINDINGS_SERVER = Path(__file__).resolve().parents[1] / "servers" / "findings_server.py"
-LOOKUP = "finding-0a0a0a0a0a0a0a0a"
 SECRET = "PLANTED-7e1d44c0"
 SHADOW = f"root:$6${SECRET}$Zq:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n"
 
@@ -66,30 +64,6 @@ def bound_project(tmp_path: Path, home: Home, *, broken: bool = False, name: str
     config.write_text(yaml.safe_dump({"server": server}), encoding="utf-8")
     register_lookup(home)
     return Project(root, config, home)
-
-
-def register_lookup(home: Home) -> Finding:
-    """The finding `lookup` fails with an unhandled exception, registered as promote registers one."""
-    finding = Finding.model_validate(
-        {
-            "id": LOOKUP,
-            "origin": "captured",
-            "server": "findings",
-            "tool": "lookup",
-            "defect_class": "unhandled_exception",
-            "hint": "Catch the exception at the tool boundary and answer a tool error.",
-            "severity": "high",
-            "rate": 1.0,
-            "score": 0.4,
-            "occurrences": 6,
-            "sessions": 3,
-            "blast_radius": 1,
-            "arg_shapes": [{"key": "string"}],
-        }
-    )
-    with lifecycle_connection(home) as conn, conn:
-        upsert_finding(conn, finding)
-    return finding
 
 
 def serve_params(project: Project) -> StdioServerParameters:
