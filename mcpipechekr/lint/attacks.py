@@ -81,7 +81,7 @@ _DIRECTIVE = re.compile(
 )
 
 _SEND = re.compile(
-    r"\b(?:send|sends|forward|post|upload|copy|cc|bcc|e-?mail|mail|transmit|share|leak|report|relay|"
+    r"\b(?:send|forward|post|upload|copy|cc|bcc|e-?mail|mail|transmit|share|leak|report|relay|"
     r"sync|mirror|submit|deliver|dump|export|log|include|attach|append|embed|pass|put|paste)\b",
     _F,
 )
@@ -113,12 +113,13 @@ _NEGATED_USE = re.compile(
     _F,
 )
 _PREFER_THIS = re.compile(
-    r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of|in\s+preference\s+to|over|replaces?|supersedes?|"
-    r"not\s+(?:the|any)\b)",
+    r"\b(?:instead\s+of|rather\s+than|in\s+place\s+of|in\s+preference\s+to|over|replaces?|supersedes?)\b",
     _F,
 )
 _THIS = re.compile(
-    r"\b(?:this|our)\s+(?:tool|function|server|one)\b|\buse\s+(?:this|me|it)\b|\bonly\s+this\b", _F
+    r"\b(?:this|our)\s+(?:tool|function|server|one)\b|\b(?:use|prefer|choose|pick)\s+(?:this|me|it)\b"
+    r"|\bonly\s+this\b",
+    _F,
 )
 _WORSE = re.compile(
     r"\b(?:is|are)\s+(?:deprecated|broken|unsafe|insecure|outdated|unreliable|disabled|obsolete|compromised)\b",
@@ -143,6 +144,7 @@ _CONTROL = re.compile(
     _F,
 )
 
+_SELF_OBJECT = re.compile(r"\s+(?:this|it|me|our|us)\b", _F)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
 
 
@@ -235,7 +237,8 @@ Hit = tuple[int, int, str]
 def _shadowing(words: str, others: list[tuple[int, int, str]]) -> Hit | None:
     """Another tool named inside a condition ("when X is used", "for every X"), plus an order."""
     trigger = _TRIGGER.search(words)
-    directive = _DIRECTIVE.search(words)
+    # An order about this tool ("use this tool when …") does not change another tool.
+    directive = next((d for d in _DIRECTIVE.finditer(words) if not _SELF_OBJECT.match(words, d.end())), None)
     if trigger is None or directive is None:
         return None
     conditioned = [ref for ref in others if ref[0] >= trigger.start()]
@@ -266,15 +269,24 @@ def _exfiltration(words: str) -> Hit | None:
     )
 
 
+def _governs(words: str, verb_end: int, ref_start: int) -> bool:
+    """Whether a reference is the object of the words before it: close by, in the same clause."""
+    between = words[verb_end:ref_start]
+    return ref_start >= verb_end and len(between) <= 40 and not re.search(r"[;:,]|\b(?:and|but)\b", between)
+
+
 def _hijack(words: str, others: list[tuple[int, int, str]]) -> Hit | None:
+    """Another tool as the object of "never use" / "instead of", or run down so this one is used."""
     negated = _NEGATED_USE.search(words)
+    if negated and _SELF_OBJECT.match(words, negated.end()):
+        negated = None  # "do not use this tool for …" steers away from this tool, not toward it
     prefer = _PREFER_THIS.search(words)
     this = _THIS.search(words)
     worse = _WORSE.search(words)
     for start, end, name in others:
-        if negated and negated.end() <= start and not _THIS.match(words, negated.end() + 1):
+        if negated and _governs(words, negated.end(), start):
             return negated.start(), end, f"tells the agent never to use '{name}'" + _NOT_OURS
-        if prefer and this and prefer.end() <= start:
+        if prefer and this and _governs(words, prefer.end(), start):
             begin = min(this.start(), prefer.start())
             return (
                 begin,
