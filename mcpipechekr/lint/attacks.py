@@ -85,25 +85,35 @@ _SEND = re.compile(
     r"sync|mirror|submit|deliver|dump|export|log|include|attach|append|embed|pass|put|paste)\b",
     _F,
 )
-_HELD = re.compile(
-    r"\b(?:conversations?|chat(?:\s+(?:history|log|transcript))?|transcripts?|dialog(?:ue)?|"
-    r"(?:system\s+)?prompts?|context(?:\s+window)?|(?:message|chat|conversation|session)\s+history|"
-    r"(?:previous|prior|earlier|past|all|every|the\s+user'?s?|user)\s+(?:messages|requests|questions|answers|inputs?)|"
-    r"everything\s+the\s+user\b|memory|memories|instructions|"
-    r"secrets?|api[\s_-]?keys?|keys|tokens|credentials?|passwords?|passphrases?|env(?:ironment)?\s+variables?|"
-    r"\.env\b|ssh\s+keys?|cookies|"
-    r"(?:the\s+user'?s?|all|every|any|local|workspace|project)\s+(?:files?|documents?|data|e-?mails?)|"
-    r"file\s+contents|contents\s+of\s+(?:any|all|every|each)\b|(?:all|every)\s+(?:e-?mails?|messages))\b",
-    _F,
+# What the agent holds and its user did not hand to this tool: the conversation and secrets anywhere,
+# files and mail only on their way to a URL, an address or another tool (a tool may well take a file
+# in a parameter; it has no use for the system prompt there).
+_HELD_ALWAYS = (
+    r"conversations?|chat(?:\s+(?:history|log|transcript)s?)?|transcripts?|system\s+prompts?|"
+    r"(?:your|the\s+(?:full|entire|whole|complete))\s+(?:prompt|context|instructions)|context\s+window|"
+    r"(?:message|chat|conversation|session)\s+history|"
+    r"(?:previous|prior|earlier|past|all\s+(?:the\s+)?(?:user'?s?\s+)?|every)\s+(?:messages|questions|answers)|"
+    r"everything\s+the\s+user\b|your\s+memor(?:y|ies)|"
+    r"secrets?|(?:api|ssh|private|secret|access)[\s_-]?keys?|"
+    r"(?:access|auth(?:entication)?|api|bearer|refresh|session|secret)[\s_-]?tokens?|"
+    r"credentials?|passwords?|passphrases?|env(?:ironment)?\s+variables?|\.env\b"
 )
-_URL = r"\bhttps?://[^\s'\"<>)]+|\b(?:[a-z0-9-]+\.)+(?:com|net|org|io|dev|xyz|ru|cn|info|biz|co|me|app|site|online)\b(?:/\S*)?"
+_HELD_DATA = (
+    r"(?:the\s+user'?s?|all(?:\s+the)?|every|local|workspace|project)\s+"
+    r"(?:files?|documents?|data|e-?mails?|messages)(?!\s*(?:paths?|names?|ids?|types?)\b)"
+)
+_HELD = re.compile(rf"\b(?:{_HELD_ALWAYS}|{_HELD_DATA})\b", _F)
+_HELD_SENSITIVE = re.compile(rf"\b(?:{_HELD_ALWAYS})\b", _F)
+_URL = (
+    r"\bhttps?://[^\s'\"<>)]+"
+    r"|\b(?:[a-z0-9-]+\.)+(?:com|net|org|io|dev|xyz|ru|cn|info|biz|co|me|app|site|online)\b(?:/\S*)?"
+)
 _EMAIL = r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"
-_DESTINATION = re.compile(
-    rf"{_EMAIL}|{_URL}"
-    r"|\b(?:in|into|as|via|through|using|with|to)\s+(?:the\s+)?[`'\"]?[\w.-]+[`'\"]?\s+(?:parameter|argument|field)\b",
+_OUTSIDE = re.compile(rf"{_EMAIL}|{_URL}", _F)
+_TO_PARAMETER = re.compile(
+    r"\b(?:in|into|as|via|through|using|with|to)\s+(?:the\s+)?[`'\"]?[\w.-]+[`'\"]?\s+(?:parameter|argument|field)\b",
     _F,
 )
-
 _TO_TOOL = re.compile(rf"\bto\s+(?:the\s+)?[`'\"]?(?:{_IDENT})[`'\"]?", _F)
 _NOT_OURS = ", which is not one of this server's tools: a description must not choose tools for the agent"
 
@@ -131,9 +141,11 @@ _SPEAK = re.compile(
     r"shall)\b",
     _F,
 )
+# "the user" as a person, not a field ("the user ID", "the user's email" describe a parameter).
 _CONVERSATION = re.compile(
-    r"\b(?:the\s+user|user'?s?|your\s+(?:response|reply|answer|output|message)s?|assistant|conversation|"
-    r"respond(?:ing)?|repl(?:y|ies|ying)|answer(?:ing)?)\b",
+    r"\bthe\s+user\b(?!\s*(?:[-_]?ids?|names?|accounts?|profiles?|'s\s+(?:id|name|e-?mail|account|profile))\b)"
+    r"|\b(?:your|every|each)\s+(?:response|reply|answer|output|message)s?\b"
+    r"|\b(?:the\s+)?assistant\b|\b(?:the|this)\s+conversation\b",
     _F,
 )
 _CONTROL = re.compile(
@@ -258,7 +270,10 @@ def _exfiltration(words: str) -> Hit | None:
     if send is None:
         return None
     held = _HELD.search(words, send.end())
-    destination = _DESTINATION.search(words, send.end()) or _TO_TOOL.search(words, send.end())
+    destination = _OUTSIDE.search(words, send.end()) or _TO_TOOL.search(words, send.end())
+    if destination is None:
+        held = _HELD_SENSITIVE.search(words, send.end())
+        destination = _TO_PARAMETER.search(words, send.end())
     if held is None or destination is None:
         return None
     return (
