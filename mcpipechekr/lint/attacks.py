@@ -136,9 +136,9 @@ _WORSE = re.compile(
     _F,
 )
 
+# "you need to" is left out: descriptions use it for situations ("use this tool when you need to …").
 _SPEAK = re.compile(
-    r"\byou\s+(?:must|should|need\s+to|have\s+to|are\s+(?:required|instructed|expected)\s+to|will\s+always|"
-    r"shall)\b",
+    r"\byou\s+(?:must|should|are\s+(?:required|instructed|expected)\s+to|will\s+always|shall)\b",
     _F,
 )
 # "the user" as a person, not a field ("the user ID", "the user's email" describe a parameter).

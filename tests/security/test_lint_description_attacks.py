@@ -212,6 +212,11 @@ NEAR_MISSES = [
     ("TEF-S010", "You must provide the user ID.", "You must thank the user."),
     (
         "TEF-S010",
+        "Use this tool when you need to help the user read a chart.",
+        "You should help the user read a chart before anything else.",
+    ),
+    (
+        "TEF-S010",
         "You should pass the answer id of the accepted answer.",
         "You should keep your answer short.",
     ),
