@@ -62,7 +62,7 @@ _NAMED_TOOL = re.compile(
 )
 _GENERIC_OTHER = re.compile(
     r"\b(?:any|every|all|each|other|another)\s+(?:other\s+|external\s+|third[\s-]party\s+)?"
-    r"(?:(?:mcp\s+)?servers?(?:'s|')?\s+)?(?:tools?|functions?|servers?|integrations?|plugins?)\b"
+    r"(?:(?:mcp\s+)?servers?(?:'s|')?\s+)?(?:tools?|functions?|servers?|integrations?|plugins?)(?:\s+calls?)?\b"
     r"|\btools?\s+(?:from|of|on|provided\s+by|exposed\s+by|belonging\s+to)\s+(?:any\s+|all\s+|every\s+)?"
     r"(?:other|another|different|external)\s+(?:mcp\s+)?servers?\b",
     _F,
@@ -115,7 +115,7 @@ _TO_PARAMETER = re.compile(
     _F,
 )
 _TO_TOOL = re.compile(rf"\bto\s+(?:the\s+)?[`'\"]?(?:{_IDENT})[`'\"]?", _F)
-_NOT_OURS = ", which is not one of this server's tools: a description must not choose tools for the agent"
+_NOT_OURS = ", which is not this server's: a description must not choose tools for the agent"
 
 _NEGATED_USE = re.compile(
     r"\b(?:never|do\s+not|don'?t|must\s+not|should\s+not|shouldn'?t|cannot|can'?t|avoid|stop)\s+"
@@ -198,7 +198,8 @@ def foreign_references(sentence: str, own: Collection[str]) -> list[tuple[int, i
             tail = sentence[match.end() : match.end() + 20]
             if not re.match(r"\s+(?:mcp\s+)?(?:tool|server)", tail, _F):
                 continue
-        found.append((match.start(), match.end(), name))
+        # As written, so "the calendar server" reads as a server and "ticket tool" as a tool.
+        found.append((match.start(), match.end(), name if match.group("w") is None else match.group(0)))
     found += [(m.start(), m.end(), m.group(0)) for m in _GENERIC_OTHER.finditer(sentence)]
     return sorted(found)
 
@@ -260,8 +261,8 @@ def _shadowing(words: str, others: list[tuple[int, int, str]]) -> Hit | None:
     return (
         min(start, trigger.start(), directive.start()),
         max(end, directive.end()),
-        f"changes how '{name}', which is not one of this server's tools, is used: "
-        "a description may say what its own tool does, not how the agent uses other servers' tools",
+        f"changes how the agent uses '{name}', which is not this server's: "
+        "a description may say what its own tool does, not how other servers' tools are used",
     )
 
 
