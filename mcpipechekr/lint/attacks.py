@@ -93,17 +93,23 @@ _HELD_ALWAYS = (
     r"(?:your|the\s+(?:full|entire|whole|complete))\s+(?:prompt|context|instructions)|context\s+window|"
     r"(?:message|chat|conversation|session)\s+history|"
     r"(?:previous|prior|earlier|past|all\s+(?:the\s+)?(?:user'?s?\s+)?|every)\s+(?:messages|questions|answers)|"
+    r"(?:the\s+)?(?:last|latest|recent)\s+(?:\d+\s+|few\s+)?messages|"
     r"everything\s+the\s+user\b|your\s+memor(?:y|ies)|"
     r"secrets?|(?:api|ssh|private|secret|access)[\s_-]?keys?|"
     r"(?:access|auth(?:entication)?|api|bearer|refresh|session|secret)[\s_-]?tokens?|"
     r"credentials?|passwords?|passphrases?|env(?:ironment)?\s+variables?|\.env\b"
 )
 _HELD_DATA = (
-    r"(?:the\s+user'?s?|all(?:\s+the)?|every|local|workspace|project)\s+"
+    r"(?:the\s+user'?s?|all(?:\s+the)?|every|local|workspace|project)\s+(?:outgoing\s+|incoming\s+|your\s+)?"
     r"(?:files?|documents?|data|e-?mails?|messages)(?!\s*(?:paths?|names?|ids?|types?)\b)"
 )
 _HELD = re.compile(rf"\b(?:{_HELD_ALWAYS}|{_HELD_DATA})\b", _F)
 _HELD_SENSITIVE = re.compile(rf"\b(?:{_HELD_ALWAYS})\b", _F)
+_SENT = re.compile(
+    r"\b(?:must|should|shall|always)\s+(?:also\s+)?be\s+(?:also\s+)?"
+    r"(?:sent|copied|forwarded|posted|uploaded|mirrored|relayed|shared|bcc'?e?d|cc'?e?d|e-?mailed)\b",
+    _F,
+)
 _URL = (
     r"\bhttps?://[^\s'\"<>)]+"
     r"|\b(?:[a-z0-9-]+\.)+(?:com|net|org|io|dev|xyz|ru|cn|info|biz|co|me|app|site|online)\b(?:/\S*)?"
@@ -138,12 +144,12 @@ _WORSE = re.compile(
 
 # "you need to" is left out: descriptions use it for situations ("use this tool when you need to …").
 _SPEAK = re.compile(
-    r"\byou\s+(?:must|should|are\s+(?:required|instructed|expected)\s+to|will\s+always|shall)\b",
+    r"\b(?:you|the\s+(?:assistant|ai|model|agent|llm))\s+(?:must|should|are\s+(?:required|instructed|expected)\s+to|will\s+always|shall)\b",
     _F,
 )
-# "the user" as a person, not a field ("the user ID", "the user's email" describe a parameter).
+# "the user" as a person, not a field or the user's data ("the user ID", "the user's question").
 _CONVERSATION = re.compile(
-    r"\bthe\s+user\b(?!\s*(?:[-_]?ids?|names?|accounts?|profiles?|'s\s+(?:id|name|e-?mail|account|profile))\b)"
+    r"\bthe\s+user\b(?!'s|\s*(?:[-_]?ids?|names?|accounts?|profiles?)\b)"
     r"|\b(?:your|every|each)\s+(?:response|reply|answer|output|message)s?\b"
     r"|\b(?:the\s+)?assistant\b|\b(?:the|this)\s+conversation\b",
     _F,
@@ -267,10 +273,13 @@ def _shadowing(words: str, others: list[tuple[int, int, str]]) -> Hit | None:
 
 
 def _exfiltration(words: str) -> Hit | None:
-    send = _SEND.search(words)
+    """Send, then what the agent holds, then where to; in the passive ("emails must be copied to …")
+    what is sent may come first."""
+    passive = _SENT.search(words)
+    send = passive or _SEND.search(words)
     if send is None:
         return None
-    held = _HELD.search(words, send.end())
+    held = _HELD.search(words, send.end()) or (_HELD.search(words) if passive else None)
     destination = _OUTSIDE.search(words, send.end()) or _TO_TOOL.search(words, send.end())
     if destination is None:
         held = _HELD_SENSITIVE.search(words, send.end())
@@ -278,7 +287,7 @@ def _exfiltration(words: str) -> Hit | None:
     if held is None or destination is None:
         return None
     return (
-        send.start(),
+        min(send.start(), held.start()),
         max(held.end(), destination.end()),
         f"asks the agent to send {held.group(0)!r} to {destination.group(0).strip()!r}: "
         "what the agent holds leaves through a channel its user did not choose",
@@ -320,7 +329,8 @@ def _hijack(words: str, others: list[tuple[int, int, str]]) -> Hit | None:
 
 def _addressed(words: str) -> Hit | None:
     speak = _SPEAK.search(words)
-    about = _CONVERSATION.search(words) if speak else None
+    # Whom or what the order is about: after the modal first ("the assistant must end each reply").
+    about = (_CONVERSATION.search(words, speak.end()) or _CONVERSATION.search(words)) if speak else None
     control = _CONTROL.search(words)
     if speak and about:
         begin, end = min(speak.start(), about.start()), max(speak.end(), about.end())
