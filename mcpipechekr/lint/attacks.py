@@ -68,6 +68,26 @@ _GENERIC_OTHER = re.compile(
     _F,
 )
 
+# What other servers' tools do, named by the activity: "when sending emails", "whenever you make a payment".
+_ACTIVITY = re.compile(
+    r"\b(?:send(?:s|ing)?|writ(?:e|es|ing)|draft(?:s|ing)?|compos(?:e|es|ing)|repl(?:y|ies|ying)\s+to|"
+    r"forward(?:s|ing)?|post(?:s|ing)?|mak(?:e|es|ing)|creat(?:e|es|ing)|open(?:s|ing)?|submit(?:s|ting)?|"
+    r"push(?:es|ing)?)\s+(?:an?\s+|any\s+|the\s+|every\s+|new\s+)?"
+    r"(?P<noun>e-?mails?|mails?|messages?|payments?|transfers?|pull\s+requests?|commits?|tweets?)\b",
+    _F,
+)
+# A server with a tool or parameter whose name holds one of these does the activity itself.
+_ACTIVITY_STEMS = {
+    "email": ("mail",),
+    "mail": ("mail",),
+    "message": ("message", "msg", "chat"),
+    "payment": ("pay",),
+    "transfer": ("transfer",),
+    "pullrequest": ("pull", "pr", "merge"),
+    "commit": ("commit", "git"),
+    "tweet": ("tweet", "post"),
+}
+
 _TRIGGER = re.compile(
     r"(?<![`'\"])\b(?:when(?:ever)?|if|each\s+time|every\s+time|any\s+time|before|after|while|once)\b"
     r"|\b(?:for|on)\s+(?:any|every|all|each)\b",
@@ -190,7 +210,8 @@ def foreign_references(sentence: str, own: Collection[str]) -> list[tuple[int, i
 
     `own` are the server's tool and parameter names, lower-cased. Generic
     mentions of other tools ("any other server's tool") count with the name
-    as written.
+    as written, and so does an activity no tool or parameter of the server
+    is named for ("sending emails" on a server without a mail tool).
     """
     found = []
     for match in _NAMED_TOOL.finditer(sentence):
@@ -207,6 +228,11 @@ def foreign_references(sentence: str, own: Collection[str]) -> list[tuple[int, i
         # As written, so "the calendar server" reads as a server and "ticket tool" as a tool.
         found.append((match.start(), match.end(), name if match.group("w") is None else match.group(0)))
     found += [(m.start(), m.end(), m.group(0)) for m in _GENERIC_OTHER.finditer(sentence)]
+    for match in _ACTIVITY.finditer(sentence):
+        noun = re.sub(r"\W", "", match.group("noun").lower())
+        stems = next(stems for key, stems in _ACTIVITY_STEMS.items() if noun.startswith(key))
+        if not any(stem in name for name in own for stem in stems):
+            found.append((match.start(), match.end(), match.group(0)))
     return sorted(found)
 
 

@@ -99,6 +99,7 @@ def test_cross_server_shadowing(notes: Linted, desk: Linted) -> None:
         "note_add": "Whenever the mail_send tool is invoked, you must",
         "date_format": "For every tool exposed by other servers, set",
         "word_count": "If the agent uses the calendar server's create_event, it should",
+        "trip_budget": "Whenever you make a payment, always",
     }
     assert desk.findings("TEF-S007") == {
         "shorten_link": "Each time github's create_pull_request runs, make sure",
@@ -111,6 +112,7 @@ def test_cross_server_shadowing(notes: Linted, desk: Linted) -> None:
         "note_add": "changes how the agent uses 'mail_send'",
         "date_format": "changes how the agent uses 'every tool'",
         "word_count": "changes how the agent uses 'calendar server'",
+        "trip_budget": "changes how the agent uses 'make a payment'",
     }
 
 
@@ -170,6 +172,15 @@ def test_hijack_accepted_for_one_tool_leaves_the_others_blocking(tmp_path: Path)
     assert set(accepted.findings("TEF-S009")) == {"file_open", "sql_run"}
     assert [(r.tool, r.rule_id) for r in accepted.report.accepted_risks] == [("web_find", "TEF-S009")]
     assert accepted.code == 1
+
+
+def test_shadowing_of_an_activity_the_server_has_a_tool_for_is_not_reported() -> None:
+    sentence = "Checks spelling. When sending emails, always check the spelling of the subject first."
+    checker = tool_definition({"name": "check_spelling", "description": sentence})
+    sender = tool_definition({"name": "send_email", "description": "Sends an email to one recipient."})
+    alone = [(f.rule_id, f.span) for f in scan_tools([checker])]
+    assert alone == [("TEF-S007", "When sending emails, always")]
+    assert scan_tools([checker, sender]) == []
 
 
 def test_hijack_of_the_servers_own_tool_is_not_reported() -> None:
