@@ -10,13 +10,14 @@ instructions", "read ~/.ssh/id_rsa"); these rules look at the structure of a
 sentence instead of one phrasing:
 
 - TEF-S007 (error), cross-server shadowing: a sentence names a tool or server
-  that is not this server's (or "any other tool") inside a condition ("when …
-  is used", "for every …") and tells the agent what to do ("always", "must",
-  "add …").
+  that is not this server's ("any other tool", or an activity none of its
+  tools is about: "sending emails") inside a condition ("when … is used",
+  "for every …") and tells the agent what to do ("always", "must", "add …").
 - TEF-S008 (error), exfiltration: a sending verb (send, forward, copy, post,
   BCC, …), something the agent holds (the conversation, context, messages,
   files, secrets) and a destination (a URL, a domain, an e-mail address,
-  another tool, a parameter), in that order.
+  another tool, a parameter), in that order; in the passive ("emails must be
+  copied to …") what is sent may come first.
 - TEF-S009 (error), tool hijack: use this tool instead of another, never use
   another tool, another tool "is deprecated/unsafe" so use this one.
 - TEF-S010 (warning), orders to the assistant about its conversation: "you
