@@ -42,7 +42,7 @@ from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.server.lifecycle import ServerUnderTest
 from mcpipechekr.tasks import TaskFile, load_tasks
 
-LINT_VERSION = 1
+LINT_VERSION = 2  # 2: the description-attack rules TEF-S007 … TEF-S010
 log = logging.getLogger(__name__)
 
 

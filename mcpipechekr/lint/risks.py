@@ -2,7 +2,7 @@
 
 Blocking findings, each with the rule id an acceptance names:
 - a misleading tool (`TEF-M001`, see metrics.py);
-- a security finding of severity `error` (TEF-S001, -S002, -S003, -S006);
+- a security finding of severity `error` (TEF-S001, -S002, -S003, -S006, -S007, -S008, -S009);
 - a static finding of severity `error` (TEF-D001: a tool with no description).
 
 `mcpipechekr lint --accept-risk TOOL` accepts every blocking finding of TOOL;

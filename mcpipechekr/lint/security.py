@@ -19,6 +19,7 @@ is reported with its span, so the report points at the exact characters.
 | TEF-S004 | warning | steering to other tools, servers or URLs: "before using this tool you must call …" |
 | TEF-S005 | warning | speaking to the model: `<IMPORTANT>`, `<system>`, "you are now …" |
 | TEF-S006 | error | hidden text: HTML comments, zero-width, bidi-control or tag characters |
+| TEF-S007…S010 | | other servers' tools, exfiltration, hijack, orders to the assistant (attacks.py) |
 
 Limits: these are patterns, not understanding. Paraphrased or non-English
 instructions get through, and a tool that legitimately reads files may match
@@ -29,12 +30,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from mcpipechekr.artifacts.tef_report import SecurityFinding
 from mcpipechekr.artifacts.tools_snapshot import ToolDefinition
 from mcpipechekr.lint._text import schema_properties
+from mcpipechekr.lint.attacks import scan_attacks
 
 
 @dataclass(frozen=True)
@@ -178,18 +180,36 @@ def scan_text(tool: str, text: str, location: str = "description") -> list[Secur
     return sorted(findings, key=lambda f: (f.start, f.rule_id))
 
 
-def scan_tool(tool: ToolDefinition) -> list[SecurityFinding]:
-    """Findings in the description and every parameter description of a tool."""
-    findings = scan_text(tool.name, tool.description or "")
+def scan_tool(tool: ToolDefinition, own_names: Collection[str] = ()) -> list[SecurityFinding]:
+    """Findings in the description and every parameter description of a tool.
+
+    own_names: the server's tool and parameter names, so that the attack rules
+    (attacks.py) can tell a mention of the server's own tools from another server's.
+    """
+
+    def scan(text: str, location: str) -> list[SecurityFinding]:
+        found = scan_text(tool.name, text, location) + scan_attacks(tool.name, text, own_names, location)
+        return sorted(found, key=lambda f: (f.start, f.rule_id))
+
+    findings = scan(tool.description or "", "description")
     for name, prop in schema_properties(tool.input_schema).items():
         description = prop.get("description")
         if isinstance(description, str):
-            findings += scan_text(tool.name, description, f"parameter '{name}'")
+            findings += scan(description, f"parameter '{name}'")
     return findings
+
+
+def own_names(tools: Sequence[ToolDefinition]) -> set[str]:
+    """Every tool and parameter name of the server: what a description may mention as its own."""
+    names = {tool.name for tool in tools}
+    for tool in tools:
+        names.update(schema_properties(tool.input_schema))
+    return names
 
 
 def scan_tools(tools: Sequence[ToolDefinition]) -> list[SecurityFinding]:
     """Findings of every tool, errors first, then by tool and position."""
-    findings = [finding for tool in tools for finding in scan_tool(tool)]
+    names = own_names(tools)
+    findings = [finding for tool in tools for finding in scan_tool(tool, names)]
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(findings, key=lambda f: (order[f.severity], f.tool, f.location, f.start))
