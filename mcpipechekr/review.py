@@ -326,8 +326,8 @@ def record_decision(
     review = review.model_copy(
         update={"seal": seal_json(ensure_key(review_key_path(run_dir)), _sealed_content(review))}
     )
+    _add_to_manifest(run_dir, review)  # first: a damaged manifest refuses with nothing approved
     write_model(run_dir.review, review)
-    _add_to_manifest(run_dir, review)
     return review
 
 
