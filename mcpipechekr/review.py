@@ -1,7 +1,7 @@
 """The review checkpoint: a person approves a run's bug report before anything is fixed.
 
 Phase 3 changes the server's code and commits it, so it runs only on an explicit
-approval, recorded in runs/{run-id}/review.json. Three rules hold it together:
+approval, recorded in runs/{run-id}/review.json. These rules hold it together:
 
 - Nothing approves by default. Only the word `approve`, typed at the prompt, or
   the `--approve` flag, records an approval; end of input, an unknown command or
@@ -16,6 +16,15 @@ approval, recorded in runs/{run-id}/review.json. Three rules hold it together:
   is refused (nothing recorded) while that step could not commit anything, for
   want of a `server.repo` (`server.workspace.fix_repo_problems`). Recorded, such an
   approval would make every later `fix` (and `doit loop`) fail at once.
+- An approval covers exactly the bug ids it lists (every server-fixable bug by
+  default, or those the reviewer named), and Phase 3 works on those alone
+  (`approved_bugs`). An id the report does not offer to the fixer is refused.
+- Only this module writes a review that counts: review.json carries a seal, an
+  HMAC over its content keyed by a secret in the runs folder (`.review-key`,
+  mode 0600, made on first use). A review.json written by hand, or one whose
+  scope or decision was edited after the fact, fails the seal and approves
+  nothing. Each decision is also added to the run's manifest (`reviews`), so
+  the run says who approved which ids of which report, and when.
 
 The fix order shown is `evaluate.aggregate.priority_order`, the same list the
 narrative's priorities number: bugs the server can fix first, then by
@@ -30,6 +39,7 @@ import getpass
 import sys
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from pathlib import Path
 
 from rich import box
 from rich.console import Console
@@ -39,13 +49,16 @@ from rich.text import Text
 
 from mcpipechekr._util.commands import script_command
 from mcpipechekr._util.hashing import sha256_bytes
+from mcpipechekr._util.seal import ensure_key, read_key, seal_json, seal_matches
 from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import (
     Annotation,
     Bug,
     BugReport,
+    Manifest,
     Review,
     ReviewDecision,
+    ReviewEntry,
     RunDir,
     read_model,
     utc_now,
@@ -67,8 +80,11 @@ __all__ = [
     "load_bug_report",
     "read_review",
     "record_decision",
+    "approved_bugs",
     "approved_report",
     "bugs_to_fix",
+    "review_key_path",
+    "seal_problem",
     "require_approval",
     "require_fixable",
     "review_checkpoint",
@@ -79,12 +95,16 @@ __all__ = [
 
 PROMPT = "review> "
 HELP = (
-    "Commands: `approve` (the fix loop may work on these bugs, in this order), "
+    "Commands: `approve` (the fix loop may work on these bugs, in this order; `approve ID ...` on "
+    "those alone), "
     "`annotate <text>` (a note for the fix agent; the prompt comes back), "
     "`exit` (stop here, nothing is fixed)."
 )
 
 InputFn = Callable[[str], str]
+
+REVIEW_KEY = ".review-key"
+"""The seal key's file name, in the runs folder: one key for every run of the project."""
 
 
 def reviewer_name() -> str:
@@ -115,6 +135,40 @@ def bugs_to_fix(report: BugReport) -> list[Bug]:
     ]
 
 
+def approved_bugs(review: Review, report: BugReport) -> list[Bug]:
+    """The bugs Phase 3 works on under ``review``: those it approved, in fix order.
+
+    ``review`` is the approval ``approved_report`` returned with ``report``, so its ids are the
+    report's server-fixable bugs; nothing outside them is ever returned.
+    """
+    approved = set(review.bug_ids)
+    return [bug for bug in bugs_to_fix(report) if bug.id in approved]
+
+
+def review_key_path(run_dir: RunDir) -> Path:
+    """Where the key that seals reviews lives: next to the runs, so a run folder finds it on its own."""
+    return run_dir.root.parent / REVIEW_KEY
+
+
+def seal_problem(run_dir: RunDir, review: Review) -> str | None:
+    """Why ``review`` is not one `record_decision` wrote, in words; None when its seal is valid."""
+    if review.seal is None:
+        return "it has no seal (written by hand, or by a version of MCPipeChekr before reviews were sealed)"
+    key = read_key(review_key_path(run_dir))
+    if key is None:
+        return f"the key it was sealed with ({review_key_path(run_dir)}) is missing or damaged"
+    if not seal_matches(key, _sealed_content(review), review.seal):
+        return (
+            "its seal does not match its content (written or edited by hand after `mcpipechekr review`, "
+            "or sealed in another project)"
+        )
+    return None
+
+
+def _sealed_content(review: Review) -> dict[str, object]:
+    return review.model_dump(mode="json", exclude={"seal"})
+
+
 def load_bug_report(run_dir: RunDir) -> tuple[BugReport, str]:
     """The run's bug report and the hash of the very bytes it was parsed from.
 
@@ -142,7 +196,10 @@ def read_review(run_dir: RunDir) -> Review | None:
 
 
 def current_review(run_dir: RunDir, digest: str | None = None) -> Review | None:
-    """The recorded decision if it was made on the bug report as it is now, else None.
+    """The recorded decision if `record_decision` made it on the bug report as it is now, else None.
+
+    An unsealed or tampered review.json is no decision: it is neither shown as one nor are its
+    annotations carried over.
 
     ``digest`` is the hash of the bug report a caller has just loaded (from
     ``load_bug_report``); without it the current file is read and hashed.
@@ -154,7 +211,9 @@ def current_review(run_dir: RunDir, digest: str | None = None) -> Review | None:
         if not run_dir.bug_report.exists():
             return None
         _, digest = load_bug_report(run_dir)
-    return review if review.bug_report_hash == digest and review.run_id == run_dir.run_id else None
+    if review.bug_report_hash != digest or review.run_id != run_dir.run_id:
+        return None
+    return review if seal_problem(run_dir, review) is None else None
 
 
 def require_approval(run_dir: RunDir) -> Review:
@@ -168,7 +227,12 @@ def require_approval(run_dir: RunDir) -> Review:
 
 def approved_report(run_dir: RunDir) -> tuple[Review, BugReport]:
     """`require_approval`, with the bug report it approved: read once, so what is fixed is exactly the
-    report whose hash was checked, even if the file is rewritten meanwhile."""
+    report whose hash was checked, even if the file is rewritten meanwhile.
+
+    Also refuses a review.json `record_decision` did not write (its seal is missing or does not
+    match), so a file written by hand, or one whose decision or bug ids were edited, approves
+    nothing. Phase 3 works on `approved_bugs(review, report)`.
+    """
     run = run_dir.run_id
     report, digest = load_bug_report(run_dir)
     review = read_review(run_dir)
@@ -183,6 +247,13 @@ def approved_report(run_dir: RunDir) -> tuple[Review, BugReport]:
             f"{run_dir.review}: records a review of {review.run_id}, not of {run}. "
             f"Delete it and review this run: `mcpipechekr review {run}`."
         )
+    problem = seal_problem(run_dir, review)
+    if problem is not None:
+        raise UserError(
+            f"{run_dir.review}: not a review recorded by `mcpipechekr review`: {problem}. It approves "
+            f"nothing. Record the decision with `mcpipechekr review {run}` (in a script: "
+            f"`mcpipechekr review {run} --approve [--bug ID ...]`)."
+        )
     if review.decision != "approve":
         raise UserError(
             f"{run}: {review.decided_by} chose `{review.decision}` at the review "
@@ -195,6 +266,7 @@ def approved_report(run_dir: RunDir) -> tuple[Review, BugReport]:
             f"bug report ({_short(review.bug_report_hash)}); bug_report.json has changed since "
             f"(now {_short(digest)}). Review it again: `mcpipechekr review {run}`."
         )
+    _require_offered(run_dir, report, review.bug_ids)
     return review, report
 
 
@@ -206,8 +278,9 @@ def record_decision(
     bug_report_hash: str | None = None,
     by: str | None = None,
     config: Config | None = None,
+    bug_ids: Iterable[str] | None = None,
 ) -> Review:
-    """Write review.json (atomically) and return it.
+    """Write review.json (atomically, sealed), add the decision to the run's manifest, return it.
 
     ``bug_report_hash`` is the hash of the report the person saw (from
     ``load_bug_report``); without it the current file is hashed. Annotations
@@ -216,6 +289,12 @@ def record_decision(
     second decision on it does not lose what the reviewer said before; an
     identical text is kept once. With ``config``, an approval is refused (a
     UserError, nothing written) while the fix step could not run with it.
+
+    ``bug_ids`` scopes an approval: the fix loop works on those bugs only
+    (in fix order); None approves every server-fixable bug. An id the report
+    does not offer to the fixer is a UserError naming it, and nothing is
+    written. The seal (``seal_problem``) is what makes this function the only
+    way to record a review that counts.
     """
     if decision == "approve" and config is not None:
         require_fixable(run_dir, config)
@@ -226,6 +305,7 @@ def record_decision(
             f"{_short(digest)} now); nothing was recorded. Review it again: `mcpipechekr review "
             f"{run_dir.run_id}`."
         )
+    approved = _approved_ids(run_dir, report, decision, bug_ids)
     who = by or reviewer_name()
     now = utc_now()
     previous = current_review(run_dir, digest)
@@ -241,10 +321,68 @@ def record_decision(
         decided_by=who,
         decided_at=now,
         bug_report_hash=digest,
-        bug_ids=[bug.id for bug in bugs_to_fix(report)],
+        bug_ids=approved,
     )
+    review = review.model_copy(
+        update={"seal": seal_json(ensure_key(review_key_path(run_dir)), _sealed_content(review))}
+    )
+    _add_to_manifest(run_dir, review)  # first: a damaged manifest refuses with nothing approved
     write_model(run_dir.review, review)
     return review
+
+
+def _approved_ids(
+    run_dir: RunDir, report: BugReport, decision: ReviewDecision, bug_ids: Iterable[str] | None
+) -> list[str]:
+    """The ids a decision approves, in fix order: all server-fixable bugs, or those asked for."""
+    if decision != "approve":
+        if bug_ids:
+            raise UserError("bug ids scope an approval; `exit` approves nothing (nothing was recorded).")
+        return []
+    fixable = [bug.id for bug in bugs_to_fix(report)]
+    if bug_ids is None:
+        return fixable
+    asked = list(dict.fromkeys(bug_ids))
+    if not asked:
+        raise UserError(
+            f"{run_dir.run_id}: an approval scoped to no bug approves nothing; name at least one bug, "
+            "or leave out the bug ids to approve every server-fixable one (nothing was recorded)."
+        )
+    _require_offered(run_dir, report, asked)
+    return [bug_id for bug_id in fixable if bug_id in set(asked)]
+
+
+def _require_offered(run_dir: RunDir, report: BugReport, bug_ids: Iterable[str]) -> None:
+    """Refuse, naming it, an id the report does not offer to the fixer (unknown, or not server-fixable)."""
+    known = {bug.id for bug in report.bugs}
+    fixable = {bug.id for bug in bugs_to_fix(report)}
+    for bug_id in bug_ids:
+        if bug_id not in known:
+            raise UserError(
+                f"{run_dir.run_id}: {bug_id!r} is not a bug of this run's bug report. "
+                f"The bugs the fix loop can work on: {', '.join(sorted(fixable)) or 'none'}."
+            )
+        if bug_id not in fixable:
+            raise UserError(
+                f"{run_dir.run_id}: {bug_id!r} is not sent to the fix loop (agent behaviour, or evidence "
+                "for another bug), so it cannot be approved. The bugs the fix loop can work on: "
+                f"{', '.join(sorted(fixable)) or 'none'}."
+            )
+
+
+def _add_to_manifest(run_dir: RunDir, review: Review) -> None:
+    """Add the decision to the run's manifest; a run without one (made by hand) has nowhere to say it."""
+    if not run_dir.manifest.exists():
+        return
+    manifest = read_model(run_dir.manifest, Manifest)
+    entry = ReviewEntry(
+        decision=review.decision,
+        decided_by=review.decided_by,
+        decided_at=review.decided_at,
+        bug_report_hash=review.bug_report_hash,
+        bug_ids=list(review.bug_ids),
+    )
+    write_model(run_dir.manifest, manifest.model_copy(update={"reviews": [*manifest.reviews, entry]}))
 
 
 def require_fixable(run_dir: RunDir, config: Config) -> None:
@@ -364,12 +502,14 @@ def interactive_review(
     ``input_fn`` reads one line after printing its prompt (``console.input`` by
     default; tests pass a scripted one). `annotate <text>` adds a note and asks
     again; anything unknown prints the commands and asks again. End of input
-    (Ctrl-D, a closed pipe) counts as `exit`: leaving is never approval. With
+    (Ctrl-D, a closed pipe) counts as `exit`: leaving is never approval.
+    `approve ID ...` approves those bugs alone; an id the report does not offer
+    to the fixer is refused, and the prompt asks again. With
     ``config``, `approve` is refused while the fix step could not run
     (``require_fixable``): the reason is printed and the prompt asks again.
     """
     read = input_fn or console.input
-    _, digest = show_review(run_dir, console)
+    report, digest = show_review(run_dir, console)
     previous = current_review(run_dir, digest)
     if previous and previous.annotations:
         console.print(Text("Annotations already recorded for this report:"))
@@ -385,14 +525,17 @@ def interactive_review(
             return _decide(run_dir, console, "exit", notes, digest)
         command, _, rest = line.strip().partition(" ")
         command = command.lower()
-        if command == "approve" and not rest.strip():
-            if config is not None:
-                try:
+        if command == "approve":
+            scope = rest.split() or None
+            try:
+                if config is not None:
                     require_fixable(run_dir, config)
-                except UserError as exc:
-                    console.print(Text(exc.message))
-                    continue
-            return _decide(run_dir, console, "approve", notes, digest)
+                if scope is not None:
+                    _require_offered(run_dir, report, scope)
+            except UserError as exc:  # nothing was recorded: say why and ask again
+                console.print(Text(exc.message))
+                continue
+            return _decide(run_dir, console, "approve", notes, digest, scope)
         if command == "exit" and not rest.strip():
             return _decide(run_dir, console, "exit", notes, digest)
         if command == "annotate" and rest.strip():
@@ -409,9 +552,14 @@ def interactive_review(
 
 
 def _decide(
-    run_dir: RunDir, console: Console, decision: ReviewDecision, notes: list[str], digest: str
+    run_dir: RunDir,
+    console: Console,
+    decision: ReviewDecision,
+    notes: list[str],
+    digest: str,
+    bug_ids: list[str] | None = None,
 ) -> Review:
-    review = record_decision(run_dir, decision, notes, bug_report_hash=digest)
+    review = record_decision(run_dir, decision, notes, bug_report_hash=digest, bug_ids=bug_ids)
     console.print(Text(describe_decision(review) + f" → {display_path(run_dir.review)}"))
     return review
 

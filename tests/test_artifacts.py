@@ -37,6 +37,7 @@ from mcpipechekr.artifacts import (
     PhaseProviders,
     ResponseSize,
     Review,
+    ReviewEntry,
     RunDir,
     SecurityFinding,
     ServerRef,
@@ -97,6 +98,15 @@ def make_manifest() -> Manifest:
                 source_name="session.jsonl",
                 source_hash=sha256_bytes(b"session"),
                 imported_at=T0 + timedelta(minutes=2),
+            )
+        ],
+        reviews=[
+            ReviewEntry(
+                decision="approve",
+                decided_by="dana",
+                decided_at=T0 + timedelta(minutes=2),
+                bug_report_hash=sha256_bytes(b"bug report"),
+                bug_ids=["wrong-sort-order"],
             )
         ],
     ).finished("completed", at=T0 + timedelta(minutes=3))
@@ -577,19 +587,20 @@ def test_naive_datetimes_and_malformed_ids_are_rejected() -> None:
         assert info.value.errors()[0]["loc"] == (field,)
 
 
-def test_a_version_1_manifest_reads_as_version_2_without_imports(tmp_path: Path) -> None:
+@pytest.mark.parametrize("old", [1, 2])
+def test_an_older_manifest_reads_as_version_3_without_imports_or_reviews(tmp_path: Path, old: int) -> None:
     data = make_manifest().model_dump(mode="json")
-    del data["imports"]
-    data["version"] = 1
+    del data["reviews"], data["imports"]
+    data["version"] = old
     path = tmp_path / "manifest.json"
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
     manifest = read_model(path, Manifest)
-    assert (manifest.version, manifest.imports) == (2, [])
-    assert manifest.model_dump(exclude={"version", "imports"}) == make_manifest().model_dump(
-        exclude={"version", "imports"}
+    assert (manifest.version, manifest.imports, manifest.reviews) == (3, [], [])
+    assert manifest.model_dump(exclude={"version", "imports", "reviews"}) == make_manifest().model_dump(
+        exclude={"version", "imports", "reviews"}
     )
     assert read_model(write_model(path, manifest), Manifest) == manifest
-    assert path.read_text().startswith('{\n  "version": 2,')
+    assert path.read_text().startswith('{\n  "version": 3,')
 
 
 def test_manifest_status_rules() -> None:

@@ -35,6 +35,8 @@ from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.narrative import render_narrative
 from mcpipechekr.review import (
     PROMPT,
+    approved_bugs,
+    approved_report,
     bugs_to_fix,
     continue_hint,
     current_review,
@@ -43,6 +45,7 @@ from mcpipechekr.review import (
     record_decision,
     require_approval,
     review_checkpoint,
+    review_key_path,
     write_session_summary,
 )
 
@@ -365,6 +368,15 @@ def test_nothing_but_the_word_approve_approves(run_dir: RunDir, answer: str) -> 
     assert len(prompts) == 2  # asked again after the answer, then end of input
 
 
+def test_approve_at_the_prompt_with_ids_approves_those_alone(run_dir: RunDir) -> None:
+    console, out = recording_console()
+    read, prompts = scripted(f"approve {SORT_GAP.id} BUG-invented", f"approve {SORT_GAP.id} {FTS_RANK.id}")
+    review = interactive_review(run_dir, console, read)
+    assert "'BUG-invented' is not a bug of this run's bug report" in out.getvalue()
+    assert len(prompts) == 2 and review.bug_ids == [FTS_RANK.id, SORT_GAP.id]
+    assert require_approval(run_dir) == review
+
+
 def test_exit_at_the_prompt_is_recorded(run_dir: RunDir) -> None:
     console, out = recording_console()
     read, _ = scripted("annotate the ranking is wrong, not the dates", "exit")
@@ -441,6 +453,44 @@ def test_a_bug_priced_entirely_under_another_is_not_sent_to_the_fixer() -> None:
     report = make_report(RUN_ID, [SORT_GAP, priced, unpriced])
     assert [bug.id for bug in bugs_to_fix(report)] == [FTS_RANK.id, SORT_GAP.id]
     assert priced.id in [bug.id for bug in fix_order(report)], "kept in the report as evidence"
+
+
+def test_an_approval_scoped_to_some_bugs_keeps_the_fix_order(run_dir: RunDir) -> None:
+    review = record_decision(run_dir, "approve", bug_ids=[SORT_GAP.id, FTS_RANK.id, SORT_GAP.id])
+    assert review.bug_ids == [FTS_RANK.id, SORT_GAP.id]
+    approved, report = approved_report(run_dir)
+    assert [bug.id for bug in approved_bugs(approved, report)] == [FTS_RANK.id, SORT_GAP.id]
+
+
+def test_an_agent_bug_cannot_be_approved(run_dir: RunDir) -> None:
+    agent = make_bug("EFF-too-many-calls-lookup", "efficiency", 99_999, tool="get_email", trigger="t")
+    reevaluate(run_dir, [FTS_RANK, agent.model_copy(update={"fixable_by": "agent"})])
+    with pytest.raises(UserError) as info:
+        record_decision(run_dir, "approve", bug_ids=[agent.id])
+    assert f"{agent.id!r} is not sent to the fix loop" in info.value.message
+    assert FTS_RANK.id in info.value.message and not run_dir.review.exists()
+
+
+def test_an_exit_approves_no_bugs(run_dir: RunDir) -> None:
+    assert record_decision(run_dir, "exit").bug_ids == []
+    with pytest.raises(UserError, match="`exit` approves nothing"):
+        record_decision(run_dir, "exit", bug_ids=[FTS_RANK.id])
+
+
+def test_the_seal_key_is_made_once_and_readable_by_its_owner_only(run_dir: RunDir) -> None:
+    record_decision(run_dir, "exit")
+    key = review_key_path(run_dir)
+    made = key.read_bytes()
+    assert key.stat().st_mode & 0o777 == 0o600
+    record_decision(run_dir, "approve")
+    assert key.read_bytes() == made
+    assert require_approval(run_dir).decision == "approve"
+
+
+def test_cli_bug_needs_approve(project: Path, run_dir: RunDir) -> None:
+    result = invoke(project, RUN_ID, "--exit", "--bug", FTS_RANK.id)
+    assert result.exit_code == 2 and "--bug scopes an approval: add --approve" in result.output
+    assert not run_dir.review.exists()
 
 
 def test_the_review_marks_agent_bugs_and_approves_only_the_server_ones(run_dir: RunDir) -> None:

@@ -52,7 +52,7 @@ from mcpipechekr.artifacts.fix_record import (
     FixStatus,
     read_fix_record,
 )
-from mcpipechekr.artifacts.manifest import ImportedSession, Manifest, PhaseProviders, ServerRef
+from mcpipechekr.artifacts.manifest import ImportedSession, Manifest, PhaseProviders, ReviewEntry, ServerRef
 from mcpipechekr.artifacts.review import Annotation, Review, ReviewDecision
 from mcpipechekr.artifacts.rundir import (
     RunDir,
@@ -136,6 +136,7 @@ __all__ = [
     "PhaseProviders",
     "Review",
     "ReviewDecision",
+    "ReviewEntry",
     "RunDir",
     "SecurityFinding",
     "ServerRef",

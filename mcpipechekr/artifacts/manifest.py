@@ -6,10 +6,12 @@ version, the server's commit and whether its tree was dirty, the task file's
 hash, the models per phase and the effective configuration (secrets redacted).
 Traces that were not run by the harness but converted from a session the user
 recorded (`mcpipechekr import`) are listed in `imports`, with the client that
-recorded them and the hash of the file they came from.
+recorded them and the hash of the file they came from. Every decision taken
+at the review (`mcpipechekr review`) is added to `reviews`: who decided, what,
+on which bug report, approving which bug ids, and when.
 
-Format versions: 2 added `imports`. A version 1 file (written before) is read
-as version 2 with no imports, which is what it was.
+Format versions: 2 added `imports`, 3 added `reviews`. An older file is read as
+version 3 with none of them, which is what it was.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from mcpipechekr.artifacts._base import (
 
 RunStatus = Literal["running", "completed", "failed", "interrupted"]
 
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3
 """The manifest's format version; see the module docstring for what each version added."""
 
 
@@ -85,13 +87,26 @@ class ImportedSession(ArtifactModel):
     imported_at: AwareDatetime = Field(description="When the session was imported.")
 
 
+class ReviewEntry(ArtifactModel):
+    """One decision at the review of this run, as `mcpipechekr review` recorded it."""
+
+    decision: Literal["approve", "exit"] = Field(description="`approve` or `exit`.")
+    decided_by: str = Field(min_length=1, description="Who decided (the local user name).")
+    decided_at: AwareDatetime = Field(description="When.")
+    bug_report_hash: Sha256 = Field(description="Hash of the bug_report.json bytes decided on.")
+    bug_ids: list[str] = Field(
+        default_factory=list,
+        description="The bug ids approved for the fix loop, in fix order; empty on `exit`.",
+    )
+
+
 class Manifest(ArtifactModel):
     """runs/{run-id}/manifest.json: the identity and outcome of one pipeline run."""
 
-    version: Literal[1, 2] = Field(
+    version: Literal[1, 2, 3] = Field(
         default=MANIFEST_VERSION,
-        description=f"{VERSION_DESCRIPTION} Version 2 added `imports`; a version 1 file is read as "
-        "version 2 with no imports.",
+        description=f"{VERSION_DESCRIPTION} Version 2 added `imports`, 3 added `reviews`; an older file "
+        "is read as version 3 without them.",
     )
     run_id: RunId = Field(description="The run's folder name, `run-YYYYMMDD-NNN`.")
     started_at: AwareDatetime = Field(description="When the run started (ISO 8601 with timezone).")
@@ -142,12 +157,17 @@ class Manifest(ArtifactModel):
         description="Traces converted from recorded sessions (`mcpipechekr import`), in the order they "
         "were imported; empty when every trace was run by the harness.",
     )
+    reviews: list[ReviewEntry] = Field(
+        default_factory=list,
+        description="Every decision taken at the review of this run (`mcpipechekr review`), oldest first: "
+        "who approved which bug ids of which bug report, and when.",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _upgrade(cls, data: Any) -> Any:
-        """Read a version 1 manifest as version 2: it has no imports, the only field version 2 added."""
-        if isinstance(data, dict) and data.get("version") == 1:
+        """Read an older manifest as the current version: it has none of the fields added since."""
+        if isinstance(data, dict) and data.get("version") in (1, 2):
             return {**data, "version": MANIFEST_VERSION}
         return data
 

@@ -7,6 +7,14 @@ if the report is rewritten afterwards (a re-evaluation, a hand edit), the
 approval no longer matches and the fix loop refuses to start until someone
 reviews again. Annotations are the reviewer's guidance for the fix agent; they
 travel into the Phase 3 prompt.
+
+An approval covers exactly the bug ids it lists, and only a review written by
+`mcpipechekr review` counts: `seal` is an HMAC over the rest of the file, keyed
+by a secret next to the runs (see mcpipechekr.review). A file written or
+widened by hand has no valid seal and approves nothing.
+
+Format versions: 2 added `seal`. A version 1 file (written before) still
+reads, but, unsealed, approves nothing: review the run again.
 """
 
 from __future__ import annotations
@@ -18,12 +26,14 @@ from pydantic import AwareDatetime, Field
 from mcpipechekr.artifacts._base import (
     VERSION_DESCRIPTION,
     ArtifactModel,
-    FormatVersion,
     RunId,
     Sha256,
 )
 
 ReviewDecision = Literal["approve", "exit"]
+
+REVIEW_VERSION = 2
+"""review.json's format version; see the module docstring for what each version added."""
 
 
 class Annotation(ArtifactModel):
@@ -37,7 +47,7 @@ class Annotation(ArtifactModel):
 class Review(ArtifactModel):
     """runs/{run-id}/review.json: approve (the fix loop may run) or exit (stop here), for one bug report."""
 
-    version: FormatVersion = Field(default=1, description=VERSION_DESCRIPTION)
+    version: Literal[1, 2] = Field(default=REVIEW_VERSION, description=VERSION_DESCRIPTION)
     run_id: RunId = Field(description="The run whose bug report was reviewed.")
     decision: ReviewDecision = Field(
         description="`approve`: Phase 3 may fix the bugs listed; `exit`: the reviewer stopped the loop here."
@@ -53,6 +63,12 @@ class Review(ArtifactModel):
     )
     bug_ids: list[str] = Field(
         default_factory=list,
-        description="The bugs of that report the fix loop works on (`fixable_by: server`), in fix order "
-        "(severity, then highest token_cost_of_gap), as shown.",
+        description="`approve`: the bugs of that report the fix loop may work on, all `fixable_by: server`, "
+        "in fix order (severity, then highest token_cost_of_gap); by default every server-fixable bug, "
+        "or those named with `--bug`. `exit`: empty.",
+    )
+    seal: str | None = Field(
+        default=None,
+        description="`hmac-sha256:<hex>` over the other fields, written by `mcpipechekr review`; a review "
+        "without a valid seal (written or edited by hand, or of version 1) approves nothing.",
     )

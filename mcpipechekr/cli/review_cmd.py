@@ -32,6 +32,14 @@ from mcpipechekr.steps.summary import summary_step
     help="A note for the fix agent, recorded with the decision; repeatable.",
 )
 @click.option(
+    "--bug",
+    "bug_ids",
+    metavar="ID",
+    multiple=True,
+    help="With --approve: approve only this bug (repeatable); the fix loop works on these alone "
+    "[default: every bug the server can fix].",
+)
+@click.option(
     "--interactive/--no-interactive",
     default=None,
     help="Ask at a `review>` prompt [default: when stdin is a terminal and no decision flag is given].",
@@ -43,6 +51,7 @@ def review_command(
     approve: bool,
     exit_: bool,
     annotations: tuple[str, ...],
+    bug_ids: tuple[str, ...],
     interactive: bool | None,
     **_: object,
 ) -> None:
@@ -52,8 +61,10 @@ def review_command(
     folder. Shows the bugs in fix order (server-fixable first, then severity,
     then highest token_cost_of_gap; agent-behaviour bugs marked, never sent
     to the fixer) and the Phase 2 narrative, then records the decision in review.json with the
-    hash of the bug report it was made on; `mcpipechekr fix` runs only while
-    that report is unchanged.
+    hash of the bug report it was made on and the ids of the bugs approved
+    (all the server-fixable ones, or those given with --bug); `mcpipechekr
+    fix` works on those alone, and only while that report is unchanged.
+    review.json is sealed: one written or edited by hand approves nothing.
 
     At the `review>` prompt: `approve`, `annotate <text>` (a note for the fix
     agent; asks again), or `exit`. End of input counts as exit. Nothing is
@@ -70,6 +81,8 @@ def review_command(
         raise UserError("--approve and --exit are mutually exclusive: choose one decision.")
     run_dir = resolve_run(ctx, run)  # a run folder given as a path needs no config
     decision: ReviewDecision | None = "approve" if approve else "exit" if exit_ else None
+    if bug_ids and decision != "approve":
+        raise UserError("--bug scopes an approval: add --approve (nothing was recorded).")
     if decision is not None and interactive:
         raise UserError("--interactive asks for the decision at the prompt; drop --approve/--exit.")
     asking = decision is None and (interactive or (interactive is None and sys.stdin.isatty()))
@@ -82,6 +95,7 @@ def review_command(
         run_dir,
         decision=decision,
         annotations=annotations if decision is not None else (),
+        bug_ids=bug_ids or None,
         interactive=asking,
         input_fn=_prompt_with(annotations) if asking else None,
     )

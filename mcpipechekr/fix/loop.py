@@ -1,7 +1,8 @@
 """Phase 3: fix the approved bugs one at a time, commit each fix, and prove the server still starts.
 
-The loop ("Ralph Wiggum" style): for each bug the server can fix
-(`review.bugs_to_fix`, in the review's fix order; `agent` bugs, how the model
+The loop ("Ralph Wiggum" style): for each bug the reviewer approved
+(`review.approved_bugs`, in the review's fix order; only bugs the server can
+fix are approved: `agent` bugs, how the model
 behaved, have no server-side fix and are never given to the agent), the same
 prompt is given to a fresh agent process until the agent prints the
 completion promise or `fix.max_iterations` runs are spent. The work tree is
@@ -72,7 +73,7 @@ from mcpipechekr.fix.evidence import evidence_lines, file_layout
 from mcpipechekr.fix.guards import GitControl
 from mcpipechekr.fix.prompt import FailedHealth, FailedTests, build_fix_prompt, has_promise
 from mcpipechekr.fix.repo_tests import display_command, run_tests
-from mcpipechekr.review import approved_report, bugs_to_fix
+from mcpipechekr.review import approved_bugs, approved_report
 from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest
 
 FIX_FOLDER = "fix"
@@ -127,7 +128,7 @@ def run_fix_loop(
     repo = open_repo(config.server.repo)
     try:
         require_clean(repo)
-        bugs = bugs_to_fix(report)
+        bugs = approved_bugs(review, report)
         repo_root = Path(repo.working_dir)
         agent = resolve_agent(config, repo_root, _findings_server(config, findings_home)) if bugs else None
         scratch = agent.scratch if agent is not None else ()

@@ -29,6 +29,7 @@ def review_step(
     *,
     decision: ReviewDecision | None = None,
     annotations: Sequence[str] = (),
+    bug_ids: Sequence[str] | None = None,
     interactive: bool | None = None,
     input_fn: InputFn | None = None,
     out: Console = console,
@@ -39,11 +40,18 @@ def review_step(
     `server.repo`) is refused; None (a run folder reviewed away from its
     project) approves unchecked. `interactive` defaults to whether stdin is a
     terminal; `input_fn` reads the prompt's answers (default: the console).
+    `bug_ids` scopes an approval (None: every server-fixable bug).
     """
     if decision is None:
         return review_checkpoint(run_dir, out, interactive=interactive, input_fn=input_fn, config=config)
     show_review(run_dir, out)
-    review = record_decision(run_dir, decision, annotations, config=config if decision == "approve" else None)
+    review = record_decision(
+        run_dir,
+        decision,
+        annotations,
+        config=config if decision == "approve" else None,
+        bug_ids=bug_ids,
+    )
     out.print(Text(describe_decision(review) + f" → {display_path(run_dir.review)}"))
     return review
 
