@@ -122,14 +122,13 @@ class ServerLog:
 
     path: Path
     redactor: Redactor
-    sink: RedactingLog | None = None
+    sink: RedactingLog
     temporary: bool = False
 
     def quote(self, message: str, what: str) -> str:
         """`message` followed by the last lines of this start's log, all redacted."""
-        if self.sink is not None:
-            self.sink.flush()
-        tail = _log_tail(self.path, self.sink.offset if self.sink is not None else 0)
+        self.sink.flush()
+        tail = _log_tail(self.path, self.sink.offset)
         where = what if self.temporary else f"{what} is logged at {self.path}"
         message += f"  {where}" + ((":\n" + tail) if tail else " (nothing written).")
         return self.redactor.redact(message)

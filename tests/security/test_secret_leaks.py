@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import stat
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from secret_project import SERVER_NAME, SecretProject, leaks_in_text, leaks_under, secret_project
 
+from mcpipechekr._util.private_log import RedactingLog
 from mcpipechekr._util.redact import Redactor
 
 pytestmark = pytest.mark.slow
@@ -131,3 +133,18 @@ def test_a_symlink_planted_at_a_log_path_is_not_followed(tmp_path: Path) -> None
     for result in outputs:
         assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
         assert "is a symbolic link: refusing to write a log through it" in result.stderr, result.stderr
+
+
+def test_a_secret_written_in_pieces_is_still_redacted(tmp_path: Path) -> None:
+    """A server that flushes half a secret, waits, then writes the rest: the log never holds either half
+    next to the other, because a line is redacted only once it is whole."""
+    secret = "halfandhalf-5e2b9c"
+    script = (
+        "import sys, time\n"
+        f"sys.stderr.write('token={secret[:8]}'); sys.stderr.flush(); time.sleep(0.3)\n"
+        f"sys.stderr.write('{secret[8:]} end\\n'); sys.stderr.flush()\n"
+    )
+    log = tmp_path / "server.stderr.log"
+    with RedactingLog(log, Redactor([(secret, "${HALF}")])) as sink:
+        subprocess.run([sys.executable, "-c", script], stderr=sink.fileno(), check=True)
+    assert log.read_text() == "token=${HALF} end\n"
