@@ -26,8 +26,11 @@ from urllib.parse import quote, quote_plus
 
 import yaml
 
+import mcpipechekr
+
 LEAKY_SERVER = Path(__file__).resolve().parents[1] / "servers" / "leaky_server.py"
 SERVER_NAME = "leaky"
+PACKAGE_ROOT = str(Path(mcpipechekr.__file__).resolve().parents[1])
 
 SUBST = "subst-6d1f0a9e"
 LITERAL = "literal-3b7c55d2"
@@ -138,6 +141,8 @@ def secret_project(tmp_path: Path, *, exit_at_start: bool = False) -> SecretProj
             "MCPIPECHEKR_HOME": str(home),
             "TMPDIR": str(tmpdir),
             "COLUMNS": "200",
+            # The package under test, whatever the folder the command runs in.
+            "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_ROOT, os.environ.get("PYTHONPATH")])),
         }
     )
     return SecretProject(tmp_path, root, home, tmpdir, env)
