@@ -70,7 +70,7 @@ from mcpipechekr.evaluate.correctness import (
 from mcpipechekr.evaluate.costing import sequence_tokens
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.base import AgentServer, Runner, RunRequest
-from mcpipechekr.server.lifecycle import ServerUnderTest
+from mcpipechekr.server.lifecycle import ServerUnderTest, server_under_test
 from mcpipechekr.tasks import Task, TaskFile, load_tasks, select_tasks
 
 NO_BASELINE = (
@@ -440,7 +440,7 @@ def build_baseline(
         return BaselineOutcome(existing, path, [], [t.task_id for t in selected], [], False)
     spec = config.providers.phase0
     prepare_repo(config.server)
-    live = server or ServerUnderTest(config.server, _server_log(config))
+    live = server or server_under_test(config, _server_log(config))
     if server is None:
         live.start()
     try:

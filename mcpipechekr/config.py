@@ -269,6 +269,13 @@ class ServerConfig(StrictModel):
         """The executable to spawn for stdio (`python`/`python3` -> this interpreter); None for HTTP."""
         return None if self.command is None else _resolve_command(self.command)
 
+    def secret_values(self) -> list[str]:
+        """Header and environment values (the start command's too): secrets whatever their source."""
+        values = [*self.headers.values(), *self.env.values()]
+        if self.start is not None:
+            values.extend(self.start.env.values())
+        return values
+
     def resolve_paths(self, base_dir: Path) -> ServerConfig:
         """A copy with `cwd`, `repo`, `repo_template` and `start.cwd` made absolute against `base_dir`."""
         return self.model_copy(
@@ -653,10 +660,7 @@ class Config(StrictModel):
         return self._document.problem(loc, f"field '{field_path(loc)}': {message}")
 
     def _masked_values(self) -> list[str]:
-        values = [*self.server.headers.values(), *self.server.env.values()]
-        if self.server.start is not None:
-            values.extend(self.server.start.env.values())
-        return values
+        return self.server.secret_values()
 
     def redacted_dump(self) -> dict[str, Any]:
         """The effective config as JSON-able data, safe to record: no secret value appears in it.

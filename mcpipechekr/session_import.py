@@ -70,7 +70,7 @@ from mcpipechekr.runners.opencode import (
 )
 from mcpipechekr.runners.tool_names import CLAUDE_MCP_PREFIX, SessionClient, ToolNameMapping, map_tool_names
 from mcpipechekr.runplan import new_manifest
-from mcpipechekr.server.lifecycle import ServerUnderTest
+from mcpipechekr.server.lifecycle import server_under_test
 from mcpipechekr.server.workspace import prepare_repo
 from mcpipechekr.steps.snapshot import server_tools
 from mcpipechekr.tasks import Task, load_tasks
@@ -177,7 +177,7 @@ def server_tool_list(config: Config, run_dir: RunDir | None) -> tuple[ToolsSnaps
     if run_dir is not None and run_dir.tools.exists():
         return read_model(run_dir.tools, ToolsSnapshot), str(run_dir.tools)
     prepare_repo(config.server)
-    with ServerUnderTest(config.server) as server:
+    with server_under_test(config) as server:
         assert server.health is not None
         tools = server_tools(config, server, server.health)
     return tools, f"the running server '{config.server.name}'"

@@ -18,13 +18,13 @@ otherwise inherit through the CLI that launches the proxy.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import orjson
 
+from mcpipechekr._util.private_log import write_private
 from mcpipechekr.capture.agent_server import AgentServer
 from mcpipechekr.capture.http_proxy import HttpCaptureProxy
 from mcpipechekr.config import Redactor, ServerConfig
@@ -41,10 +41,8 @@ def write_secrets_file(
     """Write the proxy's secrets (server env, values to redact, names to withhold), owner-readable only."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / SECRETS_FILE
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     payload = {"env": env, "redact": [list(pair) for pair in redactions], "unset": list(withheld_env)}
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(orjson.dumps(payload))
+    write_private(path, orjson.dumps(payload))
     return path
 
 

@@ -43,6 +43,7 @@ proxy (which stops it cleanly) rather than killing the server mid-answer.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -56,6 +57,7 @@ from typing import IO, Any, NoReturn
 
 import orjson
 
+from mcpipechekr._util.private_log import RedactingLog
 from mcpipechekr._util.redact import Redactor
 from mcpipechekr.capture.journal import JournalWriter, parse_message, time_monotonic
 
@@ -116,7 +118,7 @@ class StdioProxy:
         *,
         env: dict[str, str] | None = None,
         cwd: str | None = None,
-        stderr: IO[Any] | None = None,
+        stderr: IO[Any] | int | None = None,
         agent_in: IO[bytes] | None = None,
         agent_out: IO[bytes] | None = None,
         grace_s: float = GRACE_S,
@@ -310,18 +312,23 @@ def run_stdio_proxy(
     stderr_path: Path | None = None,
     redactor: Redactor | None = None,
 ) -> int:
-    """The `python -m mcpipechekr.capture` entry: proxy stdin/stdout to `argv`, journal to `journal`."""
-    stderr = open(stderr_path, "ab", buffering=0) if stderr_path else None  # noqa: SIM115
-    try:
-        with JournalWriter(journal, redactor) as writer:
-            proxy = StdioProxy(argv, writer, env=env, cwd=cwd, stderr=stderr)
+    """The `python -m mcpipechekr.capture` entry: proxy stdin/stdout to `argv`, journal to `journal`.
 
-            def on_signal(signum: int, frame: object) -> None:
-                proxy.stop()
+    The server's stderr, when `stderr_path` is given, goes through a redacting
+    pipe into that private log: it never reaches the file raw.
+    """
+    with contextlib.ExitStack() as stack:
+        stderr = (
+            stack.enter_context(RedactingLog(stderr_path, redactor or Redactor([]))).fileno()
+            if stderr_path
+            else None
+        )
+        writer = stack.enter_context(JournalWriter(journal, redactor))
+        proxy = StdioProxy(argv, writer, env=env, cwd=cwd, stderr=stderr)
 
-            signal.signal(signal.SIGTERM, on_signal)
-            signal.signal(signal.SIGINT, on_signal)
-            return proxy.run()
-    finally:
-        if stderr is not None:
-            stderr.close()
+        def on_signal(signum: int, frame: object) -> None:
+            proxy.stop()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        return proxy.run()

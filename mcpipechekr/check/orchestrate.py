@@ -33,7 +33,7 @@ from mcpipechekr.check.functional import run_functional
 from mcpipechekr.check.protocol import run_protocol
 from mcpipechekr.check.quality import run_quality
 from mcpipechekr.config import Config
-from mcpipechekr.server.lifecycle import ServerUnderTest, describe_target
+from mcpipechekr.server.lifecycle import describe_target, server_under_test
 from mcpipechekr.server.workspace import prepare_repo
 
 STALE_GROUP = "Expected failures"
@@ -68,7 +68,7 @@ def run_check(
     if progress is not None:
         progress(f"starting {config.server.name}")
     sizes: list[ResponseSize] = []
-    with ServerUnderTest(config.server, log_path) as server:
+    with server_under_test(config, log_path) as server:
         ctx = CheckContext(config=config, server=server, call_timeout_s=timeout_s, progress=progress)
         if cases is not None:
             ctx.opted_in |= cases.opt_in_tools

@@ -6,7 +6,7 @@ import click
 
 from mcpipechekr._util.console import console
 from mcpipechekr.cli.common import config_options, effective_config, server_options
-from mcpipechekr.server.lifecycle import ServerUnderTest, describe_target
+from mcpipechekr.server.lifecycle import describe_target, server_under_test
 from mcpipechekr.server.workspace import prepare_repo
 
 
@@ -34,10 +34,10 @@ def health_command(ctx: click.Context, timeout_s: float | None, min_tools: int |
     )
     server = server.model_copy(update={"health": health})
     prepare_repo(server)
-    with ServerUnderTest(server) as live:
+    with server_under_test(config, server=server) as live:
         assert live.health is not None
         console.print(
-            f"server '{server.name}' is healthy ({describe_target(server)}): "
+            f"server '{server.name}' is healthy ({config.redactor.redact(describe_target(server))}): "
             f"{len(live.health.tools)} tool(s) in {live.health.elapsed_s:.1f}s"
         )
         for tool in live.list_tools():

@@ -30,6 +30,11 @@ class Home:
         return cls(Path(chosen).expanduser().resolve())
 
     @property
+    def logs(self) -> Path:
+        """Private logs of servers started for a verification (their stderr, redacted)."""
+        return self.root / "logs"
+
+    @property
     def journals(self) -> Path:
         """Call-record journals (`*.jsonl`), one per capture process."""
         return self.root / "journals"

@@ -74,7 +74,7 @@ from mcpipechekr.fix.guards import GitControl
 from mcpipechekr.fix.prompt import FailedHealth, FailedTests, build_fix_prompt, has_promise
 from mcpipechekr.fix.repo_tests import display_command, run_tests
 from mcpipechekr.review import approved_bugs, approved_report
-from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest
+from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest, server_under_test
 
 FIX_FOLDER = "fix"
 """Prompts and agent logs live in runs/{run-id}/fix/, outside the server's repository."""
@@ -457,7 +457,7 @@ def _restarter(config: Config, run_dir: RunDir, server: ServerUnderTest | None) 
         return server.restart
 
     def fresh() -> HealthReport:
-        with ServerUnderTest(config.server, run_dir.server_stderr_log) as live:
+        with server_under_test(config, run_dir.server_stderr_log) as live:
             assert live.health is not None
             return live.health
 

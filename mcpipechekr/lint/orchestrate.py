@@ -39,7 +39,7 @@ from mcpipechekr.lint.rules import lint_tools
 from mcpipechekr.lint.security import scan_tools
 from mcpipechekr.lint.selection import LEXICAL, SelectionQuery, Selector, make_selector, selection_queries
 from mcpipechekr.providers import ProviderSpec
-from mcpipechekr.server.lifecycle import ServerUnderTest
+from mcpipechekr.server.lifecycle import server_under_test
 from mcpipechekr.tasks import TaskFile, load_tasks
 
 LINT_VERSION = 2  # 2: the description-attack rules TEF-S007 … TEF-S010
@@ -144,7 +144,7 @@ def _definitions(config: Config, tools: Sequence[Any] | ToolsSnapshot | None) ->
     if isinstance(tools, ToolsSnapshot):
         return list(tools.tools)
     if tools is None:
-        with ServerUnderTest(config.server) as live:
+        with server_under_test(config) as live:
             tools = live.list_tools()
     return [tool if isinstance(tool, ToolDefinition) else tool_definition(tool) for tool in tools]
 

@@ -11,20 +11,28 @@ Design:
   and where the server's stderr was logged, with its last lines. Nothing runs
   against a dead or stale server: after a halt the object refuses further calls
   until it is restarted.
+- The server's stderr never reaches disk raw: it goes through a `RedactingLog`
+  pipe into a private log file (mode 0600, never through a symlink), with every
+  secret the configuration knows replaced; halt messages are redacted too,
+  since they quote that log and the server's command line. `server_under_test`
+  builds the object from the whole configuration, so `${VAR}` values are among
+  the secrets; without a log path the log lives in a private temporary folder
+  removed when the server stops.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractContextManager, asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import anyio
@@ -35,8 +43,10 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcpipechekr import __version__
-from mcpipechekr.config import LaunchSpec, ServerConfig
-from mcpipechekr.errors import ServerHalt
+from mcpipechekr._util.private_log import RedactingLog, UnsafeLogPath
+from mcpipechekr._util.redact import Redactor
+from mcpipechekr.config import MASK, Config, LaunchSpec, ServerConfig
+from mcpipechekr.errors import ServerHalt, UserError
 from mcpipechekr.server.stdio_transport import StdioProcessTransport
 
 _LOG_TAIL_LINES = 15
@@ -101,6 +111,29 @@ def _process_env(extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
+@dataclass
+class ServerLog:
+    """Where one start of the server writes its stderr, and how messages quote it.
+
+    `sink` is the redacting pipe the process writes to; `offset` where this
+    start's lines begin; `temporary` says the file goes away when the server
+    stops, so a message quotes its lines without pointing at it.
+    """
+
+    path: Path
+    redactor: Redactor
+    sink: RedactingLog
+    temporary: bool = False
+
+    def quote(self, message: str, what: str) -> str:
+        """`message` followed by the last lines of this start's log, all redacted."""
+        self.sink.flush()
+        tail = _log_tail(self.path, self.sink.offset)
+        where = what if self.temporary else f"{what} is logged at {self.path}"
+        message += f"  {where}" + ((":\n" + tail) if tail else " (nothing written).")
+        return self.redactor.redact(message)
+
+
 class Connection:
     """A live MCP session with the server under test, and the process behind it when we started one."""
 
@@ -108,17 +141,15 @@ class Connection:
         self,
         server: ServerConfig,
         client: Client,
-        log_path: Path,
+        log: ServerLog,
         exit_code: Callable[[], int | None],
-        log_offset: int = 0,
         kill: Callable[[], None] | None = None,
     ):
         self.server = server
         self.client = client
-        self.log_path = log_path
+        self.log = log
         self.exit_code = exit_code
         self.halted: ServerHalt | None = None
-        self._log_offset = log_offset  # messages show only the lines of this start
         self.kill = kill or (lambda: None)
 
     def halt(self, what: str, during: str, *, prefer_cause: bool = False) -> ServerHalt:
@@ -130,10 +161,7 @@ class Connection:
         died = None if prefer_cause else _exit_description(self.exit_code())
         cause = f"{died} {during}" if died else f"{what} {during}"
         message = f"server '{self.server.name}' {cause} ({describe_target(self.server)}).\n"
-        message += f"  Its stderr is logged at {self.log_path}"
-        tail = _log_tail(self.log_path, self._log_offset)
-        message += (":\n" + tail) if tail else " (nothing written)."
-        self.halted = ServerHalt(message)
+        self.halted = ServerHalt(self.log.quote(message, "Its stderr"))
         return self.halted
 
     async def _guarded(self, during: str, timeout_s: float | None, call: Callable[[], Any]) -> Any:
@@ -223,16 +251,19 @@ def _client(target: Any) -> Client:
 
 
 @asynccontextmanager
-async def connect(server: ServerConfig, log_path: Path) -> AsyncIterator[tuple[Connection, HealthReport]]:
+async def connect(
+    server: ServerConfig, log_path: Path, redactor: Redactor | None = None, *, temporary_log: bool = False
+) -> AsyncIterator[tuple[Connection, HealthReport]]:
     """Start (or reach) the server, pass the health check within `health.timeout_s`, and yield the session.
 
-    Raises ServerHalt when the server exits, hangs or lists too few tools; the
-    process is always stopped on the way out.
+    The server's stderr is redacted with `redactor` (default: `server_redactor`)
+    into `log_path`. Raises ServerHalt when the server exits, hangs or lists too
+    few tools; the process is always stopped on the way out.
     """
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    redactor = redactor or server_redactor(server)
     started = time.monotonic()
-    with open(log_path, "ab", buffering=0) as log:
-        offset = log.tell()
+    with closing(_open_log(log_path, redactor)) as sink:
+        log = ServerLog(log_path, redactor, sink, temporary_log)
         command = server.resolved_command()
         if command is not None:
             transport = StdioProcessTransport(
@@ -240,19 +271,19 @@ async def connect(server: ServerConfig, log_path: Path) -> AsyncIterator[tuple[C
                 server.args,
                 env=_process_env(server.env),
                 cwd=server.cwd,
-                stderr=log,
+                stderr=sink.fileno(),
             )
 
             def exit_code() -> int | None:
                 return transport.process.returncode if transport.process is not None else None
 
-            connection = Connection(server, _client(transport), log_path, exit_code, offset, transport.kill)
+            connection = Connection(server, _client(transport), log, exit_code, transport.kill)
             async with _session(connection, started) as pair:
                 yield pair
             return
-        process = _start_http_process(server.start, log) if server.start else None
+        process = _start_http_process(server.start, sink.fileno(), redactor) if server.start else None
         try:
-            await _wait_for_port(server, process, log_path, offset, started)
+            await _wait_for_port(server, process, log, started)
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
@@ -264,9 +295,8 @@ async def connect(server: ServerConfig, log_path: Path) -> AsyncIterator[tuple[C
                 connection = Connection(
                     server,
                     client,
-                    log_path,
+                    log,
                     (lambda: process.poll()) if process is not None else (lambda: None),
-                    offset,
                     (lambda: _kill_popen(process)) if process is not None else None,
                 )
                 async with _session(connection, started) as pair:
@@ -274,6 +304,13 @@ async def connect(server: ServerConfig, log_path: Path) -> AsyncIterator[tuple[C
         finally:
             if process is not None:
                 _stop_popen(process)
+
+
+def _open_log(path: Path, redactor: Redactor) -> RedactingLog:
+    try:
+        return RedactingLog(path, redactor).__enter__()
+    except UnsafeLogPath as exc:
+        raise UserError(str(exc)) from None
 
 
 @asynccontextmanager
@@ -312,8 +349,10 @@ async def _session(connection: Connection, started: float) -> AsyncIterator[tupl
             ) from None
         if isinstance(exc, FileNotFoundError):
             raise ServerHalt(
-                f"server '{server.name}' could not be started: {exc.strerror}: {exc.filename!r} "
-                f"({describe_target(server)}). Check server.command in config.yaml or --command."
+                connection.log.redactor.redact(
+                    f"server '{server.name}' could not be started: {exc.strerror}: {exc.filename!r} "
+                    f"({describe_target(server)}). Check server.command in config.yaml or --command."
+                )
             ) from None
         if isinstance(exc, ServerHalt):
             raise exc from None
@@ -342,7 +381,7 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-def _start_http_process(start: LaunchSpec, log: IO[bytes]) -> subprocess.Popen[bytes]:
+def _start_http_process(start: LaunchSpec, log: int, redactor: Redactor) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
             [start.resolved_command(), *start.args],
@@ -355,8 +394,10 @@ def _start_http_process(start: LaunchSpec, log: IO[bytes]) -> subprocess.Popen[b
         )
     except FileNotFoundError as exc:
         raise ServerHalt(
-            f"the server's start command could not be run: {exc.strerror}: {exc.filename!r}. "
-            "Check server.start in config.yaml."
+            redactor.redact(
+                f"the server's start command could not be run: {exc.strerror}: {exc.filename!r}. "
+                "Check server.start in config.yaml."
+            )
         ) from None
 
 
@@ -384,8 +425,7 @@ def _stop_popen(process: subprocess.Popen[bytes]) -> None:
 async def _wait_for_port(
     server: ServerConfig,
     process: subprocess.Popen[bytes] | None,
-    log_path: Path,
-    log_offset: int,
+    log: ServerLog,
     started: float,
 ) -> None:
     """Poll the URL's TCP port until it accepts, the start process dies, or the health timeout passes."""
@@ -409,11 +449,7 @@ async def _wait_for_port(
         if exit_text
         else f"did not accept connections on {host}:{port} within {timeout_s:g}s"
     )
-    tail = _log_tail(log_path, log_offset)
-    message = (
-        f"server '{server.name}' {what} ({describe_target(server)}).\n  Its output is logged at {log_path}"
-    )
-    raise ServerHalt(message + ((":\n" + tail) if tail else " (nothing written)."))
+    raise ServerHalt(log.quote(f"server '{server.name}' {what} ({describe_target(server)}).\n", "Its output"))
 
 
 class ServerUnderTest:
@@ -424,9 +460,14 @@ class ServerUnderTest:
     it. Use it as a context manager to guarantee the process is stopped.
     """
 
-    def __init__(self, server: ServerConfig, log_path: Path | None = None):
+    def __init__(self, server: ServerConfig, log_path: Path | None = None, redactor: Redactor | None = None):
         self.server = server
-        self.log_path = log_path or default_log_path(server)
+        self.redactor = redactor or server_redactor(server)
+        # Without a log path (no run folder, no findings home) each start logs into a private folder
+        # of its own, made by mkdtemp and removed at stop().
+        self._temporary_log = log_path is None
+        self._scratch: Path | None = None
+        self.log_path = log_path
         self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._session_cm: AbstractContextManager[tuple[Connection, HealthReport]] | None = None
@@ -448,14 +489,21 @@ class ServerUnderTest:
         """Launch (or reach) the server and pass the health check; raises ServerHalt otherwise."""
         if self._connection is not None:
             raise RuntimeError("server already started; use restart()")
+        if self._temporary_log:
+            self._scratch = Path(tempfile.mkdtemp(prefix="mcpipechekr-server-"))
+            self.log_path = self._scratch / "server.stderr.log"
+        assert self.log_path is not None
         self._portal_cm = anyio.from_thread.start_blocking_portal()
         self._portal = self._portal_cm.__enter__()
-        self._session_cm = self._portal.wrap_async_context_manager(connect(self.server, self.log_path))
+        self._session_cm = self._portal.wrap_async_context_manager(
+            connect(self.server, self.log_path, self.redactor, temporary_log=self._temporary_log)
+        )
         try:
             self._connection, self.health = self._session_cm.__enter__()
         except BaseException:
             self._session_cm = None
             self._close_portal()
+            self._remove_scratch()
             raise
         return self.health
 
@@ -474,11 +522,18 @@ class ServerUnderTest:
                         raise
         finally:
             self._close_portal()
+            self._remove_scratch()
 
     def restart(self) -> HealthReport:
         """Stop, start, health-check: the new process must prove itself before anything runs against it."""
         self.stop()
         return self.start()
+
+    def _remove_scratch(self) -> None:
+        """Remove the private log folder, if this start made one; a restart makes a new one."""
+        scratch, self._scratch = self._scratch, None
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def _close_portal(self) -> None:
         portal_cm, self._portal_cm, self._portal = self._portal_cm, None, None
@@ -523,18 +578,46 @@ class ServerUnderTest:
         return portal.call(connection.health_check, time.monotonic(), self.server.health.timeout_s)
 
 
-def default_log_path(server: ServerConfig) -> Path:
-    """Where stderr goes when no run directory is given: a per-server file in the temp folder."""
-    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in server.name) or "server"
-    return Path(tempfile.gettempdir()) / f"mcpipechekr-{safe}-{os.getpid()}.stderr.log"
+def server_redactor(server: ServerConfig) -> Redactor:
+    """What a server's own settings say is secret: its header and environment values.
+
+    For callers that have no `Config`; `server_under_test` uses the config's
+    redactor, which also knows every `${VAR}` value and provider key.
+    """
+    return Redactor([(value, MASK) for value in server.secret_values()])
 
 
-def fetch_tool_names(server: ServerConfig, timeout_s: float | None = None) -> list[str]:
-    """Start the server, list its tool names, stop it. Raises ServerHalt when it cannot be reached."""
+def log_path_in(folder: Path, server_name: str) -> Path:
+    """`folder/<name>.stderr.log`, the name made safe for a file name."""
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in server_name) or "server"
+    return folder / f"{safe}.stderr.log"
+
+
+def server_under_test(
+    config: Config, log_path: Path | None = None, server: ServerConfig | None = None
+) -> ServerUnderTest:
+    """The configured server (or `server`, a variant of it) with the config's redactor on its stderr.
+
+    Its stderr goes to `log_path` (a run folder's log), else to the `logs/`
+    folder of `paths.home`.
+    """
+    server = server or config.server
+    log_path = log_path or log_path_in(config.paths.home / "logs", server.name)
+    return ServerUnderTest(server, log_path, config.redactor)
+
+
+def fetch_tool_names(
+    server: ServerConfig, timeout_s: float | None = None, redactor: Redactor | None = None
+) -> list[str]:
+    """Start the server, list its tool names, stop it. Raises ServerHalt when it cannot be reached.
+
+    Its stderr is kept only while it runs (a private temporary log), redacted
+    with `redactor` (default: `server_redactor`).
+    """
     if timeout_s is not None:
         server = server.model_copy(
             update={"health": server.health.model_copy(update={"timeout_s": timeout_s})}
         )
-    with ServerUnderTest(server) as live:
+    with ServerUnderTest(server, redactor=redactor) as live:
         assert live.health is not None
         return list(live.health.tools)

@@ -37,7 +37,7 @@ class StdioProcessTransport:
         *,
         env: dict[str, str] | None,
         cwd: str | None,
-        stderr: IO[Any],
+        stderr: IO[Any] | int,
     ) -> None:
         self.argv = [command, *args]
         self.env = env

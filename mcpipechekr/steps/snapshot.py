@@ -16,7 +16,7 @@ from mcpipechekr.artifacts import ToolsSnapshot, snapshot_tools, write_model
 from mcpipechekr.config import Config
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runplan import RunPlan
-from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest
+from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest, server_under_test
 from mcpipechekr.server.workspace import prepare_repo
 from mcpipechekr.steps.stage import open_planned_run, run_stage
 from mcpipechekr.tasks import Task
@@ -50,7 +50,7 @@ def snapshot_step(
     open_planned_run(config, plan, tasks, providers=providers)
     run_dir = plan.run_dir
     with run_stage(config, run_dir, "tools"):
-        with ServerUnderTest(config.server, run_dir.server_stderr_log) as server:
+        with server_under_test(config, run_dir.server_stderr_log) as server:
             assert server.health is not None
             tools = server_tools(config, server, server.health)
         write_model(run_dir.tools, tools)

@@ -70,7 +70,7 @@ from mcpipechekr.findings.verification.generate import (
     require_probe,
 )
 from mcpipechekr.findings.verification.probes import attempts_for, detection_chance, probe_kind
-from mcpipechekr.server.lifecycle import ServerUnderTest
+from mcpipechekr.server.lifecycle import ServerUnderTest, log_path_in
 
 DEFAULT_TIMEOUT_S = CheckConfig().call_timeout_s
 
@@ -185,7 +185,9 @@ def verify_finding(
 
     before = bind()
     config = Config(server=server)
-    passed, done, result = _run_attempts(config, spec.as_cases_file(case), planned, timeout)
+    scrub = redactor or config.redactor
+    log = log_path_in(home.logs, server.name)
+    passed, done, result = _run_attempts(config, spec.as_cases_file(case), planned, timeout, log, scrub)
     outcome = VerifyResult(
         finding=finding,
         passed=passed,
@@ -195,7 +197,6 @@ def verify_finding(
     )
     if not passed:
         outcome.reason = reason_token(result)
-        scrub = redactor or config.redactor
         outcome.failures = [scrub.redact(text) for text in result.details.get("failures", [])]
     after = bind()
     if after.fingerprint != before.fingerprint:
@@ -211,7 +212,7 @@ def verify_finding(
         run_id=run_id or str(uuid.uuid4()),
         passed=passed,
         binding=before.fingerprint,
-        binding_json=before.model_dump(mode="json"),
+        binding_json=scrub.redact(before.model_dump(mode="json")),
         probe=probe_label(manifest_path, case.id),
         origin=origin,
         attempts=done,
@@ -253,11 +254,12 @@ def verify_case_file(
 
 
 def _run_attempts(
-    config: Config, cases: CasesFile, planned: int, timeout_s: float
+    config: Config, cases: CasesFile, planned: int, timeout_s: float, log_path: Path, redactor: Redactor
 ) -> tuple[bool, int, CheckResult]:
-    """Run the case up to `planned` times on one server; stop at the first failure."""
+    """Run the case up to `planned` times on one server, its stderr redacted into `log_path`; stop at
+    the first failure."""
     try:
-        live = ServerUnderTest(config.server)
+        live = ServerUnderTest(config.server, log_path, redactor)
         live.start()
     except ServerHalt as halt:
         raise TransportFailure(f"no evidence recorded: the server could not be reached.\n{halt}") from None
