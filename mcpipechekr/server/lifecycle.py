@@ -531,10 +531,15 @@ def default_log_path(server: ServerConfig) -> Path:
 
 def fetch_tool_names(server: ServerConfig, timeout_s: float | None = None) -> list[str]:
     """Start the server, list its tool names, stop it. Raises ServerHalt when it cannot be reached."""
+    return [tool.name for tool in fetch_tools(server, timeout_s)]
+
+
+def fetch_tools(server: ServerConfig, timeout_s: float | None = None) -> list[mcp_types.Tool]:
+    """Start the server, list its tools (annotations included), stop it. Raises ServerHalt when it
+    cannot be reached."""
     if timeout_s is not None:
         server = server.model_copy(
             update={"health": server.health.model_copy(update={"timeout_s": timeout_s})}
         )
     with ServerUnderTest(server) as live:
-        assert live.health is not None
-        return list(live.health.tools)
+        return live.list_tools(timeout_s)

@@ -1,4 +1,4 @@
-"""`check` calls no tool that may change state unless a person said so: one test per attack.
+"""`check` and `baseline` call no tool that may change state unless a person said so: one test per attack.
 
 The server (tests/servers/unannotated_writes_server.py) has six tools with no
 annotations, named the way destructive tools are (`delete_everything`, `nuke`,
@@ -166,3 +166,43 @@ def test_a_cases_file_opt_in_calls_the_opted_in_tool_and_nothing_else(tmp_path: 
     assert checks["FC:delete-then-read"].status == "PASS"
     assert checks["PC-10:notes_delete"].status == "PASS"
     assert checks["PC-10:nuke"].status == "SKIP"  # the opt-in names one tool, not its look-alikes
+
+
+def test_baseline_refuses_reference_calls_on_an_unannotated_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the message names tasks.yaml as the user would type it
+    markers = project(tmp_path)
+    code, out, err = invoke(tmp_path, "baseline")
+    assert code == 2, out + err
+    assert ran(markers) == []
+    assert not (tmp_path / "runs" / "baseline.json").exists()  # the read-only task is not run either
+    assert (
+        f"tasks.yaml:{WIPE_CALL_LINE}: task 'wipe' field 'reference_calls[0].tool': "
+        "'delete_everything' may change state: it declares no annotations" in err
+    )
+    assert "set allow_writes: true on the task" in err
+
+
+def test_baseline_runs_a_write_reference_call_when_the_task_allows_writes(tmp_path: Path) -> None:
+    allowed = TASKS.replace("  - task_id: wipe\n", "  - task_id: wipe\n    allow_writes: true\n")
+    markers = project(tmp_path, tasks=allowed)
+    code, out, err = invoke(tmp_path, "baseline")
+    assert code == 0, out + err
+    assert ran(markers) == ["delete_everything"]
+    assert "baselined  wipe: reference_calls" in out
+
+
+def test_validate_warns_about_a_reference_call_the_baseline_would_refuse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    markers = project(tmp_path)
+    code, out, err = invoke(tmp_path, "validate")
+    assert code == 0, out + err
+    assert ran(markers) == []
+    assert (
+        f"warning: tasks.yaml:{WIPE_CALL_LINE}: task 'wipe' field 'reference_calls[0].tool': "
+        "'delete_everything' may change state" in err
+    )
+    assert "read_notes" not in err  # the read-only call is not warned about
