@@ -3,9 +3,11 @@
 How a task gets its result:
 
 - with `reference_calls`, they are executed in order against the server, with
-  no model (`ServerUnderTest`). The *result* of a deterministic task is the
-  identifying values of the LAST call's result (see
-  `evaluate.correctness.identifying_values`: the scalars of a count, or the
+  no model (`ServerUnderTest`), provided each calls a tool annotated read-only
+  or the task says `allow_writes: true`; otherwise nothing is called and the
+  run stops with every such call's tasks.yaml line (`write_call_problems`).
+  The *result* of a deterministic task is the identifying values of the
+  LAST call's result (see `evaluate.correctness.identifying_values`: the scalars of a count, or the
   records of a list, each identified by its id, subject, title, name or date),
   stored as `{"values": [[...], ...], "match": "all"|"any"}` next to the last
   call's tool, arguments and full structured content. When the task has an
@@ -46,14 +48,16 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import mcp_types
 import orjson
 from pydantic import BaseModel, Field
 
+from mcpipechekr._util.yamlsrc import ConfigFileError, Problem
 from mcpipechekr.artifacts import read_model, utc_now, write_model
 from mcpipechekr.artifacts.baseline import Baseline, BaselineEntry
 from mcpipechekr.artifacts.rundir import baseline_path
@@ -70,6 +74,7 @@ from mcpipechekr.evaluate.correctness import (
 from mcpipechekr.evaluate.costing import sequence_tokens
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.base import AgentServer, Runner, RunRequest
+from mcpipechekr.server.annotations import write_risk
 from mcpipechekr.server.lifecycle import ServerUnderTest, server_under_test
 from mcpipechekr.tasks import Task, TaskFile, load_tasks, select_tasks
 
@@ -277,6 +282,43 @@ def correctness_warnings(taskfile: TaskFile, baseline: Baseline | None) -> list[
     return warnings
 
 
+def write_call_problems(
+    taskfile: TaskFile, tasks: Iterable[Task], tools: Iterable[mcp_types.Tool]
+) -> list[Problem]:
+    """Reference calls of `tasks` on a tool that may change state, where the task does not allow writes.
+
+    Why: the baseline replays reference calls with no one watching, on every
+    rebuild, against whatever server the config names; a call that deletes or
+    sends would do it again each time. Phase 1 agents are not held to this:
+    which tools they may call is the experiment.
+
+    One problem per call, at the call's `tool` line, naming the rule and the
+    `allow_writes` field that lifts it. A tool the server does not list is left
+    to the call itself (it fails with the server's own error).
+    """
+    by_name = {tool.name: tool for tool in tools}
+    wanted = {task.task_id for task in tasks}
+    problems = []
+    for index, task in enumerate(taskfile.tasks):
+        if task.allow_writes or task.task_id not in wanted:
+            continue
+        for number, call in enumerate(task.reference_calls):
+            tool = by_name.get(call.tool)
+            risk = write_risk(tool) if tool is not None else None
+            if risk is None:
+                continue
+            problems.append(
+                taskfile.problem(
+                    ("tasks", index, "reference_calls", number, "tool"),
+                    f"'{call.tool}' may change state: {risk}. The baseline replays reference calls "
+                    "unattended and calls only tools annotated readOnlyHint: true (and not "
+                    "destructiveHint: true); set allow_writes: true on the task to run this call "
+                    "anyway, or annotate the tool readOnlyHint: true if it only reads",
+                )
+            )
+    return problems
+
+
 # --- judging it --------------------------------------------------------------------------------
 
 
@@ -426,7 +468,9 @@ def build_baseline(
     for `providers.phase0`); `judge` scores results (default: `make_judge`);
     `server` reuses a started server instead of starting one. The server is
     started whenever there is something to baseline or an entry that could be
-    stale: its tools/list tells which entries are.
+    stale: its tools/list tells which entries are. Raises ConfigFileError,
+    before any call, when a reference call to run would call a tool not
+    annotated read-only in a task without `allow_writes` (`write_call_problems`).
     """
     from mcpipechekr.server.workspace import prepare_repo
 
@@ -444,7 +488,8 @@ def build_baseline(
     if server is None:
         live.start()
     try:
-        tools_hash = snapshot_tools(config.server.name, live.list_tools()).tools_hash
+        tools = live.list_tools()
+        tools_hash = snapshot_tools(config.server.name, tools).tools_hash
         stale = [
             t.task_id
             for t in hashed
@@ -454,6 +499,9 @@ def build_baseline(
         kept = [t.task_id for t in selected if t not in todo]
         if not todo:
             return BaselineOutcome(existing, path, [], kept, [], False)
+        refused = write_call_problems(taskfile, todo, tools)
+        if refused:
+            raise ConfigFileError(refused)
         results = _results(config, todo, runner=runner, spec=spec, server=live, own_server=server is None)
     finally:
         if server is None:

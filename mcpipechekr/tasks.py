@@ -5,6 +5,8 @@ A task is a prompt a real user would give an agent that has the server's tools.
 baseline); `open_ended` ones are judged against a reference answer instead.
 `reference_calls` reproduce the answer with no model at all, which both proves
 the task is solvable on today's server and gives the cost of an optimal run.
+They run unattended, so the baseline runs them only on tools annotated
+read-only unless the task says `allow_writes: true` (`baseline.write_call_problems`).
 
 Problems are reported like config.yaml's, as `tasks.yaml:LINE: task 'ID' field
 'NAME': message`, all at once; duplicate ids are caught on the raw file so they
@@ -59,6 +61,11 @@ class Task(StrictModel):
     )
     reference_calls: list[ReferenceCall] = Field(
         default_factory=list, description="Tool calls that reproduce the answer without a model."
+    )
+    allow_writes: bool = Field(
+        default=False,
+        description="true: the baseline may run reference_calls on tools not annotated read-only "
+        "(readOnlyHint: true and not destructiveHint: true); without it, it refuses to.",
     )
     tags: list[str] = Field(default_factory=list, description="Slugs for selecting tasks with --tag.")
 

@@ -355,8 +355,9 @@ def test_opt_in_unknown_tools_and_a_server_that_cannot_restart(tmp_path: Path) -
     results = by_id(ctx.results)
     assert (results["FC:not-opted-in"].status, results["FC:not-opted-in"].reason) == (
         "SKIP",
-        "tool 'create_note' is not called: annotated destructiveHint: true; opt it in from the cases file "
-        "to call it",
+        "tool 'create_note' is not called: it is annotated destructiveHint: true, so it may change state; "
+        "to call it, list it under opt_in in the cases file (tool: create_note, reason: …), with cases "
+        "whose cleanup undoes what it does",
     )
     assert not (notes_dir / "should-not-exist.md").exists()
     assert results["FC:unknown-tool"].status == "FAIL"

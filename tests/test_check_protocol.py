@@ -217,11 +217,17 @@ def test_state_changing_tools_are_never_called_by_default(tmp_path: Path) -> Non
     assert checks["PC-10:delete_everything"].status == "SKIP"
     assert "destructiveHint: true" in checks["PC-10:delete_everything"].reason
     assert "readOnlyHint: false" in checks["PC-10:write_note"].reason
-    assert "starts with 'purge'" in checks["PC-10:purge_cache"].reason
+    assert "declares no annotations" in checks["PC-10:purge_cache"].reason
     assert checks["PC-21:write_note"].status == checks["PC-22:write_note"].status == "SKIP"
-    # an unannotated tool with a harmless name is called, and its missing annotations are a warning
-    assert checks["PC-10:lookup"].status == "PASS"
+    # an unannotated tool with a harmless name is not called either (the MCP defaults say it may
+    # write), its missing annotations are a warning, and the reason says how to allow the call
+    assert checks["PC-10:lookup"].status == "SKIP"
+    assert "declares no annotations" in checks["PC-10:lookup"].reason
+    assert "readOnlyHint: true" in checks["PC-10:lookup"].reason
+    assert "opt_in" in checks["PC-10:lookup"].reason
     assert checks["PC-05:lookup"].status == "WARN"
+    # the tool annotated read-only is the one that is called
+    assert checks["PC-10:list_things"].status == "PASS"
     assert report.exit_code == 0
 
 

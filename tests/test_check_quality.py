@@ -174,6 +174,8 @@ def test_quality_alone_does_not_call_destructive_tools(tmp_path: Path) -> None:
     results = {r.id: r for r in ctx.results}
     assert (results["QC-01:create_note"].status, results["QC-01:create_note"].reason) == (
         "SKIP",
-        "not called: annotated destructiveHint: true; opt it in from the cases file to call it",
+        "not called: it is annotated destructiveHint: true, so it may change state; to call it, "
+        "list it under opt_in in the cases file (tool: create_note, reason: …), with cases whose "
+        "cleanup undoes what it does",
     )
     assert list(notes_dir.glob("*.md")) == []

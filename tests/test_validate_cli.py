@@ -27,16 +27,18 @@ ROOT = Path(__file__).resolve().parents[1]
 # A real MCP server with two tools, written beside the test's config.yaml.
 PROBE_SERVER = """
 from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
 
 app = MCPServer("probe")
+READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False)
 
 
-@app.tool(description="Echo the text back.")
+@app.tool(description="Echo the text back.", annotations=READ_ONLY)
 def echo(text: str) -> str:
     return text
 
 
-@app.tool(description="Add two whole numbers.")
+@app.tool(description="Add two whole numbers.", annotations=READ_ONLY)
 def add(a: int, b: int) -> int:
     return a + b
 

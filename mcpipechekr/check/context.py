@@ -7,7 +7,6 @@ the other layers already paid for instead of calling the tools again.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ import mcp_types
 from mcpipechekr.artifacts.check_report import CheckResult, CheckStatus, Layer
 from mcpipechekr.config import Config
 from mcpipechekr.errors import ServerHalt
+from mcpipechekr.server.annotations import write_risk
 from mcpipechekr.server.lifecycle import ServerUnderTest
 
 
@@ -111,36 +111,24 @@ class CheckContext:
             box["ms"] = (time.perf_counter() - started) * 1000
 
     def may_call(self, tool: mcp_types.Tool) -> tuple[bool, str]:
-        """Whether a generic probe may call this tool, and why not.
+        """Whether a check may call this tool, and why not.
 
-        Destructive or not-read-only tools are called only when the cases file
-        opts them in. A tool without annotations is called unless its name starts
-        with a verb that changes state (`delete_…`, `send_…`); the protocol layer
-        warns about the missing annotations separately.
+        Only a tool annotated `readOnlyHint: true` and not `destructiveHint: true`
+        is called on its own (`server.annotations.write_risk`, with the MCP
+        defaults for missing hints), or one the cases file lists under `opt_in`.
+        The name plays no part: an unannotated `wipe_all_notes` and an
+        unannotated `lookup` are both skipped, and the reason says how to allow
+        the call.
         """
-        annotations = tool.annotations
         if tool.name in self.opted_in:
             return True, ""
-        if annotations is not None and annotations.destructive_hint:
-            return False, "annotated destructiveHint: true; opt it in from the cases file to call it"
-        if annotations is not None and annotations.read_only_hint is False:
-            return False, "annotated readOnlyHint: false; opt it in from the cases file to call it"
-        if annotations is None and _first_word(tool.name) in MUTATING_VERBS:
-            return False, (
-                f"no annotations and its name starts with '{_first_word(tool.name)}', which changes "
-                "state; annotate it readOnlyHint: true or opt it in from the cases file"
-            )
-        return True, ""
-
-
-MUTATING_VERBS = frozenset(
-    "add append archive cancel clear create delete destroy disable drop edit enable erase execute insert "
-    "kill merge modify move post publish purge push put remove rename replace reset restart revoke run "
-    "send set shutdown stop submit terminate truncate update upload write".split()
-)
-"""First words of tool names that suggest a state change; used only when a tool declares no annotations."""
-
-
-def _first_word(name: str) -> str:
-    words = re.split(r"[_\-./]|(?<=[a-z])(?=[A-Z])", name)
-    return words[0].lower() if words else ""
+        risk = write_risk(tool)
+        if risk is None:
+            return True, ""
+        opt_in = (
+            f"list it under opt_in in the cases file (tool: {tool.name}, reason: …), with cases whose "
+            "cleanup undoes what it does"
+        )
+        unsaid = tool.annotations is None or tool.annotations.read_only_hint is None
+        advice = f"annotate it readOnlyHint: true if it only reads, or {opt_in}" if unsaid else opt_in
+        return False, f"{risk}, so it may change state; to call it, {advice}"

@@ -13,10 +13,11 @@ Four groups, each check with a stable id (docs/check.md lists them all):
   wrong argument type and an unknown resource must each get a structured error,
   and the server must still answer afterwards.
 
-Why probes are careful: a tool that may change state (annotated destructive or
-not read-only, or unannotated with a mutating verb for a name) is never called
-unless the cases file opts it in (`CheckContext.may_call`); such a tool is a
-SKIP, with no flag to override that. A crash or hang on one tool is a FAIL for
+Why probes are careful: only a tool annotated `readOnlyHint: true` and not
+`destructiveHint: true` is called (missing hints take the MCP defaults, so an
+unannotated tool is not), unless the cases file opts it in
+(`CheckContext.may_call`); any other tool is a SKIP, with no flag to override
+that. A crash or hang on one tool is a FAIL for
 that check; the server is restarted and the suite goes on. When it cannot be
 restarted, every later check is a SKIP that says so.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import click
+import mcp_types
 
 from mcpipechekr._util.yamlsrc import ConfigFileError, Loc, Problem, display_path
 from mcpipechekr.cli.common import (
@@ -45,7 +46,9 @@ def validate_command(ctx: click.Context, offline: bool, **_: object) -> None:
     checked, and validation still passes on the files alone. A deterministic
     task whose answers could not be checked (no expected_result and nothing
     structured to derive one from, or a baseline entry that names nothing) is
-    a warning.
+    a warning, and so is a reference call to a tool the server does not
+    annotate read-only in a task without `allow_writes: true` (the baseline
+    refuses to run it).
 
     The server-selection flags and --phaseN-provider override config.yaml,
     as in every command, and their values are checked too.
@@ -76,8 +79,10 @@ def validate_command(ctx: click.Context, offline: bool, **_: object) -> None:
     for warning in warnings:
         click.echo(str(warning), err=True)
 
+    tools: list[mcp_types.Tool] = []
     if not problems and config is not None and taskfile is not None and not offline:
-        problems.extend(_check_tool_names(config, taskfile))
+        tool_problems, tools = _check_tool_names(config, taskfile)
+        problems.extend(tool_problems)
 
     if problems:
         for problem in problems:
@@ -85,7 +90,7 @@ def validate_command(ctx: click.Context, offline: bool, **_: object) -> None:
         ctx.exit(2)
     assert taskfile is not None
     if config is not None:
-        from mcpipechekr.baseline import correctness_warnings, read_baseline
+        from mcpipechekr.baseline import correctness_warnings, read_baseline, write_call_problems
 
         try:
             baseline = read_baseline(config)
@@ -93,6 +98,8 @@ def validate_command(ctx: click.Context, offline: bool, **_: object) -> None:
             baseline = None
         for warning in correctness_warnings(taskfile, baseline):
             click.echo(f"warning: {warning}", err=True)
+        for refused in write_call_problems(taskfile, taskfile.tasks, tools):
+            click.echo(f"warning: {refused}", err=True)
     config_shown = display_path(config.source) if config and config.source else "(no config file)"
     count = len(taskfile.tasks)
     click.echo(f"ok: {config_shown}, {display_path(tasks_path)} ({count} task{'' if count == 1 else 's'})")
@@ -109,17 +116,19 @@ def _named_tools(taskfile: TaskFile) -> Iterator[tuple[Loc, str]]:
         yield ("selection_cases", index, "expected_tool"), case.expected_tool
 
 
-def _check_tool_names(config: Config, taskfile: TaskFile) -> list[Problem]:
+def _check_tool_names(config: Config, taskfile: TaskFile) -> tuple[list[Problem], list[mcp_types.Tool]]:
+    """Problems with the tool names the task file mentions, and the server's tools (empty when it was
+    not reached or nothing is named)."""
     named = list(_named_tools(taskfile))
     if not named:
-        return []
-    from mcpipechekr.server.lifecycle import fetch_tool_names
+        return [], []
+    from mcpipechekr.server.lifecycle import fetch_tools
     from mcpipechekr.server.workspace import prepare_repo
 
     try:
         if config.server.repo_template:  # the server runs from a copy of the template: make sure it exists
             prepare_repo(config.server)
-        available = fetch_tool_names(
+        tools = fetch_tools(
             config.server, timeout_s=config.server.health.timeout_s, redactor=config.redactor
         )
     except UserError as exc:  # ServerHalt included
@@ -128,10 +137,12 @@ def _check_tool_names(config: Config, taskfile: TaskFile) -> list[Problem]:
             f"warning: server '{config.server.name}' not reachable, tool names not checked: {first_line}",
             err=True,
         )
-        return []
+        return [], []
+    available = [tool.name for tool in tools]
     known = ", ".join(sorted(available)) or "none"
-    return [
+    problems = [
         taskfile.problem(loc, f"the server has no tool '{tool}' (tools: {known})")
         for loc, tool in named
         if tool not in available
     ]
+    return problems, tools

@@ -609,7 +609,15 @@ def server_under_test(
 def fetch_tool_names(
     server: ServerConfig, timeout_s: float | None = None, redactor: Redactor | None = None
 ) -> list[str]:
-    """Start the server, list its tool names, stop it. Raises ServerHalt when it cannot be reached.
+    """Start the server, list its tool names, stop it. Raises ServerHalt when it cannot be reached."""
+    return [tool.name for tool in fetch_tools(server, timeout_s, redactor)]
+
+
+def fetch_tools(
+    server: ServerConfig, timeout_s: float | None = None, redactor: Redactor | None = None
+) -> list[mcp_types.Tool]:
+    """Start the server, list its tools (annotations included), stop it. Raises ServerHalt when it
+    cannot be reached.
 
     Its stderr is kept only while it runs (a private temporary log), redacted
     with `redactor` (default: `server_redactor`).
@@ -619,5 +627,4 @@ def fetch_tool_names(
             update={"health": server.health.model_copy(update={"timeout_s": timeout_s})}
         )
     with ServerUnderTest(server, redactor=redactor) as live:
-        assert live.health is not None
-        return list(live.health.tools)
+        return live.list_tools(timeout_s)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 from pydantic import BaseModel
 
 BOOKS = [
@@ -38,6 +39,10 @@ ORDERS = [("alice", "978-0-00-000001-1"), ("alice", "978-0-00-000004-2"), ("bo",
 PAGE_MAX = 3
 
 app = MCPServer("bookshop", log_level="WARNING")
+# Every tool only reads, and says so: `check` probes and `baseline` replays only such tools.
+READ_ONLY = ToolAnnotations(
+    readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False
+)
 
 
 def database() -> sqlite3.Connection:
@@ -78,8 +83,9 @@ class OrderCount(BaseModel):
 
 
 @app.tool(
+    annotations=READ_ONLY,
     description="Search the catalogue: books whose title or author contains `text`. "
-    "Returns one page of at most 3 books (`page` starts at 1) and whether more pages follow."
+    "Returns one page of at most 3 books (`page` starts at 1) and whether more pages follow.",
 )
 def search_books(text: str, limit: int = 3, page: int = 1) -> Page:
     if page < 1:
@@ -96,7 +102,7 @@ def search_books(text: str, limit: int = 3, page: int = 1) -> Page:
     return Page(books=books, page=page, more=len(rows) > size)
 
 
-@app.tool(description="One book by ISBN, with how many copies are in stock.")
+@app.tool(description="One book by ISBN, with how many copies are in stock.", annotations=READ_ONLY)
 def get_book(isbn: str) -> BookDetail:
     with database() as connection:
         row = connection.execute(
@@ -107,7 +113,7 @@ def get_book(isbn: str) -> BookDetail:
     return BookDetail(isbn=row[0], title=row[1], author=row[2], price=row[3], stock=row[4])
 
 
-@app.tool(description="How many orders a customer has placed.")
+@app.tool(description="How many orders a customer has placed.", annotations=READ_ONLY)
 def order_count(customer: str) -> OrderCount:
     with database() as connection:
         query = "SELECT COUNT(*) FROM orders WHERE customer = ?"

@@ -6,9 +6,9 @@ own report. Tools:
 
 - `delete_everything`: annotated destructiveHint: true.
 - `write_note`: annotated readOnlyHint: false, destructiveHint: false.
-- `purge_cache`: no annotations, and a name that starts with a mutating verb.
-- `lookup`: no annotations, a harmless name: probes call it (and warn about the annotations).
-- `list_things`: annotated read-only.
+- `purge_cache`: no annotations, and a name that sounds like a write.
+- `lookup`: no annotations, a harmless name: not called either (PC-05 warns about the annotations).
+- `list_things`: annotated read-only: the one tool probes call.
 """
 
 from __future__ import annotations

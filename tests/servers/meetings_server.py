@@ -13,8 +13,13 @@ from __future__ import annotations
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
 
 app = MCPServer("meetings", log_level="WARNING")
+# Every tool only reads, and says so: `check` probes and `baseline` replays only such tools.
+READ_ONLY = ToolAnnotations(
+    readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False
+)
 
 MEETINGS = [
     {
@@ -55,23 +60,23 @@ def _meeting(meeting_id: str) -> dict:
     raise ToolError(f"no meeting {meeting_id}")
 
 
-@app.tool(description="Meetings whose title contains the topic, with their attendees.")
+@app.tool(description="Meetings whose title contains the topic, with their attendees.", annotations=READ_ONLY)
 def find_meetings(topic: str) -> dict:
     return {"meetings": [_record(m) for m in MEETINGS if topic.lower() in m["title"].lower()]}
 
 
-@app.tool(description="One meeting by id, with its attendees.")
+@app.tool(description="One meeting by id, with its attendees.", annotations=READ_ONLY)
 def get_meeting(meeting_id: str) -> dict:
     return _record(_meeting(meeting_id))
 
 
-@app.tool(description="The minutes of a meeting, as text.", structured_output=False)
+@app.tool(description="The minutes of a meeting, as text.", structured_output=False, annotations=READ_ONLY)
 def meeting_notes(meeting_id: str) -> str:
     meeting = _meeting(meeting_id)
     return f"[{meeting['day']}T13:15:00Z] minutes {meeting['id']}\n{meeting['notes']}"
 
 
-@app.tool(description="The name of the room a meeting is in.", structured_output=False)
+@app.tool(description="The name of the room a meeting is in.", structured_output=False, annotations=READ_ONLY)
 def room_of(meeting_id: str) -> str:
     return _meeting(meeting_id)["room"]
 
