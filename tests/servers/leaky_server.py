@@ -43,11 +43,15 @@ if "--exit-at-start" in sys.argv:
     sys.exit(int(sys.argv[sys.argv.index("--exit-at-start") + 1]))
 
 from mcp.server.mcpserver import MCPServer  # noqa: E402
+from mcp.types import ToolAnnotations  # noqa: E402
 
 app = MCPServer("leaky")
 
 
-@app.tool(description="Report the service tokens this server holds, as a JSON document.")
+@app.tool(
+    description="Report the service tokens this server holds, as a JSON document.",
+    annotations=ToolAnnotations(readOnlyHint=True, destructiveHint=False),
+)
 def token_report() -> str:
     return json.dumps(leaked())
 
