@@ -9,15 +9,19 @@ runs, the remote never moves, and fix.json names everything undone.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import subprocess
 import textwrap
 from pathlib import Path
 
 import git
+import pytest
 from test_fix_loop import FTS_ID, fts_bug, log_messages, make_project, write_report
 
 from mcpipechekr.artifacts import create_run_dir
+from mcpipechekr.config import load_config
 from mcpipechekr.fix import run_fix_loop
 from mcpipechekr.fix.guards import AGENT_GIT_ENV, GitControl
 from mcpipechekr.review import record_decision
@@ -154,3 +158,40 @@ def test_the_loop_undoes_a_planted_hook_and_config_folds_the_agents_commit_and_n
     ]
     log = (run.root / entry.runs[0].log).read_text()
     assert "transport 'file' not allowed" in log
+
+
+def test_a_fix_agent_printing_a_provider_key_leaves_no_form_of_it_in_the_run(
+    tmp_path: Path, emailindex_dir: Path, emailindex_db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent's output is logged and quoted in fix.json's reason: the key, raw or escaped, is not."""
+    secret = 'sk-fix-"quoted"\\slash-0042'
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    script = tmp_path / "agent.py"
+    script.write_text(
+        "import json, os, shlex, sys\n"
+        "key = os.environ['OPENAI_API_KEY']\n"
+        "print('raw', key); print('json', json.dumps(key)); print('shell', shlex.quote(key))\n"
+        "print('err', key, file=sys.stderr)\n"
+    )
+    fix = {"agent": "shell", "command": f"{{python}} {script}", "max_iterations": 1}
+    config, repo = make_project(tmp_path, emailindex_dir, emailindex_db, fix, 10)
+    assert config.source is not None
+    config = load_config(config.source, environ={"OPENAI_API_KEY": secret})
+    run = create_run_dir(config.paths.runs)
+    write_report(run, [fts_bug()])
+    record_decision(run, "approve")
+
+    record = run_fix_loop(config, run)
+
+    assert record.bugs[0].status == "unresolved" and "no completion promise" in (record.bugs[0].reason or "")
+    log = (run.root / record.bugs[0].runs[0].log).read_text()
+    assert "raw ${OPENAI_API_KEY}" in log and "err ${OPENAI_API_KEY}" in log
+    forms = {secret, json.dumps(secret)[1:-1], shlex.quote(secret)}
+    leaked = [
+        (path, form)
+        for path in run.root.rglob("*")
+        if path.is_file()
+        for form in forms
+        if form in path.read_text(errors="replace")
+    ]
+    assert leaked == []
