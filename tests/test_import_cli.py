@@ -23,6 +23,7 @@ from fakes.openai_server import FakeOpenAI
 
 from mcpipechekr._util.hashing import sha256_file
 from mcpipechekr.artifacts import Manifest, RunDir, ToolsSnapshot, read_model
+from mcpipechekr.artifacts.manifest import MANIFEST_VERSION
 from mcpipechekr.artifacts.rundir import create_run_dir, list_runs
 from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, list_traces, read_trace
 from mcpipechekr.cli import main
@@ -266,7 +267,8 @@ def test_import_with_no_run_creates_one_whose_manifest_says_imported(library: Pa
     [path] = list_traces(run)
 
     manifest = read_model(run.manifest, Manifest)
-    assert (manifest.version, manifest.status, manifest.task_ids) == (2, "completed", [shelf.TASK_ID])
+    assert manifest.version == MANIFEST_VERSION  # the current format, written by the import
+    assert (manifest.status, manifest.task_ids) == ("completed", [shelf.TASK_ID])
     assert manifest.server.name == "library" and manifest.providers.phase1 == read_trace(path).provider
     [entry] = manifest.imports
     assert (entry.trace, entry.task_id, entry.runner, entry.client_version, entry.source_name) == (
