@@ -97,6 +97,33 @@ class SecurityFinding(ArtifactModel):
     )
     message: str = Field(min_length=1, description="Why it is a risk.")
 
+    @classmethod
+    def in_text(
+        cls,
+        tool: str,
+        text: str,
+        start: int,
+        end: int,
+        *,
+        rule_id: str,
+        severity: str,
+        location: str,
+        message: str,
+    ) -> SecurityFinding:
+        """The finding for `text[start:end]`: the span is cut from the text the offsets index."""
+        return cls.model_validate(
+            {
+                "tool": tool,
+                "rule_id": rule_id,
+                "severity": severity,
+                "span": text[start:end],
+                "start": start,
+                "end": end,
+                "location": location,
+                "message": message,
+            }
+        )
+
     @model_validator(mode="after")
     def _ordered(self) -> SecurityFinding:
         if self.end < self.start:

@@ -145,15 +145,8 @@ def scan_text(tool: str, text: str, location: str = "description") -> list[Secur
 
     def add(rule_id: str, severity: str, start: int, end: int, message: str) -> None:
         findings.append(
-            SecurityFinding(
-                tool=tool,
-                rule_id=rule_id,
-                severity=severity,
-                span=text[start:end],
-                start=start,
-                end=end,
-                location=location,
-                message=message,
+            SecurityFinding.in_text(
+                tool, text, start, end, rule_id=rule_id, severity=severity, location=location, message=message
             )
         )
 
