@@ -421,9 +421,8 @@ def _committed_health(entry: BugFix) -> FixHealth:
 
 
 def _left_server_broken(entry: BugFix) -> bool:
-    """Whether the bug's last run left a change the server failed on (now undone: restart to be sure)."""
-    health = entry.runs[-1].health if entry.runs else None
-    return health is not None and not health.healthy
+    """Whether a run of the bug left a change the server failed on (now undone: restart to be sure)."""
+    return any(run.health is not None and not run.health.healthy for run in entry.runs)
 
 
 def _first_line(text: str | None) -> str:
