@@ -64,3 +64,44 @@ def ran(result: subprocess.CompletedProcess[str]) -> set[str]:
 def up_to_date(result: subprocess.CompletedProcess[str]) -> set[str]:
     """Tasks doit found up to date (`-- name`)."""
     return set(re.findall(r"^-- (\S+)$", result.stdout, re.MULTILINE))
+
+
+def at_the_review_prompt(
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    answers: list[str],
+    log_path: Path,
+    *,
+    timeout: float = 300,
+    width: int = 160,
+) -> tuple[int | None, str]:
+    """Run `argv` (a `doit loop`) at a pseudo-terminal, answering each `review> ` prompt in turn.
+
+    An answer `approve` is expected to start the next iteration before its
+    prompt comes. Returns the exit status and the whole transcript (also in
+    `log_path`). pexpect is imported here: only the loop tests need it.
+    """
+    import pexpect
+
+    with log_path.open("w") as log:
+        child = pexpect.spawn(
+            argv[0],
+            argv[1:],
+            cwd=str(cwd),
+            env=env,
+            encoding="utf-8",
+            timeout=timeout,
+            dimensions=(50, width),
+        )
+        child.logfile_read = log
+        try:
+            for answer in answers:
+                child.expect("review> ")
+                child.sendline(answer)
+                if answer == "approve":
+                    child.expect("iteration 2")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close()
+    return child.exitstatus, log_path.read_text()

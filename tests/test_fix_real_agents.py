@@ -28,13 +28,12 @@ from pathlib import Path
 from typing import Any
 
 import git
-import pexpect
 import pytest
 import yaml
 from fakes import anthropic_server as anthropic
 from fakes import openai_server as openai
 from fakes.agent_cli import isolated_home, require_cli
-from project import ROOT, doit, mcpipechekr
+from project import ROOT, at_the_review_prompt, doit, mcpipechekr
 
 from mcpipechekr.artifacts import BugReport, Trace, list_runs, read_model
 from mcpipechekr.artifacts.fix_record import read_fix_record
@@ -285,29 +284,16 @@ def test_doit_loop_with_opencode_fixes_and_the_next_iteration_takes_fewer_calls(
         env = project_env(tmp_path)
         env["MCPIPECHEKR_OPENCODE"] = binary
         succeeded(doit(project, env, "baseline"))
-        log = (tmp_path / "loop.log").open("w")
-        child = pexpect.spawn(
-            sys.executable,
-            ["-m", "doit", "loop"],
-            cwd=str(project),
-            env=env,
-            encoding="utf-8",
+        status, transcript = at_the_review_prompt(
+            [sys.executable, "-m", "doit", "loop"],
+            project,
+            env,
+            ["approve", "exit"],
+            tmp_path / "loop.log",
             timeout=120,
-            dimensions=(50, 200),
+            width=200,
         )
-        child.logfile_read = log
-        try:
-            child.expect("review> ")
-            child.sendline("approve")
-            child.expect("iteration 2")
-            child.expect("review> ")
-            child.sendline("exit")
-            child.expect(pexpect.EOF)
-        finally:
-            child.close()
-            log.close()
-    transcript = (tmp_path / "loop.log").read_text()
-    assert child.exitstatus == 0, transcript[-3000:]
+    assert status == 0, transcript[-3000:]
     assert seen, "opencode never reached the scripted provider"
 
     first, second = list_runs(project / "runs")

@@ -13,9 +13,8 @@ import sys
 from pathlib import Path
 
 import git
-import pexpect
 import pytest
-from project import copy_project, doit
+from project import at_the_review_prompt, copy_project, doit
 
 from mcpipechekr.artifacts import BugReport, ToolsSnapshot, list_runs, read_model, read_trace
 from mcpipechekr.artifacts.baseline import Baseline
@@ -44,31 +43,15 @@ def test_loop_review_fix_restart_and_a_better_second_run(
     baseline = doit(project, env, "baseline")
     assert baseline.returncode == 0, baseline.stdout + baseline.stderr
 
-    log = (tmp_path / "loop.log").open("w")
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "doit", "loop"],
-        cwd=str(project),
-        env=env,
-        encoding="utf-8",
+    status, transcript = at_the_review_prompt(  # approved, fixed, restarted healthy: iteration 2
+        [sys.executable, "-m", "doit", "loop"],
+        project,
+        env,
+        [f"annotate {NOTE}", "approve", "exit"],
+        tmp_path / "loop.log",
         timeout=400,
-        dimensions=(50, 160),
     )
-    child.logfile_read = log
-    try:
-        child.expect("review> ")
-        child.sendline(f"annotate {NOTE}")
-        child.expect("review> ")
-        child.sendline("approve")
-        child.expect("iteration 2")  # fixed, committed, restarted healthy: the loop goes round again
-        child.expect("review> ")
-        child.sendline("exit")
-        child.expect(pexpect.EOF)
-    finally:
-        child.close()
-        log.close()
-    transcript = (tmp_path / "loop.log").read_text()
-    assert child.exitstatus == 0, transcript[-3000:]
+    assert status == 0, transcript[-3000:]
 
     first, second = list_runs(project / "runs")
 

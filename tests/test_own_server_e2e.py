@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import git
-import pexpect
 import pytest
 from fakes.openai_server import FakeOpenAI, Reply, last_user_text, text_reply, tool_call_reply
-from project import installed
+from project import at_the_review_prompt, installed
 
 from mcpipechekr.artifacts import BugReport, list_runs, read_model, read_trace
 from mcpipechekr.artifacts.review import Review
@@ -149,20 +148,10 @@ def test_whole_cycle_on_a_server_of_ones_own(tmp_path: Path) -> None:
         assert baseline.returncode == 0, baseline.stdout + baseline.stderr
         assert "2 task(s) baselined" in baseline.stdout
 
-        log_path = tmp_path / "loop.log"
-        with log_path.open("w") as log:
-            child = pexpect.spawn(
-                str(BIN / "doit"), ["loop"], cwd=str(project), env=env, encoding="utf-8", timeout=300
-            )
-            child.logfile_read = log
-            try:
-                child.expect("review> ")
-                child.sendline("exit")
-                child.expect(pexpect.EOF)
-            finally:
-                child.close()
-        transcript = log_path.read_text()
-        assert child.exitstatus == 0, transcript[-3000:]
+        status, transcript = at_the_review_prompt(
+            [str(BIN / "doit"), "loop"], project, env, ["exit"], tmp_path / "loop.log", width=80
+        )
+        assert status == 0, transcript[-3000:]
         assert fake.requests, "Phase 1 never reached the endpoint"
         assert {headers.get("authorization") for headers in fake.headers} == {f"Bearer {KEY}"}
 
