@@ -46,18 +46,25 @@ READ_ONLY = ToolAnnotations(
 
 
 def database() -> sqlite3.Connection:
+    """The shop's database, built whole in a private file and renamed into place.
+
+    Several server processes may start at once on a fresh path (Phase 1 traces
+    tasks concurrently): each builds its own copy and the rename is atomic, so
+    none ever opens a file another is still filling.
+    """
     path = Path(os.environ.get("BOOKSHOP_DB") or Path(__file__).with_name("bookshop.db"))
-    fresh = not path.exists()
-    connection = sqlite3.connect(path)
-    if fresh:
-        connection.executescript(
-            "CREATE TABLE books (isbn TEXT PRIMARY KEY, title TEXT, author TEXT, price REAL, stock INT);"
-            "CREATE TABLE orders (customer TEXT, isbn TEXT);"
-        )
-        connection.executemany("INSERT INTO books VALUES (?, ?, ?, ?, ?)", BOOKS)
-        connection.executemany("INSERT INTO orders VALUES (?, ?)", ORDERS)
-        connection.commit()
-    return connection
+    if not path.exists():
+        building = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with sqlite3.connect(building) as connection:
+            connection.executescript(
+                "CREATE TABLE books (isbn TEXT PRIMARY KEY, title TEXT, author TEXT, price REAL, stock INT);"
+                "CREATE TABLE orders (customer TEXT, isbn TEXT);"
+            )
+            connection.executemany("INSERT INTO books VALUES (?, ?, ?, ?, ?)", BOOKS)
+            connection.executemany("INSERT INTO orders VALUES (?, ?)", ORDERS)
+        connection.close()
+        os.replace(building, path)
+    return sqlite3.connect(path)
 
 
 class Book(BaseModel):
