@@ -17,13 +17,16 @@ def index_command(rebuild: bool) -> None:
 
     Only bytes appended since the last run are read; a journal whose indexed
     bytes changed, shrank or vanished, or an append to an earlier journal,
-    rebuilds the index from scratch. A damaged record stops the refresh with
-    its file and line, and the previous index stays. The home is
+    rebuilds the index from scratch. An attempt traced again counts once:
+    its later records replace the earlier ones. A damaged record stops the
+    refresh with its file and line, and the previous index stays. The home is
     $MCPIPECHEKR_HOME (default .mcpipechekr/). Exits 0, or 2 for a damaged
     journal.
     """
     home = Home.resolve()
     stats = refresh_index(home, rebuild=rebuild)
+    for warning in stats.warnings:
+        click.echo(f"warning: {warning}", err=True)
     click.echo(stats.summary())
     if stats.journals == 0:
         click.echo(

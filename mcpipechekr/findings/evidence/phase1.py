@@ -11,7 +11,8 @@ one-target doit rebuild, a loop resumed after a kill): its journal is then
 deleted and written anew under the same name. Event ids therefore derive from
 the journal's life as well as from its name, the time its proxy started
 (`journal_life`): converting one journal twice gives the same ids, a new
-journal of the same attempt gives new ones.
+journal of the same attempt gives new ones. The index lets the later
+records replace the earlier ones (`index.py`), so the attempt counts once.
 """
 
 from __future__ import annotations
