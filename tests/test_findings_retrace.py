@@ -1,27 +1,32 @@
-"""Re-traced attempts never break the findings index.
+"""Re-traced attempts and killed rebuilds never break the findings index.
 
 An attempt traced again in the same run (an edited prompt, a one-target doit
 rebuild, a loop resumed after a kill) is handed to the findings home a second
 time: its later records must replace the earlier ones, in `index`, in
 `index --rebuild` and in what `findings` reads, including homes written
-before re-traced attempts had event ids of their own.
+before re-traced attempts had event ids of their own. A rebuild killed
+outright must not leave its temporary file behind for good.
 
 Everything here is real: Phase 1 with the demo provider on the pantry test
 server, the capture proxy on the findings test server, the index in SQLite,
-the commands through click.
+the commands through click, and a rebuild in a process of its own, killed
+with SIGKILL.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import os
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import yaml
 from click.testing import CliRunner, Result
-from findings_journal import Session
+from findings_journal import Session, write_journal
 from findings_sessions import converse, rpc, tool_call
 from rich.console import Console
 
@@ -32,7 +37,7 @@ from mcpipechekr.config import Config, load_config
 from mcpipechekr.findings.evidence.index import open_index, refresh_index
 from mcpipechekr.findings.evidence.phase1 import records_from_journal
 from mcpipechekr.findings.evidence.records import CallRecord, append_records, event_id_for
-from mcpipechekr.findings.home import Home
+from mcpipechekr.findings.home import HOME_ENV, Home
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.engine import plan_attempts
 from mcpipechekr.steps.trace import attempt_journal, trace_step
@@ -213,3 +218,55 @@ def test_a_replaced_trace_is_one_repeat_when_it_is_the_same_journal_again(home: 
     )
     rebuilt = refresh_index(home, rebuild=True)
     assert (rebuilt.added, rebuilt.duplicates, rebuilt.replaced, rebuilt.warnings) == (3, 3, 0, [])
+
+
+# --- a rebuild killed outright ---------------------------------------------------------------------
+
+STOP_AT_THE_TEMPORARY_FILE = textwrap.dedent(
+    """
+    import os, signal, sys
+
+    def stop_when_the_rebuild_reopens_its_file(event, args):
+        # The rebuild reopens its temporary file to sync it once every row is in: stop there.
+        if event == "open" and ".index.db.tmp-" in str(args[0]):
+            os.kill(os.getpid(), signal.SIGSTOP)
+
+    sys.addaudithook(stop_when_the_rebuild_reopens_its_file)
+    from mcpipechekr.cli import main
+    main(["index", "--rebuild"])
+    """
+)
+
+
+def test_the_temporary_file_of_a_killed_rebuild_is_removed_by_the_next_index(
+    tmp_path: Path, home: Home
+) -> None:
+    for number in range(40):
+        session = Session(home, f"capture-{number:03d}")
+        for seq in range(250):
+            if seq % 7:
+                session.ok("search", query="string")
+            else:
+                session.error("search", "no such note 17")
+        write_journal(home, f"20260301T0000{number:02d}.000000Z-capture-1-{number:06x}", session)
+    assert cli("index").exit_code == 0
+    complete = indexed(home)
+
+    env = {**os.environ, HOME_ENV: str(home.root)}
+    rebuild = subprocess.Popen([sys.executable, "-c", STOP_AT_THE_TEMPORARY_FILE], cwd=tmp_path, env=env)
+    try:
+        _, status = os.waitpid(rebuild.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(status), "the rebuild ended before it wrote its temporary file"
+        (leftover,) = home.root.glob(".index.db.tmp-*")
+        assert leftover.stat().st_size > 100_000  # stopped mid-way: every row in, the indexes not yet
+    finally:
+        rebuild.kill()
+        rebuild.wait()
+    assert leftover.exists()  # killed outright, it could not clean up
+    assert indexed(home) == complete  # readers still see the previous index
+
+    result = cli("index")
+    assert result.exit_code == 0, result.output
+    assert "removed 1 temporary file(s) of an interrupted rebuild" in result.stdout
+    assert not list(home.root.glob(".index.db.tmp-*"))
+    assert indexed(home) == complete

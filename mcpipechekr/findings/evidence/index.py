@@ -32,8 +32,12 @@ incremental refresh as in a rebuild (`retraced.py`), so the attempt counts
 once, and a rebuild succeeds on every set of journals the harness wrote, even
 those from before re-traced attempts got event ids of their own.
 
-A full rebuild writes a new file beside index.db and renames it over the old
-one, so readers see the old index or the new one, never a half-built one.
+A full rebuild writes a new file beside index.db (`.index.db.tmp-<pid>-<random>`,
+the naming of `artifacts/atomic.py`) and renames it over the old one, so
+readers see the old index or the new one, never a half-built one. A rebuild
+killed outright (SIGKILL, a power loss) cannot remove its file; the next
+refresh does, first thing, holding the indexer lock: no other refresh can be
+writing one then, so every such file is a dead one's (`_remove_leftovers`).
 It inserts the rows in one transaction, then builds the indexes (sorting
 once is cheaper than keeping them in order row by row), with no rollback
 journal and no syncs until the finished file is synced before the rename.
@@ -58,7 +62,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mcpipechekr._util.collector import collector_paused
-from mcpipechekr.artifacts.atomic import fsync_dir, temp_name_for
+from mcpipechekr.artifacts.atomic import TMP_MARKER, fsync_dir, temp_name_for
 from mcpipechekr.findings.errors import EvidenceUnavailable, JournalRejected
 from mcpipechekr.findings.evidence.journal_rows import CALL_COLUMNS, CONTENT, LINE, SOURCE, Row, parse_lines
 from mcpipechekr.findings.evidence.records import MAX_RECORD_BYTES
@@ -151,6 +155,8 @@ class IndexStats:
     """Records dropped because a later journal holds a new trace of their attempt."""
     retraced: int = 0
     """Attempts whose earlier records were replaced."""
+    leftovers: int = 0
+    """Temporary files of killed rebuilds removed before this refresh."""
     warnings: list[str] = field(default_factory=list)
     """Lines for the user: what was indexed differently from how its journal reads alone."""
 
@@ -173,7 +179,10 @@ class IndexStats:
             )
         tail = f"; the index holds {self.calls} call(s) and {self.windows} failure window(s)"
         pending = f"; {self.pending_bytes} byte(s) of an unfinished record wait" if self.pending_bytes else ""
-        return head + tail + pending
+        leftovers = ""
+        if self.leftovers:
+            leftovers = f"; removed {self.leftovers} temporary file(s) of an interrupted rebuild"
+        return head + tail + pending + leftovers
 
 
 @dataclass(frozen=True)
@@ -261,6 +270,7 @@ def refresh_index(home: Home, rebuild: bool = False) -> IndexStats:
         _bulk_settings(),
         ThreadPoolExecutor(workers, thread_name_prefix="index-hash") as pool,
     ):
+        leftovers = _remove_leftovers(home)
         journals = _snapshot(home)
         plan = _Plan("full", "rebuild requested") if rebuild else _plan(home, journals, pool)
         outcome: IndexStats | _Plan = plan
@@ -277,6 +287,7 @@ def refresh_index(home: Home, rebuild: bool = False) -> IndexStats:
             with contextlib.closing(sqlite3.connect(home.index_db)) as connection:
                 stats.calls, stats.windows = _counts(connection)
     stats.journals = len(journals)
+    stats.leftovers = leftovers
     stats.seconds = time.perf_counter() - started
     return stats
 
@@ -312,6 +323,22 @@ _NONE_ADAPTER_KEY = (type(None), sqlite3.PrepareProtocol)
 
 def _none_as_is(value: None) -> None:
     return value
+
+
+def _remove_leftovers(home: Home) -> int:
+    """Delete the temporary files of rebuilds that were killed; returns how many there were.
+
+    Called with the indexer lock held: only a refresh writes these files, and
+    only while it holds that lock, so none of them belongs to a live one.
+    """
+    prefix = f".{home.index_db.name}{TMP_MARKER}"
+    removed = 0
+    for entry in os.scandir(home.index_db.parent):
+        if entry.name.startswith(prefix) and entry.is_file(follow_symlinks=False):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                removed += 1
+    return removed
 
 
 def _snapshot(home: Home) -> list[_Journal]:
