@@ -37,6 +37,7 @@ from mcpipechekr.artifacts.fix_record import FixRecord, read_fix_record
 from mcpipechekr.config import Config, load_config
 from mcpipechekr.findings.home import HOME_ENV
 from mcpipechekr.fix import run_fix_loop
+from mcpipechekr.fix.agent_group import end_leftover, record_group
 from mcpipechekr.review import record_decision
 
 pytestmark = pytest.mark.slow
@@ -308,4 +309,48 @@ def test_a_timeout_ends_the_agents_whole_group_grandchild_included(tmp_path: Pat
     assert first.status == "unresolved" and first.runs[0].timed_out
     assert read_fix_record(record_path).bugs[0].status == "unresolved"
     assert messages(repo)[0] == f"fix: {SECOND}"
+    assert not repo.is_dirty(untracked_files=True)
+
+
+def test_a_recorded_group_is_ended_only_while_it_is_provably_the_same_one(tmp_path: Path) -> None:
+    """A pid reused by another process (another start time) is never signalled; the recorded one is."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+    try:
+        recorded = record_group(sleeper.pid)
+        assert recorded.pgid == sleeper.pid and recorded.started
+        reused = recorded.model_copy(update={"started": recorded.started + "0"})
+        assert not end_leftover(reused)
+        assert running(sleeper.pid)
+        assert end_leftover(recorded)
+        sleeper.wait(timeout=10)
+        assert not running_in_group(sleeper.pid) and not end_leftover(recorded)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_fix_on_another_run_cleans_up_after_a_killed_one_first(tmp_path: Path) -> None:
+    """The killed loop's run is not the one fixed next (`doit loop` plans a new run): cleaned all the same."""
+    config, repo, first_run, markers = make_project(tmp_path, hang_on=SECOND)
+    fixing = start_fix(tmp_path, first_run)
+    try:
+        pgid, grandchild = map(int, wait_for(markers / f"{SECOND}.ready", fixing).split())
+        fixing.kill()
+        fixing.communicate(timeout=60)
+        second_run = create_run_dir(config.paths.runs)
+        shutil.copy(first_run.bug_report, second_run.bug_report)
+        record_decision(second_run, "approve")
+        (markers / "hang").unlink()
+        again = fix_again(tmp_path, second_run)
+    finally:
+        for pid in running_in_group(pgid) if "pgid" in locals() else []:
+            os.kill(pid, signal.SIGKILL)
+
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"{first_run.run_id}: {SECOND}: the fix loop was killed while working on it" in again.stdout
+    assert_gone(pgid, grandchild)
+    left = read_fix_record(first_run.fix_record)
+    assert statuses(left) == [(FIRST, "committed"), (SECOND, "interrupted")] and left.in_progress is None
+    assert left.bugs[1].patch == f"fix/interrupted-{SECOND}.patch"
+    assert statuses(read_fix_record(second_run.fix_record)) == [(FIRST, "committed"), (SECOND, "committed")]
     assert not repo.is_dirty(untracked_files=True)

@@ -12,9 +12,11 @@ A fix can stop in three ways while an agent works on a bug:
 - **a crash** of the loop itself: the same, without the line.
 - **SIGKILL** (or the machine going down): nothing of ours runs. fix.json
   still names the bug in progress, the work tree it started from and the
-  agent's process group, and the next fix loop on the run starts by ending
-  that group if it still runs and shelving its edits the same way
-  (`clean_leftover`), before it checks that the work tree is clean.
+  agent's process group, and the next fix loop of the project, on any run,
+  starts by ending that group if it still runs and shelving its edits the
+  same way (`clean_killed_fixes`), before it checks that the work tree is
+  clean. So does the start of `doit loop`, before it traces a server that
+  would otherwise still hold the killed agent's edits.
 
 Either way the next `mcpipechekr fix` on the run goes on where the last one
 stopped: bugs already committed are not redone, and the interrupted bug is
@@ -32,17 +34,22 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
 import git
+from rich.console import Console
 
+from mcpipechekr._util.console import console as default_console
 from mcpipechekr._util.yamlsrc import display_path
-from mcpipechekr.artifacts import RunDir
-from mcpipechekr.artifacts.fix_record import BugFix, FixRecord
+from mcpipechekr.artifacts import RunDir, list_runs, write_model
+from mcpipechekr.artifacts.fix_record import BugFix, FixRecord, read_fix_record
+from mcpipechekr.config import Config
+from mcpipechekr.errors import UserError
 from mcpipechekr.fix.agent_group import end_leftover
+from mcpipechekr.fix.agents import TEMPLATES
 from mcpipechekr.fix.changes import (
     Baseline,
     Exclusions,
@@ -50,9 +57,23 @@ from mcpipechekr.fix.changes import (
     fold_agent_commits,
     head_sha,
     is_ancestor,
+    open_repo,
     restore,
     save_patch,
 )
+
+FIX_FOLDER = "fix"
+"""Prompts, agent logs and interrupted fixes' patches live in runs/{run-id}/fix/, outside the repository."""
+
+
+def fix_exclusions(config: Config, repo_root: Path, run_dir: RunDir) -> Exclusions:
+    """What never counts as the agent's change: the agent's scratch files, `fix.exclude`, our folders."""
+    template = TEMPLATES.get(config.fix.agent)
+    return Exclusions.build(
+        repo_root,
+        [*(template.scratch if template is not None else ()), *config.fix.exclude],
+        [config.paths.runs, config.paths.home, run_dir.root],
+    )
 
 
 @contextmanager
@@ -136,6 +157,50 @@ def clean_leftover(
     record.bugs.append(entry)
     record.in_progress = None
     return entry
+
+
+def clean_killed_fixes(
+    config: Config, also: Iterable[RunDir] = (), out: Console | None = None
+) -> list[BugFix]:
+    """Clean up after every fix loop of the project that was killed mid-bug; one entry per bug.
+
+    Looks at each run under `paths.runs` (and the runs in `also`, for a run
+    folder kept elsewhere) whose fix.json names a bug in progress: ends its
+    agent, shelves its edits in the repository the loop worked on, records the
+    bug `interrupted` there and says so. Another run's unreadable fix.json is
+    not this loop's business and is passed over.
+    """
+    printer = out or default_console
+    cleaned: list[BugFix] = []
+    seen: set[Path] = set()
+    also = list(also)
+    for run_dir in [*list_runs(config.paths.runs), *also]:
+        if run_dir.root.resolve() in seen or not run_dir.fix_record.exists():
+            continue
+        seen.add(run_dir.root.resolve())
+        try:
+            record = read_fix_record(run_dir.fix_record)
+        except UserError:
+            if run_dir in also:
+                raise
+            continue
+        if record.in_progress is None:
+            continue
+        repo = open_repo(record.repo)
+        try:
+            exclusions = fix_exclusions(config, Path(repo.working_dir), run_dir)
+            entry = clean_leftover(repo, run_dir, record, exclusions, run_dir.root / FIX_FOLDER)
+        finally:
+            repo.close()
+        write_model(run_dir.fix_record, record)
+        kept = (
+            f"its edits were saved to {display_path(run_dir.root / entry.patch)} and the work tree restored"
+            if entry.patch is not None
+            else "it had left no edits"
+        )
+        printer.print(f"{run_dir.run_id}: {entry.bug_id}: {entry.reason}; {kept}", markup=False)
+        cleaned.append(entry)
+    return cleaned
 
 
 def interrupted_line(record: FixRecord, run_dir: RunDir) -> str:

@@ -51,7 +51,6 @@ import git
 from rich.console import Console
 
 from mcpipechekr._util.console import console as default_console
-from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import RunDir, utc_now, write_model
 from mcpipechekr.artifacts.atomic import atomic_write_text
 from mcpipechekr.artifacts.bug_report import Bug, BugReport
@@ -71,7 +70,7 @@ from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.store import load_finding
 from mcpipechekr.findings.promotion.bugs import bug_finding_id
 from mcpipechekr.fix.agent_group import end_leftover, record_group
-from mcpipechekr.fix.agents import TEMPLATES, AgentResult, FindingsServer, FixAgent, resolve_agent
+from mcpipechekr.fix.agents import AgentResult, FindingsServer, FixAgent, resolve_agent
 from mcpipechekr.fix.changes import (
     Baseline,
     Exclusions,
@@ -87,14 +86,18 @@ from mcpipechekr.fix.changes import (
 )
 from mcpipechekr.fix.evidence import evidence_lines, file_layout
 from mcpipechekr.fix.guards import GitControl
-from mcpipechekr.fix.interruption import clean_leftover, interrupted_line, shelve_edits, sigterm_as_ctrl_c
+from mcpipechekr.fix.interruption import (
+    FIX_FOLDER,
+    clean_killed_fixes,
+    fix_exclusions,
+    interrupted_line,
+    shelve_edits,
+    sigterm_as_ctrl_c,
+)
 from mcpipechekr.fix.prompt import FailedHealth, FailedTests, build_fix_prompt, has_promise
 from mcpipechekr.fix.repo_tests import display_command, run_tests
 from mcpipechekr.review import approved_bugs, approved_report
 from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest, server_under_test
-
-FIX_FOLDER = "fix"
-"""Prompts and agent logs live in runs/{run-id}/fix/, outside the server's repository."""
 
 
 @dataclass
@@ -166,17 +169,9 @@ def _run_loop(
 ) -> FixRecord:
     """`run_fix_loop` once the approval is checked and the repository open."""
     repo_root = Path(repo.working_dir)
-    folder = run_dir.root / FIX_FOLDER
-    template = TEMPLATES.get(config.fix.agent)
-    exclusions = Exclusions.build(
-        repo_root,
-        [*(template.scratch if template is not None else ()), *config.fix.exclude],
-        [config.paths.runs, config.paths.home, run_dir.root],
-    )
-    if earlier is not None and earlier.in_progress is not None:
-        left = clean_leftover(repo, run_dir, earlier, exclusions, folder)
-        write_model(run_dir.fix_record, earlier)
-        out.print(f"{left.bug_id}: {left.reason}; {_kept(left, run_dir)}", markup=False)
+    exclusions = fix_exclusions(config, repo_root, run_dir)
+    if clean_killed_fixes(config, [run_dir], out) and run_dir.fix_record.exists():
+        earlier = read_fix_record(run_dir.fix_record)  # its killed bug is recorded now
     require_clean(repo)
     resumed = _resumable(earlier, review.bug_report_hash, repo)
     carried = [entry for entry in resumed.bugs if entry.status == "committed"] if resumed else []
@@ -281,12 +276,6 @@ def _earlier_patches(resumed: FixRecord | None) -> dict[str, list[str]]:
         if kept:
             patches.setdefault(entry.bug_id, []).extend(kept)
     return patches
-
-
-def _kept(entry: BugFix, run_dir: RunDir) -> str:
-    if entry.patch is None:
-        return "it had no edits to keep"
-    return f"its edits were saved to {display_path(run_dir.root / entry.patch)} and the work tree restored"
 
 
 def _findings_server(config: Config, home: Home | None) -> FindingsServer | None:
