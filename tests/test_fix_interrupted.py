@@ -14,6 +14,8 @@ waits for that marker, never for a fixed time.
   stays dirty; the next `fix` ends the group, saves the edits, restores the
   tree and fixes the remaining bug without redoing the committed one.
 - A timeout ends the whole group, the grandchild included.
+- A second Ctrl-C while an agent that ignores SIGTERM is being stopped
+  changes nothing of the above.
 """
 
 from __future__ import annotations
@@ -47,10 +49,12 @@ FIRST, SECOND = "BUG-echo-drops-newlines", "GAP-no-bulk-echo"
 
 AGENT = textwrap.dedent(
     """
-    import os, subprocess, sys, time
+    import os, signal, subprocess, sys, time
     from pathlib import Path
 
     bug, markers = sys.argv[1], Path(sys.argv[2])
+    if (markers / "stubborn").exists():  # ignores SIGTERM, saying so: only SIGKILL ends it
+        signal.signal(signal.SIGTERM, lambda *_: (markers / f"{bug}.term").touch())
     with open("notes.md", "a") as notes:
         notes.write(f"working on {bug}\\n")
     Path(f"new-{bug}.txt").write_text(f"made for {bug}\\n")
@@ -354,3 +358,26 @@ def test_a_fix_on_another_run_cleans_up_after_a_killed_one_first(tmp_path: Path)
     assert left.bugs[1].patch == f"fix/interrupted-{SECOND}.patch"
     assert statuses(read_fix_record(second_run.fix_record)) == [(FIRST, "committed"), (SECOND, "committed")]
     assert not repo.is_dirty(untracked_files=True)
+
+
+def test_a_second_ctrl_c_while_the_agent_is_being_stopped_still_leaves_no_mess(tmp_path: Path) -> None:
+    config, repo, run, markers = make_project(tmp_path, hang_on=FIRST)
+    (markers / "stubborn").touch()
+    fixing = start_fix(tmp_path, run)
+    try:
+        pgid, grandchild = map(int, wait_for(markers / f"{FIRST}.ready", fixing).split())
+        fixing.send_signal(signal.SIGINT)
+        wait_for(markers / f"{FIRST}.term", fixing)  # the agent got SIGTERM and ignored it
+        fixing.send_signal(signal.SIGINT)
+        output, _ = fixing.communicate(timeout=60)
+    finally:
+        fixing.kill()
+        for pid in running_in_group(pgid) if "pgid" in locals() else []:
+            os.kill(pid, signal.SIGKILL)
+
+    assert fixing.returncode == 130, output
+    assert_gone(pgid, grandchild)
+    assert messages(repo) == ["tiny server"] and not repo.is_dirty(untracked_files=True)
+    assert f"+working on {FIRST}" in (run.root / "fix" / f"interrupted-{FIRST}.patch").read_text()
+    record = read_fix_record(run.fix_record)
+    assert statuses(record) == [(FIRST, "interrupted")] and record.in_progress is None
