@@ -36,13 +36,22 @@ def fix_command(ctx: click.Context, run: str, again: bool, **_: object) -> None:
     verify it); an unresolved bug is undone. git's hooks, config and info/
     are put back after every agent run, and the agent's git cannot push.
 
+    Ctrl-C (or SIGTERM) ends the agent with everything it started, saves its
+    uncommitted edits as fix/interrupted-<bug id>.patch, restores the work
+    tree to the last commit and exits 130. Running fix again goes on with
+    the bugs not yet committed, first cleaning up after a fix that was
+    killed outright.
+
     Writes fix.json, and prompts and agent logs under fix/, in the run folder.
     Exits 0 when every bug was committed (or there was none), 1 when some
     stayed unresolved, 2 when the report is not approved, the repository is
     not clean, or the server is unhealthy even with the agent's changes
-    undone.
+    undone, 130 when interrupted.
     """
     config = effective_config(ctx)
-    record = fix_step(config, resolve_run(ctx, run, config), again=again)
+    try:
+        record = fix_step(config, resolve_run(ctx, run, config), again=again)
+    except KeyboardInterrupt:  # the loop printed what it kept
+        ctx.exit(130)
     if any(bug.status != "committed" for bug in record.bugs):
         ctx.exit(1)
