@@ -80,6 +80,8 @@ def test_writers_stop_while_a_loop_works_and_go_on_once_it_was_killed(
             "run": ("run",),
             "evaluate": ("evaluate",),
             "index": ("index",),
+            "promote": ("promote",),
+            "lint": ("lint",),
             "import": ("import", "--from", "opencode", str(session), "--task", "orders-of-alice"),
             "review --exit": ("review", "--exit"),
             "doit trace": ("doit", "trace"),

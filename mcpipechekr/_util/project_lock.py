@@ -3,11 +3,11 @@
 Two writers in one project corrupt each other quietly: a `mcpipechekr run`
 started beside `doit loop` plans the same run folder, so the loop would trace
 into one run and evaluate another. Every writing command (`run`, `import`,
-`evaluate`, `review` with a decision, `fix`, `baseline`, `index`, `promote`,
-`annotate`, `generate`, `verify`, `server prepare`, and doit's commands other
-than `list`, `help`, `info`, …) therefore holds `.mcpipechekr/project.lock` in
-the project folder while it works; a second one stops at once with a message
-naming the holder. Reading commands never touch the lock.
+`evaluate`, `review` with a decision, `fix`, `baseline`, `lint` (its cache and
+pins live in the home), `index`, `promote`, `annotate`, `generate`, `verify`,
+`server prepare`, and doit's commands other than `list`, `help`, `info`, …)
+therefore holds `.mcpipechekr/project.lock` in the project folder while it
+works; a second one stops at once with a message naming the holder. Reading commands never touch the lock.
 
 The project folder is the folder of the config file: the CLI's `--config`
 (default `config.yaml` in the working folder) and doit's `--config` (taken
