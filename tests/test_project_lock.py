@@ -91,6 +91,10 @@ def test_writers_stop_while_a_loop_works_and_go_on_once_it_was_killed(
             assert refused.returncode == 2, (name, refused.stdout + refused.stderr)
             assert "another mcpipechekr command is working in this project " + holder in refused.stderr, name
             assert "(.mcpipechekr/project.lock)" in refused.stderr, name
+        # The project is the config file's folder, wherever the command is typed.
+        elsewhere = mcpipechekr(shop.parent, env, "evaluate", "--config", "shop/config.yaml")
+        assert elsewhere.returncode == 2 and holder in elsewhere.stderr, elsewhere.stdout + elsewhere.stderr
+        assert "(shop/.mcpipechekr/project.lock)" in elsewhere.stderr
         # Readers never wait: `review` without a decision only shows the report (and exits 2 without one),
         # `findings` says there is no index yet (3).
         readers = {"validate": 0, "findings": 3, "doit list": 0, "review": 2, "run --help": 0}
