@@ -35,7 +35,7 @@ dodo.py only imports it, so the graph always comes from the installed package.
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import functools
 import os
 import sys
@@ -46,7 +46,8 @@ from typing import TYPE_CHECKING, Any
 
 from doit.tools import config_changed
 
-from mcpipechekr._util.console import console
+from mcpipechekr._util import project_lock
+from mcpipechekr._util.console import console, err_console
 from mcpipechekr._util.hashing import sha256_json
 from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import RunDir, list_runs, list_traces
@@ -62,13 +63,12 @@ if TYPE_CHECKING:
 
 STATE_DIR = Path(".mcpipechekr")
 DEP_FILE = str(STATE_DIR / "doit.sqlite")
-LOCK_FILE = STATE_DIR / "doit.lock"
 
 DOIT_CONFIG: dict[str, Any] = {
     "default_tasks": ["loop"],
     "dep_file": DEP_FILE,
     # sqlite3 writes only the tasks each invocation ran, so the loop's nested invocations and the outer
-    # one never overwrite each other's records; LOCK_FILE keeps separate processes apart.
+    # one never overwrite each other's records; the project lock keeps separate processes apart.
     "backend": "sqlite3",
     "verbosity": 2,
     "action_string_formatting": "new",
@@ -267,7 +267,6 @@ def _inputs() -> GraphInputs:
 # One process at a time: two doit invocations in one project would race for run folders and the server.
 
 _READ_ONLY_COMMANDS = {"list", "help", "info", "tabcompletion", "dumpdb"}
-_lock_handle: Any = None
 
 
 def _command(argv: list[str]) -> str:
@@ -289,27 +288,27 @@ def open_project() -> None:
     hold_project_lock()
 
 
+def project_folder() -> Path:
+    """The project this invocation works on: the folder of its config file, the one `mcpipechekr` commands
+    given the same config lock too."""
+    return Path(current_settings().config).parent
+
+
 def hold_project_lock() -> None:
-    """Take the project's doit lock for this process, or stop with a message naming who holds it."""
-    global _lock_handle
-    if _lock_handle is not None or not _preparing():
-        return
-    handle = open(LOCK_FILE, "a+")  # the state folder exists: open_project made it
+    """Take the project's lock (`_util/project_lock.py`) until this process ends, unless only reading.
+
+    Reentrant: the loop's nested invocations run in this process and share it.
+    """
+    if _preparing():
+        _hold(project_folder())
+
+
+def _hold(project: Path) -> None:
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "another process"
-        handle.close()
-        raise SystemExit(
-            f"error: another doit is running in this project ({holder}); wait for it to finish, "
-            f"then run the command again. ({LOCK_FILE})"
-        ) from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"pid {os.getpid()}: doit {' '.join(doit_argv())}".strip())
-    handle.flush()
-    _lock_handle = handle
+        project_lock.hold_project_lock(project)
+    except UserError as exc:  # doit imports dodo.py outside any click command: print it as click would
+        err_console.print(f"error: {exc.format_message()}", markup=False)
+        raise SystemExit(exc.exit_code) from None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -645,8 +644,11 @@ def run_doit(argv: list[str], project: Path | None = None) -> int:
     graph_inputs.cache_clear()
     commands.doit_through_cli = True
     try:
-        open_project()
-        return DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(list(argv))
+        STATE_DIR.mkdir(exist_ok=True)
+        # Held for this invocation only: a process may run several (tests, a Python caller).
+        holding = project_lock.project_lock(project_folder()) if _preparing() else contextlib.nullcontext()
+        with holding:
+            return DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(list(argv))
     finally:
         _argv = None
         commands.doit_through_cli = False

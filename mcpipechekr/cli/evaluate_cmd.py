@@ -6,7 +6,13 @@ import click
 
 from mcpipechekr._util.console import console, err_console
 from mcpipechekr.artifacts.atomic import dumps_json
-from mcpipechekr.cli.common import config_options, effective_config, provider_option, resolve_run
+from mcpipechekr.cli.common import (
+    config_options,
+    effective_config,
+    provider_option,
+    resolve_run,
+    writes_project,
+)
 from mcpipechekr.steps.evaluate import evaluate_step
 
 
@@ -23,6 +29,7 @@ from mcpipechekr.steps.evaluate import evaluate_step
     help="text: a summary of the bugs; json: bug_report.json on stdout (the summary on stderr).",
 )
 @click.pass_context
+@writes_project
 def evaluate_command(ctx: click.Context, run: str, output_format: str, **_: object) -> None:
     """Evaluate a run's traces into bug_report.json and phase2_narrative.md.
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import click
 
-from mcpipechekr.cli.common import config_options, effective_config, provider_option, resolve_run
+from mcpipechekr.cli.common import (
+    config_options,
+    effective_config,
+    provider_option,
+    resolve_run,
+    writes_project,
+)
 from mcpipechekr.steps.fix import fix_step
 
 
@@ -18,6 +24,7 @@ from mcpipechekr.steps.fix import fix_step
     help="Run the fix loop on a report that was already fixed (fix.json finished for the same approval).",
 )
 @click.pass_context
+@writes_project
 def fix_command(ctx: click.Context, run: str, again: bool, **_: object) -> None:
     """Fix the approved bugs of a run in the server's repository, one commit per bug.
 

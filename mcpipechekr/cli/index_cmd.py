@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from mcpipechekr.cli.common import writes_project
 from mcpipechekr.findings.evidence.index import refresh_index
 from mcpipechekr.findings.home import Home
 
@@ -12,6 +13,7 @@ from mcpipechekr.findings.home import Home
 @click.option(
     "--rebuild", is_flag=True, help="Rebuild index.db from every journal, ignoring the checkpoints."
 )
+@writes_project
 def index_command(rebuild: bool) -> None:
     """Index the captured call records of the findings home into index.db.
 

@@ -15,6 +15,7 @@ from mcpipechekr.cli.common import (
     provider_option,
     server_options,
     task_selection_options,
+    writes_project,
 )
 from mcpipechekr.config import Config
 from mcpipechekr.providers import ProviderSpec
@@ -102,6 +103,7 @@ def _summary(paths: list[Path]) -> Table:
     "[default: timeouts.max_requests, 50].",
 )
 @click.pass_context
+@writes_project
 def run_command(
     ctx: click.Context,
     phase1_provider: tuple[str, ...],
