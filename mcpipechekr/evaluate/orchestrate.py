@@ -31,7 +31,7 @@ from mcpipechekr.artifacts import RunDir, read_model, read_trace, utc_now, write
 from mcpipechekr.artifacts.atomic import atomic_write_text
 from mcpipechekr.artifacts.baseline import Baseline
 from mcpipechekr.artifacts.bug_report import BugReport, BugSeverity, ReviewFlag, TaskStats
-from mcpipechekr.artifacts.manifest import Manifest
+from mcpipechekr.artifacts.runstate import load_manifest
 from mcpipechekr.artifacts.tools_snapshot import ToolsSnapshot
 from mcpipechekr.artifacts.trace import list_traces
 from mcpipechekr.config import Config
@@ -467,7 +467,7 @@ def _phase1_provider(run_dir: RunDir, contexts: list[TraceContext], config: Conf
     if providers:
         return ", ".join(providers)
     if run_dir.manifest.exists():
-        return read_model(run_dir.manifest, Manifest).providers.phase1
+        return load_manifest(run_dir).providers.phase1
     return str(config.providers.phase1)
 
 

@@ -9,8 +9,10 @@ halted server or Ctrl-C never leaves a run that looks alive.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,8 @@ from mcpipechekr._util.console import console
 from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import Manifest, RunDir, read_model, write_model
 from mcpipechekr.artifacts.manifest import RunStatus
+from mcpipechekr.artifacts.run_owner import OwnerLock, take_run
+from mcpipechekr.artifacts.runstate import load_manifest, trace_coverage
 from mcpipechekr.config import Config
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runplan import RunPlan, claim_run_dir, new_manifest, plan_run
@@ -79,29 +83,97 @@ def open_planned_run(
         created = manifest.finished("completed", "created; no step has run yet")
         write_model(plan.run_dir.manifest, created)
         return created
-    return read_model(plan.run_dir.manifest, Manifest)
+    return load_manifest(plan.run_dir)
 
 
 @contextmanager
 def run_stage(config: Config, run_dir: RunDir, step: str) -> Iterator[Manifest | None]:
-    """Mark the run `running` for one step, then record how the step ended.
+    """Own the run and mark it `running` for one step, then record how the step ended.
 
     Yields the manifest as the step starts; None for a run folder without one
-    (made by hand, or by a tool of its own): it has no status to keep.
+    (made by hand, or by a tool of its own): it has no status to keep. Steps
+    of one run may overlap in this process (doit's trace targets run in
+    threads): the first to start takes the run's owner lock and marks it
+    running, the last to end writes the outcome — the worst of theirs — and
+    lets go. An end without error is `completed` only while every planned
+    attempt is traced, once tracing has begun; otherwise the run is
+    `interrupted` with the count of what is missing.
     """
     if not run_dir.manifest.exists():
         yield None
         return
-    manifest = read_model(run_dir.manifest, Manifest)
-    running = manifest.model_copy(update={"status": "running", "status_reason": None, "finished_at": None})
-    write_model(run_dir.manifest, running)
+    running = _enter(run_dir)
 
     def finish(status: RunStatus, reason: str | None) -> None:
-        latest = read_model(run_dir.manifest, Manifest)  # a step may have updated it (accepted risks)
-        write_model(run_dir.manifest, latest.finished(status, reason))
+        _leave(run_dir, status, reason, step)
 
     with recording_end(config, finish, step):
         yield running
+
+
+@dataclass
+class _Work:
+    """The steps of one run this process is working on, and the worst way one of them ended."""
+
+    lock: OwnerLock
+    manifest: Manifest
+    steps: int = 1
+    status: RunStatus = "completed"
+    reason: str | None = None
+
+
+_SEVERITY = {"completed": 0, "interrupted": 1, "failed": 2}
+_working: dict[Path, _Work] = {}
+_working_guard = threading.Lock()
+
+
+def _key(run_dir: RunDir) -> Path:
+    """One key per run folder, however its path was spelled (relative, absolute, through a link)."""
+    return run_dir.root.resolve()
+
+
+def _enter(run_dir: RunDir) -> Manifest:
+    with _working_guard:
+        work = _working.get(_key(run_dir))
+        if work is not None:
+            work.steps += 1
+            return work.manifest
+        lock = take_run(run_dir)
+        try:
+            manifest = load_manifest(run_dir)
+            running = manifest.model_copy(
+                update={"status": "running", "status_reason": None, "finished_at": None}
+            )
+            write_model(run_dir.manifest, running)
+        except BaseException:
+            lock.release()
+            raise
+        _working[_key(run_dir)] = _Work(lock, running)
+        return running
+
+
+def _leave(run_dir: RunDir, status: RunStatus, reason: str | None, step: str) -> None:
+    with _working_guard:
+        work = _working[_key(run_dir)]
+        if _SEVERITY[status] > _SEVERITY[work.status]:
+            work.status, work.reason = status, reason
+        work.steps -= 1
+        if work.steps:
+            return
+        del _working[_key(run_dir)]
+        try:
+            latest = read_model(run_dir.manifest, Manifest)  # a step may have updated it (accepted risks)
+            status, reason = work.status, work.reason
+            if status == "completed" and run_dir.traces.is_dir():
+                coverage = trace_coverage(run_dir, latest)
+                if not coverage.complete:
+                    status, reason = (
+                        "interrupted",
+                        f"{step}: {coverage.describe()}" if step else coverage.describe(),
+                    )
+            write_model(run_dir.manifest, latest.finished(status, reason))
+        finally:
+            work.lock.release()
 
 
 @contextmanager

@@ -1,0 +1,188 @@
+"""Run states stay true when the process working on a run dies, and the loop resumes what it left.
+
+Real processes throughout: the owner of a run is a child Python process that
+takes the run's lock and is then killed; the end to end test starts `mcpipechekr
+loop` on a project of tests/servers/tiny_server.py, kills it (SIGKILL, the
+whole process group) while one attempt is held open by the server's `--gate`
+file and the other is traced, and then evaluates, reviews, fixes and resumes
+the run as a user would.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from trace_builder import make_trace, say
+
+from mcpipechekr.artifacts import (
+    Manifest,
+    RunDir,
+    ServerRef,
+    read_model,
+    utc_now,
+    write_model,
+)
+from mcpipechekr.artifacts.run_owner import owner_path
+from mcpipechekr.artifacts.runstate import load_manifest
+from mcpipechekr.artifacts.trace import write_trace
+from mcpipechekr.config import load_config
+from mcpipechekr.runplan import RunPlan
+from mcpipechekr.steps.snapshot import snapshot_step
+from mcpipechekr.steps.stage import plan_run_folder, run_stage
+from mcpipechekr.tasks import load_tasks
+
+TINY = Path(__file__).parent / "servers" / "tiny_server.py"
+HASH = "sha256:" + "0" * 64
+GONE = re.compile(
+    r"^the process that ran it \(pid (\d+)\) is gone; last seen \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$"
+)
+
+OWNER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from mcpipechekr.artifacts import RunDir
+    from mcpipechekr.artifacts.run_owner import take_run
+
+    lock = take_run(RunDir(Path(sys.argv[1])))  # held while the process lives
+    Path(sys.argv[2]).touch()
+    time.sleep(600)
+    """
+)
+
+
+def wait_for(found: object, what: str, timeout: float = 120) -> None:
+    """Poll `found()` until it is true: the kill points are files appearing, never a sleep."""
+    deadline = time.monotonic() + timeout
+    while not found():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def running_run(root: Path) -> RunDir:
+    run = RunDir(root / "runs" / "run-20260101-001")
+    run.root.mkdir(parents=True)
+    manifest = Manifest(
+        run_id=run.run_id,
+        started_at=utc_now(),
+        harness_version="test",
+        task_file_hash=HASH,
+        config_hash=HASH,
+        server=ServerRef(name="tiny", transport="stdio", command="python tiny_server.py"),
+    )
+    write_model(run.manifest, manifest)
+    return run
+
+
+def start_owner(run: RunDir, tmp_path: Path) -> subprocess.Popen[bytes]:
+    ready = tmp_path / "owner-ready"
+    child = subprocess.Popen([sys.executable, "-c", OWNER, str(run.root), str(ready)])
+    wait_for(ready.exists, "the owner to take the run")
+    return child
+
+
+def test_a_running_run_stays_running_while_its_owner_lives_and_is_interrupted_once_it_is_killed(
+    tmp_path: Path,
+) -> None:
+    run = running_run(tmp_path)
+    child = start_owner(run, tmp_path)
+    try:
+        assert load_manifest(run).status == "running"
+        assert read_model(run.manifest, Manifest).status == "running"
+    finally:
+        child.kill()
+        child.wait()
+    manifest = load_manifest(run)
+    assert manifest.status == "interrupted" and manifest.finished_at is not None
+    match = GONE.match(manifest.status_reason or "")
+    assert match and int(match.group(1)) == child.pid, manifest.status_reason
+    assert read_model(run.manifest, Manifest) == manifest  # written back, not only shown
+
+
+def test_a_held_lock_whose_pid_was_reused_counts_as_gone(tmp_path: Path) -> None:
+    run = running_run(tmp_path)
+    child = start_owner(run, tmp_path)
+    try:
+        record = owner_path(run).read_text()
+        assert f'"pid":{child.pid}' in record
+        # The same pid, started at another time: another process that got the dead owner's pid.
+        owner_path(run).write_text(re.sub(r'"start":"\d+"', '"start":"1"', record))
+        manifest = load_manifest(run)
+    finally:
+        child.kill()
+        child.wait()
+    assert manifest.status == "interrupted"
+    assert f"(pid {child.pid}) is gone" in (manifest.status_reason or "")
+
+
+def test_a_running_manifest_nobody_holds_is_interrupted(tmp_path: Path) -> None:
+    run = running_run(tmp_path)  # no lock file at all: a run of a process that never took one
+    manifest = load_manifest(run)
+    assert manifest.status == "interrupted"
+    assert manifest.status_reason is not None and manifest.status_reason.startswith(
+        "the process that ran it is gone; last seen "
+    )
+
+
+def tiny_config(root: Path, server: Path = TINY, extra: str = "") -> Path:
+    """Two tasks on the tiny server, every phase on the demo model; `sleep` waits while root/gate exists."""
+    (root / "tasks.yaml").write_text(
+        "tasks:\n"
+        "  - task_id: echo-hello\n"
+        '    prompt: Echo the text "hello" back.\n'
+        "    task_type: deterministic\n"
+        "  - task_id: sleep-briefly\n"
+        "    prompt: Sleep for 0.1 seconds, then say so.\n"
+        "    task_type: deterministic\n"
+    )
+    config = root / "config.yaml"
+    config.write_text(
+        "server:\n"
+        "  name: tiny\n"
+        f"  command: {sys.executable}\n"
+        f"  args: [{server}, --gate, {root / 'gate'}]\n" + extra + "providers: {phase0: demo, phase05: demo, "
+        "phase1: demo, phase2: demo, phase3: demo}\nfix: {agent: demo}\n"
+    )
+    return config
+
+
+def test_a_step_never_marks_a_run_completed_while_planned_traces_are_missing(tmp_path: Path) -> None:
+    config = load_config(tiny_config(tmp_path))
+    tasks = load_tasks(config.paths.tasks).tasks
+    plan: RunPlan = plan_run_folder(
+        config, tasks, runner="native", keep_builtin_tools=False, repeat=2, new_run=True,
+        parameters={"repeat": 2},
+    )  # fmt: skip
+    snapshot_step(config, plan, tasks)
+    assert load_manifest(plan.run_dir).status == "completed"  # nothing traced yet, nothing begun
+    plan.run_dir.traces.mkdir()
+    with run_stage(config, plan.run_dir, "evaluate"):
+        pass
+    manifest = load_manifest(plan.run_dir)
+    assert manifest.status == "interrupted"
+    assert manifest.status_reason == (
+        "evaluate: 0 of 4 planned attempts traced; not traced: echo-hello__demo__r001, "
+        "echo-hello__demo__r002, sleep-briefly__demo__r001, sleep-briefly__demo__r002"
+    )
+    with run_stage(config, plan.run_dir, "trace"):
+        for task in tasks:
+            write_trace(plan.run_dir, make_trace(task.task_id, [say("done")], repetition=1))
+            cut_short = make_trace(task.task_id, [say("so far")], repetition=2, status="incomplete")
+            write_trace(plan.run_dir, cut_short)  # as Ctrl-C leaves an attempt: not traced
+    manifest = load_manifest(plan.run_dir)
+    assert (manifest.status, manifest.status_reason) == (
+        "interrupted",
+        "trace: 2 of 4 planned attempts traced; "
+        "not traced: echo-hello__demo__r002, sleep-briefly__demo__r002",
+    )
+    with run_stage(config, plan.run_dir, "trace"):
+        for task in tasks:
+            write_trace(plan.run_dir, make_trace(task.task_id, [say("done")], repetition=2))
+    manifest = load_manifest(plan.run_dir)
+    assert (manifest.status, manifest.status_reason) == ("completed", None)
