@@ -54,7 +54,7 @@ from mcpipechekr.artifacts.trace import trace_path
 from mcpipechekr.config import PROVIDER_FLAGS, Config, ConfigOverrides, load_config, provider_flag
 from mcpipechekr.errors import UserError
 from mcpipechekr.runplan import RunPlan
-from mcpipechekr.steps.stage import plan_run_folder
+from mcpipechekr.steps.stage import ALLOW_INCOMPLETE_HELP, plan_run_folder
 from mcpipechekr.tasks import Task, load_tasks, select_tasks
 
 if TYPE_CHECKING:
@@ -116,6 +116,13 @@ PARAMS: list[dict[str, Any]] = [
         "help": "Start a new run folder even when the inputs match the latest run.",
     },
     {
+        "name": "allow_incomplete",
+        "long": "allow-incomplete",
+        "type": bool,
+        "default": False,
+        "help": f"`evaluate`, `review`, `fix`: {ALLOW_INCOMPLETE_HELP[0].lower()}{ALLOW_INCOMPLETE_HELP[1:]}",
+    },
+    {
         "name": "regenerate_baseline",
         "long": "regenerate-baseline",
         "type": bool,
@@ -141,6 +148,7 @@ class Settings:
     runner: str = "native"
     keep_builtin_tools: bool = False
     new_run: bool = False
+    allow_incomplete: bool = False
     regenerate_baseline: bool = False
     providers: tuple[tuple[str, str], ...] = ()
 
@@ -155,8 +163,9 @@ class Settings:
         return given
 
 
-# Providers are recorded one flag per phase; regenerate_baseline concerns the baseline, not the run.
-_UNRECORDED = frozenset({"providers", "regenerate_baseline"})
+# Providers are recorded one flag per phase; regenerate_baseline concerns the baseline, allow_incomplete
+# what the later steps accept, not the run.
+_UNRECORDED = frozenset({"providers", "regenerate_baseline", "allow_incomplete"})
 
 
 def settings_from_argv(argv: list[str]) -> Settings:
@@ -367,15 +376,18 @@ def task__tools() -> dict[str, Any]:
     }
 
 
-def _planned(module: str, step: str) -> Callable[[], None]:
-    """An action calling `steps.<module>.<step>(config, run_dir)` for the planned run; the step is
-    imported when it runs, so that listing the graph stays quick."""
+def _planned(module: str, step: str, *, incomplete: bool = False) -> Callable[[], None]:
+    """An action calling `steps.<module>.<step>(config, run_dir)` for the planned run, with the
+    `--allow-incomplete` flag when `incomplete`; the step is imported when it runs, so that listing
+    the graph stays quick."""
 
     def run() -> None:
         import importlib
 
-        config, _, plan = _inputs().require()
-        getattr(importlib.import_module(f"mcpipechekr.steps.{module}"), step)(config, plan.run_dir)
+        inputs = _inputs()
+        config, _, plan = inputs.require()
+        options = {"allow_incomplete": inputs.settings.allow_incomplete} if incomplete else {}
+        getattr(importlib.import_module(f"mcpipechekr.steps.{module}"), step)(config, plan.run_dir, **options)
 
     run.__name__ = step
     return run
@@ -465,8 +477,14 @@ def task_trace() -> Iterator[dict[str, Any]]:
 def _evaluate(run_root: str) -> None:
     from mcpipechekr.steps.evaluate import evaluate_step
 
-    config, _, _ = _inputs().require()
-    evaluate_step(config, RunDir(Path(run_root)), require_baseline=True)
+    inputs = _inputs()
+    config, _, _ = inputs.require()
+    evaluate_step(
+        config,
+        RunDir(Path(run_root)),
+        require_baseline=True,
+        allow_incomplete=inputs.settings.allow_incomplete,
+    )
 
 
 def task_evaluate() -> Iterator[dict[str, Any]]:
@@ -519,7 +537,7 @@ def task_review() -> dict[str, Any]:
         return _unavailable("review", task_review.__doc__, inputs.error)
     _, _, plan = inputs.require()
     return {
-        "actions": [_action(_planned("review", "require_decision"))],
+        "actions": [_action(_planned("review", "require_decision", incomplete=True))],
         "file_dep": [_p(plan.run_dir.bug_report)],
         "targets": [_p(plan.run_dir.review)],
         "uptodate": [_review_is_current(plan.run_dir)],
@@ -534,7 +552,7 @@ def task_fix() -> dict[str, Any]:
         return _unavailable("fix", task_fix.__doc__, inputs.error)
     config, _, plan = inputs.require()
     return {
-        "actions": [_action(_planned("fix", "fix_step"))],
+        "actions": [_action(_planned("fix", "fix_step", incomplete=True))],
         "file_dep": [_p(plan.run_dir.bug_report), _p(plan.run_dir.review)],
         "targets": [_p(plan.run_dir.fix_record)],
         "uptodate": [config_changed(config.fix.model_dump(mode="json"))],

@@ -17,9 +17,11 @@ import textwrap
 import time
 from pathlib import Path
 
+from click.testing import CliRunner
 from trace_builder import make_trace, say
 
 from mcpipechekr.artifacts import (
+    BugReport,
     Manifest,
     RunDir,
     ServerRef,
@@ -30,7 +32,9 @@ from mcpipechekr.artifacts import (
 from mcpipechekr.artifacts.run_owner import owner_path
 from mcpipechekr.artifacts.runstate import load_manifest
 from mcpipechekr.artifacts.trace import write_trace
+from mcpipechekr.cli import main
 from mcpipechekr.config import load_config
+from mcpipechekr.findings.home import Home
 from mcpipechekr.runplan import RunPlan
 from mcpipechekr.steps.snapshot import snapshot_step
 from mcpipechekr.steps.stage import plan_run_folder, run_stage
@@ -186,3 +190,45 @@ def test_a_step_never_marks_a_run_completed_while_planned_traces_are_missing(tmp
             write_trace(plan.run_dir, make_trace(task.task_id, [say("done")], repetition=2))
     manifest = load_manifest(plan.run_dir)
     assert (manifest.status, manifest.status_reason) == ("completed", None)
+
+
+def test_evaluate_review_and_fix_refuse_a_run_that_lacks_traces_unless_allowed(
+    tmp_path: Path, home: Home
+) -> None:
+    config_path = tiny_config(tmp_path)
+    config = load_config(config_path)
+    tasks = load_tasks(config.paths.tasks).tasks
+    plan = plan_run_folder(config, tasks, runner="native", keep_builtin_tools=False, repeat=1, new_run=True)
+    snapshot_step(config, plan, tasks)
+    with run_stage(config, plan.run_dir, "trace"):  # the tracing stopped after the first attempt
+        write_trace(plan.run_dir, make_trace("echo-hello", [say("hello")]))
+    cli = CliRunner()
+    for command in ("evaluate", "review", "fix"):
+        refused = cli.invoke(
+            main, [command, plan.run_id, "--config", str(config_path)], catch_exceptions=False
+        )
+        said = " ".join(refused.output.split())
+        assert refused.exit_code == 2, said
+        assert said.startswith(
+            f"Error: {plan.run_id} is incomplete (interrupted: trace: 1 of 2 planned attempts traced; "
+            "not traced: sleep-briefly__demo__r001); 1 of 2 planned attempts traced; not traced: "
+            "sleep-briefly__demo__r001. Run "
+        ), said
+        assert f"or pass --allow-incomplete to {command} only what is there." in said
+    assert not plan.run_dir.bug_report.exists()
+
+    args = ["evaluate", plan.run_id, "--config", str(config_path), "--allow-incomplete"]
+    allowed = cli.invoke(main, args, catch_exceptions=False)
+    assert allowed.exit_code == 0, allowed.output
+    note = "covers 1 of 2 planned attempts (--allow-incomplete); not traced: sleep-briefly__demo__r001"
+    assert f"note: {note}" in allowed.output
+    assert read_model(plan.run_dir.bug_report, BugReport).notes[0] == note
+    manifest = load_manifest(plan.run_dir)
+    assert (manifest.status, manifest.status_reason) == (
+        "interrupted",
+        "evaluate: 1 of 2 planned attempts traced; not traced: sleep-briefly__demo__r001",
+    )
+    args = ["review", plan.run_id, "--config", str(config_path), "--exit", "--allow-incomplete"]
+    reviewed = cli.invoke(main, args, catch_exceptions=False)
+    assert reviewed.exit_code == 0, reviewed.output
+    assert f"note: the report {note}" in reviewed.output

@@ -471,8 +471,11 @@ def _phase1_provider(run_dir: RunDir, contexts: list[TraceContext], config: Conf
     return str(config.providers.phase1)
 
 
-def evaluate_run(config: Config, run_dir: RunDir | str | Path) -> BugReport:
+def evaluate_run(config: Config, run_dir: RunDir | str | Path, *, notes: Sequence[str] = ()) -> BugReport:
     """Evaluate a run's traces, write bug_report.json and phase2_narrative.md into it, return the report.
+
+    `notes` come first among the report's notes (what the caller knows of the
+    run, such as the attempts it lacks).
 
     The evaluating model is the config's `providers.phase2`: a flag or caller
     that picks another applies it when the config is loaded
@@ -488,7 +491,8 @@ def evaluate_run(config: Config, run_dir: RunDir | str | Path) -> BugReport:
     # traces, sightings and reports hold no reference cycles; on 1,000 traces the collector's
     # fruitless walks were a third of the reading time.
     with collector_paused():
-        contexts, notes = load_contexts(config, run, baseline)
+        contexts, found = load_contexts(config, run, baseline)
+        notes = [*notes, *found]
         if baseline is None:
             notes.append(
                 f"no baseline at {run.baseline}: answers were not checked (run `mcpipechekr baseline`)"

@@ -18,13 +18,15 @@ from typing import Any
 
 from rich.console import Console
 
+from mcpipechekr._util.commands import runnable
 from mcpipechekr._util.console import console
 from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import Manifest, RunDir, read_model, write_model
 from mcpipechekr.artifacts.manifest import RunStatus
 from mcpipechekr.artifacts.run_owner import OwnerLock, take_run
-from mcpipechekr.artifacts.runstate import load_manifest, trace_coverage
+from mcpipechekr.artifacts.runstate import TraceCoverage, load_manifest, trace_coverage
 from mcpipechekr.config import Config
+from mcpipechekr.errors import UserError
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runplan import RunPlan, claim_run_dir, new_manifest, plan_run
 from mcpipechekr.tasks import Task
@@ -200,6 +202,47 @@ def recording_end(
         raise
     finally:
         finish(status, reason)
+
+
+ALLOW_INCOMPLETE_HELP = (
+    "Go on with a run that lacks some of its planned traces (interrupted, or stopped by a failure); "
+    "what it writes notes how many attempts it covers."
+)
+"""The `--allow-incomplete` flag of `evaluate`, `review` and `fix`, and of doit, in one place."""
+
+
+def require_traced(run_dir: RunDir, step: str, *, allow_incomplete: bool = False) -> TraceCoverage | None:
+    """Stop `step` on a run that lacks planned traces, unless `allow_incomplete`; None when it lacks none.
+
+    What `evaluate`, `review` and `fix` meet first: a bug report of half a run
+    would pass for the whole of it. With `allow_incomplete` the coverage comes
+    back, for the step to say how much it covers. A run folder without a
+    manifest (made by hand) has no plan to compare with and passes.
+    """
+    if not run_dir.manifest.exists():
+        return None
+    manifest = load_manifest(run_dir)
+    coverage = trace_coverage(run_dir, manifest)
+    if coverage.complete:
+        return None
+    if allow_incomplete:
+        return coverage
+    state = f"{manifest.status}: {manifest.status_reason}" if manifest.status_reason else manifest.status
+    then = (
+        "Wait for the process working on it to end"
+        if manifest.status == "running"
+        else f"Run {runnable('`doit loop`')} to trace the missing attempts"
+    )
+    raise UserError(
+        f"{run_dir.run_id} is incomplete ({state}); {coverage.describe(limit=10)}. "
+        f"{then}, or pass --allow-incomplete to {step} only what is there."
+    )
+
+
+def coverage_note(coverage: TraceCoverage) -> str:
+    """How much of the run a report or decision covers, for its notes."""
+    covered = f"{len(coverage.traced)} of {len(coverage.planned)}"
+    return f"covers {covered} planned attempts (--allow-incomplete); {coverage.not_traced()}"
 
 
 def announce_project(config: Config, out: Console = console) -> None:
