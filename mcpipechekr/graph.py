@@ -445,6 +445,10 @@ def task_trace() -> Iterator[dict[str, Any]]:
     config, tasks, plan = inputs.require()
     yield {"basename": "trace", "name": None, "doc": task_trace.__doc__, "params": PARAMS}
     spec = config.providers.phase1
+    from mcpipechekr.steps.trace import resume_line
+
+    # A run killed outright left finished traces doit has no record of: while it lacks some, they are kept.
+    resume = plan.reused and resume_line(plan.run_dir) is not None
     for task in tasks:
         for repetition in range(1, inputs.settings.repeat + 1):
             target = trace_path(plan.run_dir, task.task_id, str(spec), repetition)
@@ -459,6 +463,7 @@ def task_trace() -> Iterator[dict[str, Any]]:
                     [Attempt(one, spec, number)],
                     runner=inputs.settings.runner,
                     keep_builtin_tools=inputs.settings.keep_builtin_tools,
+                    resume=resume,
                 )
 
             yield {
@@ -689,6 +694,7 @@ def run_loop(**params: Any) -> None:
     """lint → trace → evaluate → review → fix → restart, a new run each iteration, until exit or the cap."""
     from mcpipechekr.steps.session import committed_fixes, exited_at_review, start_session
     from mcpipechekr.steps.summary import summary_step
+    from mcpipechekr.steps.trace import resume_line
 
     settings = current_settings()
     inputs = graph_inputs.__wrapped__(settings)  # the first iteration's plan, without touching the cache
@@ -702,6 +708,8 @@ def run_loop(**params: Any) -> None:
         _, _, plan = inputs.require()
         session.append(plan.run_dir)
         console.rule(f"iteration {iteration}: {plan.run_id}")
+        if plan.reused and (resuming := resume_line(plan.run_dir)):
+            console.print(resuming, markup=False)
         if build(["trace"], settings=settings, parallel=settings.concurrency) != 0:
             raise UserError(f"the loop stopped in {plan.run_id} before evaluation (see above)")
         settings = replace(settings, new_run=False)  # the run exists now: later steps work in it

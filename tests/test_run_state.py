@@ -10,14 +10,20 @@ the run as a user would.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
 
+import git
+import pytest
 from click.testing import CliRunner
+from project import mcpipechekr
 from trace_builder import make_trace, say
 
 from mcpipechekr.artifacts import (
@@ -26,6 +32,7 @@ from mcpipechekr.artifacts import (
     RunDir,
     ServerRef,
     read_model,
+    read_trace,
     utc_now,
     write_model,
 )
@@ -232,3 +239,87 @@ def test_evaluate_review_and_fix_refuse_a_run_that_lacks_traces_unless_allowed(
     reviewed = cli.invoke(main, args, catch_exceptions=False)
     assert reviewed.exit_code == 0, reviewed.output
     assert f"note: the report {note}" in reviewed.output
+
+
+@pytest.mark.slow
+def test_a_killed_loop_is_interrupted_refused_then_resumed_without_tracing_twice(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    server = project / "server"
+    server.mkdir(parents=True)
+    shutil.copy(TINY, server / "server.py")
+    repo = git.Repo.init(server)
+    repo.index.add(["server.py"])
+    repo.index.commit("tiny server")
+    tiny_config(project, Path("server.py"), "  cwd: server\n  repo: server\n")
+    env = {**os.environ, "MCPIPECHEKR_HOME": str(tmp_path / "home")}
+    baseline = mcpipechekr(project, env, "doit", "baseline")
+    assert baseline.returncode == 0, baseline.stdout + baseline.stderr
+
+    gate = project / "gate"
+    gate.touch()  # the sleep-briefly attempt's call waits for this file to go
+    log = tmp_path / "loop.log"
+    with open(log, "wb") as out:
+        loop = subprocess.Popen(
+            [sys.executable, "-m", "mcpipechekr", "loop", "--concurrency", "2"],
+            cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    runs = project / "runs"
+
+    def one_traced_one_held() -> bool:
+        traced = list(runs.glob("run-*/traces/echo-hello__demo__r001.json"))
+        held = list(runs.glob("run-*/journals/sleep-briefly__demo__r001.jsonl"))
+        return bool(traced) and bool(held) and b'"sleep"' in held[0].read_bytes()
+
+    try:
+        wait_for(one_traced_one_held, "one attempt traced while the other waits in `sleep`")
+    finally:
+        os.killpg(loop.pid, signal.SIGKILL)  # the loop and the server it started
+        loop.wait()
+    gate.unlink()
+    (run_root,) = runs.glob("run-*")
+    run = RunDir(run_root)
+    echo = run.traces / "echo-hello__demo__r001.json"
+    first_trace, first_mtime = read_trace(echo), echo.stat().st_mtime_ns
+    assert not (run.traces / "sleep-briefly__demo__r001.json").exists()
+
+    manifest = load_manifest(run)
+    assert manifest.status == "interrupted"
+    match = GONE.match(manifest.status_reason or "")
+    assert match and int(match.group(1)) == loop.pid, manifest.status_reason
+
+    for command in ("evaluate", "review", "fix"):
+        refused = mcpipechekr(project, env, command, run.run_id)
+        said = " ".join((refused.stdout + refused.stderr).split())
+        assert refused.returncode == 2, said
+        assert (
+            f"{run.run_id} is incomplete (interrupted: the process that ran it (pid {loop.pid}) is gone"
+            in said
+        )
+        assert "1 of 2 planned attempts traced; not traced: sleep-briefly__demo__r001" in said
+        assert "--allow-incomplete" in said
+    assert not run.bug_report.exists()
+
+    allowed = mcpipechekr(project, env, "evaluate", run.run_id, "--allow-incomplete")
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    note = "covers 1 of 2 planned attempts (--allow-incomplete); not traced: sleep-briefly__demo__r001"
+    assert f"note: {note}" in allowed.stdout
+    assert read_model(run.bug_report, BugReport).notes[0] == note
+    manifest = load_manifest(run)
+    assert (manifest.status, manifest.status_reason) == (
+        "interrupted",
+        "evaluate: 1 of 2 planned attempts traced; not traced: sleep-briefly__demo__r001",
+    )
+
+    again = mcpipechekr(project, env, "loop", "--concurrency", "1")
+    output = again.stdout + again.stderr
+    assert f"resuming {run.run_id}: 1 of 2 attempts already traced" in output
+    assert "trace echo-hello · demo · r1: already traced" in output
+    assert "stopped at the review" in output  # no terminal: the loop waits for a person there
+    assert read_trace(echo) == first_trace  # not traced again: the model was not paid twice
+    assert echo.stat().st_mtime_ns == first_mtime
+    assert read_trace(run.traces / "sleep-briefly__demo__r001.json").status == "completed"
+    assert [path.name for path in sorted(runs.glob("run-*"))] == [run.run_id]
+    manifest = load_manifest(run)
+    assert (manifest.status, manifest.status_reason) == ("completed", None)
+    assert read_model(run.bug_report, BugReport).notes == []
