@@ -54,7 +54,7 @@ from mcpipechekr.artifacts.trace import trace_path
 from mcpipechekr.config import PROVIDER_FLAGS, Config, ConfigOverrides, load_config, provider_flag
 from mcpipechekr.errors import UserError
 from mcpipechekr.runplan import RunPlan
-from mcpipechekr.steps.stage import ALLOW_INCOMPLETE_HELP, plan_run_folder
+from mcpipechekr.steps.stage import ALLOW_INCOMPLETE_HELP, interrupt_runs, plan_run_folder
 from mcpipechekr.tasks import Task, load_tasks, select_tasks
 
 if TYPE_CHECKING:
@@ -686,6 +686,9 @@ def build(targets: list[str], *, settings: Settings, parallel: int = 1) -> int:
     args = ["run", *(["-n", str(parallel), "-P", "thread"] if parallel > 1 else []), *targets]
     try:
         return DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(args)
+    except KeyboardInterrupt:  # the trace threads never see it: their runs are marked here
+        interrupt_runs("interrupted by the user (Ctrl-C)")
+        raise
     finally:
         _override = None
 

@@ -241,8 +241,8 @@ def test_evaluate_review_and_fix_refuse_a_run_that_lacks_traces_unless_allowed(
     assert f"note: the report {note}" in reviewed.output
 
 
-@pytest.mark.slow
-def test_a_killed_loop_is_interrupted_refused_then_resumed_without_tracing_twice(tmp_path: Path) -> None:
+def loop_project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """The tiny server in a git repository of its own, the two tasks, and their baseline."""
     project = tmp_path / "project"
     server = project / "server"
     server.mkdir(parents=True)
@@ -254,11 +254,15 @@ def test_a_killed_loop_is_interrupted_refused_then_resumed_without_tracing_twice
     env = {**os.environ, "MCPIPECHEKR_HOME": str(tmp_path / "home")}
     baseline = mcpipechekr(project, env, "doit", "baseline")
     assert baseline.returncode == 0, baseline.stdout + baseline.stderr
+    return project, env
 
+
+def stop_loop_half_way(project: Path, env: dict[str, str], signal_number: int) -> int:
+    """Start `mcpipechekr loop`, send its process group `signal_number` once one attempt is traced and
+    the other waits in `sleep`, and return the loop's pid once it has ended."""
     gate = project / "gate"
     gate.touch()  # the sleep-briefly attempt's call waits for this file to go
-    log = tmp_path / "loop.log"
-    with open(log, "wb") as out:
+    with open(project.parent / "loop.log", "wb") as out:
         loop = subprocess.Popen(
             [sys.executable, "-m", "mcpipechekr", "loop", "--concurrency", "2"],
             cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
@@ -273,10 +277,32 @@ def test_a_killed_loop_is_interrupted_refused_then_resumed_without_tracing_twice
 
     try:
         wait_for(one_traced_one_held, "one attempt traced while the other waits in `sleep`")
+        os.killpg(loop.pid, signal_number)  # the loop and the server it started
+        loop.wait(timeout=60)
     finally:
-        os.killpg(loop.pid, signal.SIGKILL)  # the loop and the server it started
-        loop.wait()
-    gate.unlink()
+        if loop.poll() is None:
+            os.killpg(loop.pid, signal.SIGKILL)
+            loop.wait()
+        gate.unlink()
+    return loop.pid
+
+
+@pytest.mark.slow
+def test_ctrl_c_of_the_loop_marks_its_run_interrupted_though_its_traces_ran_in_threads(
+    tmp_path: Path,
+) -> None:
+    project, env = loop_project(tmp_path)
+    stop_loop_half_way(project, env, signal.SIGINT)
+    (run_root,) = (project / "runs").glob("run-*")
+    manifest = read_model(RunDir(run_root).manifest, Manifest)  # the file itself, as the loop left it
+    assert (manifest.status, manifest.status_reason) == ("interrupted", "interrupted by the user (Ctrl-C)")
+
+
+@pytest.mark.slow
+def test_a_killed_loop_is_interrupted_refused_then_resumed_without_tracing_twice(tmp_path: Path) -> None:
+    project, env = loop_project(tmp_path)
+    pid = stop_loop_half_way(project, env, signal.SIGKILL)
+    runs = project / "runs"
     (run_root,) = runs.glob("run-*")
     run = RunDir(run_root)
     echo = run.traces / "echo-hello__demo__r001.json"
@@ -286,16 +312,13 @@ def test_a_killed_loop_is_interrupted_refused_then_resumed_without_tracing_twice
     manifest = load_manifest(run)
     assert manifest.status == "interrupted"
     match = GONE.match(manifest.status_reason or "")
-    assert match and int(match.group(1)) == loop.pid, manifest.status_reason
+    assert match and int(match.group(1)) == pid, manifest.status_reason
 
     for command in ("evaluate", "review", "fix"):
         refused = mcpipechekr(project, env, command, run.run_id)
         said = " ".join((refused.stdout + refused.stderr).split())
         assert refused.returncode == 2, said
-        assert (
-            f"{run.run_id} is incomplete (interrupted: the process that ran it (pid {loop.pid}) is gone"
-            in said
-        )
+        assert f"{run.run_id} is incomplete (interrupted: the process that ran it (pid {pid}) is gone" in said
         assert "1 of 2 planned attempts traced; not traced: sleep-briefly__demo__r001" in said
         assert "--allow-incomplete" in said
     assert not run.bug_report.exists()

@@ -156,7 +156,9 @@ def _enter(run_dir: RunDir) -> Manifest:
 
 def _leave(run_dir: RunDir, status: RunStatus, reason: str | None, step: str) -> None:
     with _working_guard:
-        work = _working[_key(run_dir)]
+        work = _working.get(_key(run_dir))
+        if work is None:  # `interrupt_runs` ended it meanwhile
+            return
         if _SEVERITY[status] > _SEVERITY[work.status]:
             work.status, work.reason = status, reason
         work.steps -= 1
@@ -176,6 +178,24 @@ def _leave(run_dir: RunDir, status: RunStatus, reason: str | None, step: str) ->
             write_model(run_dir.manifest, latest.finished(status, reason))
         finally:
             work.lock.release()
+
+
+def interrupt_runs(reason: str) -> None:
+    """Mark every run this process works on `interrupted` with `reason`, and let go of them.
+
+    For Ctrl-C in a front end whose steps run in other threads (doit's `-P
+    thread`): only the main thread sees the KeyboardInterrupt, so the steps'
+    own ends never run before the process exits. A step that still ends later
+    in its thread leaves the run as written here.
+    """
+    with _working_guard:
+        for key, work in list(_working.items()):
+            del _working[key]
+            try:
+                manifest = RunDir(key).manifest
+                write_model(manifest, read_model(manifest, Manifest).finished("interrupted", reason))
+            finally:
+                work.lock.release()
 
 
 @contextmanager
