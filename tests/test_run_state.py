@@ -184,17 +184,19 @@ def test_a_step_never_marks_a_run_completed_while_planned_traces_are_missing(tmp
     with run_stage(config, plan.run_dir, "trace"):
         for task in tasks:
             write_trace(plan.run_dir, make_trace(task.task_id, [say("done")], repetition=1))
-            cut_short = make_trace(task.task_id, [say("so far")], repetition=2, status="incomplete")
-            write_trace(plan.run_dir, cut_short)  # as Ctrl-C leaves an attempt: not traced
+        cut_short = make_trace("echo-hello", [say("so far")], repetition=2, status="incomplete")
+        reason = "interrupted by the user (Ctrl-C)"  # the engine cut it short: to be traced again
+        write_trace(plan.run_dir, cut_short.model_copy(update={"status_reason": reason}))
+        spent = make_trace("sleep-briefly", [say("more")], repetition=2, status="incomplete")
+        reason = "the agent reached the limit of 50 model requests"  # the attempt's own end: traced
+        write_trace(plan.run_dir, spent.model_copy(update={"status_reason": reason}))
     manifest = load_manifest(plan.run_dir)
     assert (manifest.status, manifest.status_reason) == (
         "interrupted",
-        "trace: 2 of 4 planned attempts traced; "
-        "not traced: echo-hello__demo__r002, sleep-briefly__demo__r002",
+        "trace: 3 of 4 planned attempts traced; not traced: echo-hello__demo__r002",
     )
     with run_stage(config, plan.run_dir, "trace"):
-        for task in tasks:
-            write_trace(plan.run_dir, make_trace(task.task_id, [say("done")], repetition=2))
+        write_trace(plan.run_dir, make_trace("echo-hello", [say("done")], repetition=2))
     manifest = load_manifest(plan.run_dir)
     assert (manifest.status, manifest.status_reason) == ("completed", None)
 

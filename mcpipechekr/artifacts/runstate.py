@@ -8,9 +8,11 @@ so no reader ever takes a dead run for a live one.
 `trace_coverage` compares the attempts a run planned — the manifest's
 `task_ids` × its Phase 1 models × its repetitions (`parameters.repeat`, 1 when
 absent) — with the traces on disk. An attempt counts as traced when its trace
-file reads and has a final status (`completed`, `error` or `timeout`); a trace
-cut short (`incomplete`) or a missing one is not, so a resumed run does it
-again. Traces beyond the plan (imported sessions of other tasks) do not count
+file reads and the attempt ended on its own: `completed`, `error`, `timeout`,
+or `incomplete` by the agent's own limits (it reached `max_requests`, its
+session ended without an answer). A trace the harness cut short (Ctrl-C, a
+server halt, the phase timeout: `CUT_SHORT_REASONS`) or a missing one is not,
+so a resumed run does it again. Traces beyond the plan (imported sessions of other tasks) do not count
 against it.
 """
 
@@ -27,6 +29,14 @@ from mcpipechekr.artifacts.trace import Trace, trace_path
 from mcpipechekr.errors import UserError
 
 FINAL_TRACE_STATUSES = frozenset({"completed", "error", "timeout"})
+CUT_SHORT_REASONS = (
+    "interrupted by the user",
+    "the run halted:",
+    "the run stopped:",
+    "the phase ran past timeouts.phase_s",
+    "the server failed:",
+)
+"""How the Phase 1 engine (runners/engine.py) begins the reason of an `incomplete` attempt it cut short."""
 
 
 def load_manifest(run_dir: RunDir) -> Manifest:
@@ -64,13 +74,17 @@ def planned_traces(run_dir: RunDir, manifest: Manifest) -> list[Path]:
 
 
 def is_traced(path: Path) -> bool:
-    """True when the attempt's trace is there, readable, and ended with a final status."""
+    """True when the attempt's trace is there, readable, and the attempt ended on its own."""
     if not path.exists():
         return False
     try:
-        return read_model(path, Trace, fast=True).status in FINAL_TRACE_STATUSES
+        trace = read_model(path, Trace, fast=True)
     except UserError:
         return False
+    if trace.status in FINAL_TRACE_STATUSES:
+        return True
+    reason = trace.status_reason or ""
+    return bool(reason) and not reason.startswith(CUT_SHORT_REASONS)
 
 
 @dataclass(frozen=True)

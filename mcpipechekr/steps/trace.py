@@ -9,7 +9,7 @@ long run is there before the run ends; attempts cut short by a server halt or
 Ctrl-C are handed over when the step ends, whichever way it ends.
 
 An interrupted run is resumed, not redone: with `resume`, an attempt whose
-trace is on disk with a final status, for the task's prompt as it is now, is
+trace is on disk and ended on its own, for the task's prompt as it is now, is
 not run again (`already_traced`), so a run killed half-way pays the model
 only for the attempts it lacks. doit needs this: a process killed outright
 never saved which targets it built.
@@ -58,7 +58,7 @@ def resume_line(run_dir: RunDir) -> str | None:
 
 
 def already_traced(run_dir: RunDir, attempt: Attempt) -> bool:
-    """True when the attempt's trace is on disk with a final status, for the task's prompt as it is now.
+    """True when the attempt's trace is on disk and ended on its own, for the task's prompt as it is now.
 
     The prompt is compared so that a task edited since (which doit re-traces) is traced again.
     """
