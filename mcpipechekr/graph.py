@@ -55,7 +55,7 @@ from mcpipechekr.artifacts.trace import trace_path
 from mcpipechekr.config import PROVIDER_FLAGS, Config, ConfigOverrides, load_config, provider_flag
 from mcpipechekr.errors import UserError
 from mcpipechekr.runplan import RunPlan
-from mcpipechekr.steps.stage import plan_run_folder
+from mcpipechekr.steps.stage import ALLOW_INCOMPLETE_HELP, interrupt_runs, plan_run_folder
 from mcpipechekr.tasks import Task, load_tasks, select_tasks
 
 if TYPE_CHECKING:
@@ -116,6 +116,13 @@ PARAMS: list[dict[str, Any]] = [
         "help": "Start a new run folder even when the inputs match the latest run.",
     },
     {
+        "name": "allow_incomplete",
+        "long": "allow-incomplete",
+        "type": bool,
+        "default": False,
+        "help": f"`evaluate`, `review`, `fix`: {ALLOW_INCOMPLETE_HELP[0].lower()}{ALLOW_INCOMPLETE_HELP[1:]}",
+    },
+    {
         "name": "regenerate_baseline",
         "long": "regenerate-baseline",
         "type": bool,
@@ -141,6 +148,7 @@ class Settings:
     runner: str = "native"
     keep_builtin_tools: bool = False
     new_run: bool = False
+    allow_incomplete: bool = False
     regenerate_baseline: bool = False
     providers: tuple[tuple[str, str], ...] = ()
 
@@ -155,8 +163,9 @@ class Settings:
         return given
 
 
-# Providers are recorded one flag per phase; regenerate_baseline concerns the baseline, not the run.
-_UNRECORDED = frozenset({"providers", "regenerate_baseline"})
+# Providers are recorded one flag per phase; regenerate_baseline concerns the baseline, allow_incomplete
+# what the later steps accept, not the run.
+_UNRECORDED = frozenset({"providers", "regenerate_baseline", "allow_incomplete"})
 
 
 def settings_from_argv(argv: list[str]) -> Settings:
@@ -366,15 +375,18 @@ def task__tools() -> dict[str, Any]:
     }
 
 
-def _planned(module: str, step: str) -> Callable[[], None]:
-    """An action calling `steps.<module>.<step>(config, run_dir)` for the planned run; the step is
-    imported when it runs, so that listing the graph stays quick."""
+def _planned(module: str, step: str, *, incomplete: bool = False) -> Callable[[], None]:
+    """An action calling `steps.<module>.<step>(config, run_dir)` for the planned run, with the
+    `--allow-incomplete` flag when `incomplete`; the step is imported when it runs, so that listing
+    the graph stays quick."""
 
     def run() -> None:
         import importlib
 
-        config, _, plan = _inputs().require()
-        getattr(importlib.import_module(f"mcpipechekr.steps.{module}"), step)(config, plan.run_dir)
+        inputs = _inputs()
+        config, _, plan = inputs.require()
+        options = {"allow_incomplete": inputs.settings.allow_incomplete} if incomplete else {}
+        getattr(importlib.import_module(f"mcpipechekr.steps.{module}"), step)(config, plan.run_dir, **options)
 
     run.__name__ = step
     return run
@@ -432,6 +444,10 @@ def task_trace() -> Iterator[dict[str, Any]]:
     config, tasks, plan = inputs.require()
     yield {"basename": "trace", "name": None, "doc": task_trace.__doc__, "params": PARAMS}
     spec = config.providers.phase1
+    from mcpipechekr.steps.trace import resume_line
+
+    # A run killed outright left finished traces doit has no record of: while it lacks some, they are kept.
+    resume = plan.reused and resume_line(plan.run_dir) is not None
     for task in tasks:
         for repetition in range(1, inputs.settings.repeat + 1):
             target = trace_path(plan.run_dir, task.task_id, str(spec), repetition)
@@ -446,6 +462,7 @@ def task_trace() -> Iterator[dict[str, Any]]:
                     [Attempt(one, spec, number)],
                     runner=inputs.settings.runner,
                     keep_builtin_tools=inputs.settings.keep_builtin_tools,
+                    resume=resume,
                 )
 
             yield {
@@ -464,8 +481,14 @@ def task_trace() -> Iterator[dict[str, Any]]:
 def _evaluate(run_root: str) -> None:
     from mcpipechekr.steps.evaluate import evaluate_step
 
-    config, _, _ = _inputs().require()
-    evaluate_step(config, RunDir(Path(run_root)), require_baseline=True)
+    inputs = _inputs()
+    config, _, _ = inputs.require()
+    evaluate_step(
+        config,
+        RunDir(Path(run_root)),
+        require_baseline=True,
+        allow_incomplete=inputs.settings.allow_incomplete,
+    )
 
 
 def task_evaluate() -> Iterator[dict[str, Any]]:
@@ -518,7 +541,7 @@ def task_review() -> dict[str, Any]:
         return _unavailable("review", task_review.__doc__, inputs.error)
     _, _, plan = inputs.require()
     return {
-        "actions": [_action(_planned("review", "require_decision"))],
+        "actions": [_action(_planned("review", "require_decision", incomplete=True))],
         "file_dep": [_p(plan.run_dir.bug_report)],
         "targets": [_p(plan.run_dir.review)],
         "uptodate": [_review_is_current(plan.run_dir)],
@@ -533,7 +556,7 @@ def task_fix() -> dict[str, Any]:
         return _unavailable("fix", task_fix.__doc__, inputs.error)
     config, _, plan = inputs.require()
     return {
-        "actions": [_action(_planned("fix", "fix_step"))],
+        "actions": [_action(_planned("fix", "fix_step", incomplete=True))],
         "file_dep": [_p(plan.run_dir.bug_report), _p(plan.run_dir.review)],
         "targets": [_p(plan.run_dir.fix_record)],
         "uptodate": [config_changed(config.fix.model_dump(mode="json"))],
@@ -665,6 +688,9 @@ def build(targets: list[str], *, settings: Settings, parallel: int = 1) -> int:
     args = ["run", *(["-n", str(parallel), "-P", "thread"] if parallel > 1 else []), *targets]
     try:
         return DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(args)
+    except KeyboardInterrupt:  # the trace threads never see it: their runs are marked here
+        interrupt_runs("interrupted by the user (Ctrl-C)")
+        raise
     finally:
         _override = None
 
@@ -673,6 +699,7 @@ def run_loop(**params: Any) -> None:
     """lint → trace → evaluate → review → fix → restart, a new run each iteration, until exit or the cap."""
     from mcpipechekr.steps.session import committed_fixes, exited_at_review, start_session
     from mcpipechekr.steps.summary import summary_step
+    from mcpipechekr.steps.trace import resume_line
 
     settings = current_settings()
     inputs = graph_inputs.__wrapped__(settings)  # the first iteration's plan, without touching the cache
@@ -686,6 +713,8 @@ def run_loop(**params: Any) -> None:
         _, _, plan = inputs.require()
         session.append(plan.run_dir)
         console.rule(f"iteration {iteration}: {plan.run_id}")
+        if plan.reused and (resuming := resume_line(plan.run_dir)):
+            console.print(resuming, markup=False)
         if build(["trace"], settings=settings, parallel=settings.concurrency) != 0:
             raise UserError(f"the loop stopped in {plan.run_id} before evaluation (see above)")
         settings = replace(settings, new_run=False)  # the run exists now: later steps work in it

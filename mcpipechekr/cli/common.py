@@ -28,6 +28,7 @@ from mcpipechekr.config import (
     provider_flag,
 )
 from mcpipechekr.server.target import ServerFlags
+from mcpipechekr.steps.stage import ALLOW_INCOMPLETE_HELP
 from mcpipechekr.tasks import DEFAULT_TASKS_FILE
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -102,6 +103,8 @@ def provider_option(phase: str, *, repeatable: bool = False) -> Callable[[F], F]
 
 
 provider_options = _stack(*(provider_option(flag.phase) for flag in PROVIDER_FLAGS))
+
+allow_incomplete_option = click.option("--allow-incomplete", is_flag=True, help=ALLOW_INCOMPLETE_HELP)
 
 task_selection_options = _stack(
     click.option("--task", "task_ids", metavar="ID", multiple=True, help="Run only this task; repeatable."),

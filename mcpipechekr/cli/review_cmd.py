@@ -13,7 +13,13 @@ from rich.text import Text
 
 from mcpipechekr._util.console import console
 from mcpipechekr.artifacts.review import ReviewDecision
-from mcpipechekr.cli.common import config_options, effective_config, holding_project, resolve_run
+from mcpipechekr.cli.common import (
+    allow_incomplete_option,
+    config_options,
+    effective_config,
+    holding_project,
+    resolve_run,
+)
 from mcpipechekr.config import DEFAULT_CONFIG_FILE, Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.steps.review import review_step
@@ -45,6 +51,7 @@ from mcpipechekr.steps.summary import summary_step
     default=None,
     help="Ask at a `review>` prompt [default: when stdin is a terminal and no decision flag is given].",
 )
+@allow_incomplete_option
 @click.pass_context
 def review_command(
     ctx: click.Context,
@@ -54,6 +61,7 @@ def review_command(
     annotations: tuple[str, ...],
     bug_ids: tuple[str, ...],
     interactive: bool | None,
+    allow_incomplete: bool,
     **_: object,
 ) -> None:
     """Review a run's bug report and decide: approve the fix loop, or exit.
@@ -75,6 +83,9 @@ def review_command(
     An approval is refused, with nothing recorded, while config.yaml gives the
     fix step no repository to commit in (server.repo). A run folder reviewed
     where there is no config.yaml is approved unchecked.
+
+    A run that lacks some of its planned traces is refused, naming them,
+    unless --allow-incomplete.
 
     Exits 0 once a decision is recorded, 2 when none is or for bad input.
     """
@@ -101,6 +112,7 @@ def review_command(
             bug_ids=bug_ids or None,
             interactive=asking,
             input_fn=_prompt_with(annotations) if asking else None,
+            allow_incomplete=allow_incomplete,
         )
         if review is None:
             ctx.exit(2)

@@ -143,7 +143,11 @@ def run_command(
         keep_builtin_tools=keep_builtin_tools,
         repeat=repeat,
         new_run=True,
-        parameters={"keep_builtin_tools": True} if keep_builtin_tools else {},
+        # as doit records its flags: those that differ from their defaults (repeat decides the plan)
+        parameters={
+            **({"keep_builtin_tools": True} if keep_builtin_tools else {}),
+            **({"repeat": repeat} if repeat != 1 else {}),
+        },
     )
     snapshot_step(config, plan, tasks, providers=specs)
     console.print(
