@@ -11,6 +11,9 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import git
@@ -108,3 +111,47 @@ def test_run_starts_and_stops_an_http_server_with_a_start_command(project: Path,
     pids = answering_pids(sorted((run / "traces").glob("*.json")))
     assert len(pids) == 1  # the attempts shared one process, started for the phase
     assert all(gone(pid) for pid in pids)
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_an_http_server_left_by_a_killed_run_is_ended_by_the_next_command(
+    project: Path, env: dict[str, str]
+) -> None:
+    """SIGKILL leaves the started server running on its port; the next command must not test that one."""
+    gate = project / "gate"
+    config = (project / "config.yaml").read_text()
+    (port,) = {int(word.split(":")[-1].split("/")[0]) for word in config.split() if word.startswith("http://")}
+    config = config.replace("server.py --http", f"server.py --gate {gate} --http")
+    (project / "config.yaml").write_text(config)
+    (project / "tasks.yaml").write_text(
+        "tasks:\n  - task_id: nap\n    prompt: Sleep for 0.1 seconds, then say so.\n"
+        "    task_type: deterministic\n    allow_writes: true\n"
+    )
+    gate.touch()  # the `sleep` call waits while it exists: the run is held mid-call
+    run = subprocess.Popen(
+        [sys.executable, "-m", "mcpipechekr", "run"],
+        cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not any("sleep" in path.read_text() for path in project.glob("runs/run-*/journals/*.jsonl")):
+            assert run.poll() is None and time.monotonic() < deadline, "the run never reached its sleep call"
+            time.sleep(0.1)
+    finally:
+        run.kill()
+        run.wait()
+    assert listening(port)  # the killed run's server runs on
+
+    gate.unlink()
+    again = mcpipechekr(project, env, "run")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "ended the HTTP server that server.start started" in again.stderr, again.stderr
+    deadline = time.monotonic() + 10
+    while listening(port):  # nothing of either run is left
+        assert time.monotonic() < deadline, "a server still listens after the second run"
+        time.sleep(0.1)

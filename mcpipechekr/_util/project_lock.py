@@ -51,6 +51,7 @@ from pathlib import Path
 
 import orjson
 
+from mcpipechekr._util.leftover_processes import end_leftovers
 from mcpipechekr.errors import UserError
 
 LOCK_PATH = Path(".mcpipechekr") / "project.lock"
@@ -164,7 +165,18 @@ def _take(path: Path, command: str) -> bool:
         tokens = os.environ.get(TOKEN_ENV, "").split()
         os.environ[TOKEN_ENV] = " ".join([*tokens, token])
         _held[path] = _Holding(fd, 1, token)
-        return True
+    end_leftovers(path)  # a holder before us died: what it started and noted may still run
+    return True
+
+
+def held_lock_file() -> Path | None:
+    """The project lock file this process holds (the first, if several); None when it holds none.
+
+    A process working for another holder (a child of it) answers None: what it
+    starts is its parent's to stop.
+    """
+    with _guard:
+        return next(iter(_held), None)
 
 
 def _release(path: Path) -> None:

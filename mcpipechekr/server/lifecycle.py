@@ -51,7 +51,9 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcpipechekr import __version__
+from mcpipechekr._util.leftover_processes import note_started, note_stopped
 from mcpipechekr._util.private_log import RedactingLog, UnsafeLogPath
+from mcpipechekr._util.project_lock import held_lock_file
 from mcpipechekr._util.redact import Redactor
 from mcpipechekr.config import MASK, Config, LaunchSpec, ServerConfig
 from mcpipechekr.errors import ServerHalt, UserError
@@ -447,8 +449,9 @@ def _leaf(exc: BaseException) -> BaseException:
 
 
 def _start_http_process(start: LaunchSpec, log: int, redactor: Redactor) -> subprocess.Popen[bytes]:
+    """Start the server's `start` command, noted so that a next command ends it if we are killed."""
     try:
-        return subprocess.Popen(
+        process = subprocess.Popen(
             [start.resolved_command(), *start.args],
             cwd=start.cwd,
             env=_process_env(start.env),
@@ -464,6 +467,8 @@ def _start_http_process(start: LaunchSpec, log: int, redactor: Redactor) -> subp
                 "Check server.start in config.yaml."
             )
         ) from None
+    note_started(held_lock_file(), process.pid, "the HTTP server that server.start started")
+    return process
 
 
 def _kill_popen(process: subprocess.Popen[bytes]) -> None:
@@ -471,20 +476,22 @@ def _kill_popen(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    note_stopped(held_lock_file(), process.pid)
 
 
 def _stop_popen(process: subprocess.Popen[bytes]) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if process.poll() is not None:
-            return
+            break
         try:
             os.killpg(process.pid, sig)
         except (ProcessLookupError, PermissionError):
-            return
+            break
         try:
             process.wait(timeout=3)
         except subprocess.TimeoutExpired:
             continue
+    note_stopped(held_lock_file(), process.pid)
 
 
 async def _wait_for_port(
