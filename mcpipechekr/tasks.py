@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, field_validator
 
-from mcpipechekr._util.fields import StrictModel, not_blank, slug_checker
+from mcpipechekr._util.fields import Count, StrictModel, json_ints_in_range, not_blank, slug_checker
 from mcpipechekr._util.hashing import sha256_json
 from mcpipechekr._util.yamlsrc import (
     Loc,
@@ -43,6 +43,8 @@ class ReferenceCall(StrictModel):
     tool: str = Field(min_length=1, description="Name of the server's tool.")
     arguments: dict[str, Any] = Field(default_factory=dict, description="The call's arguments, as JSON.")
 
+    _arguments = field_validator("arguments")(json_ints_in_range)
+
 
 class Task(StrictModel):
     """One task an agent is given, with what is known about its answer."""
@@ -56,8 +58,8 @@ class Task(StrictModel):
     expected_result: Any = Field(
         default=None, description="The right answer, as JSON; filled by the baseline phase."
     )
-    min_calls: int | None = Field(
-        default=None, ge=1, description="Fewest tool calls that can solve the task."
+    min_calls: Count | None = Field(
+        default=None, ge=1, le=10_000, description="Fewest tool calls that can solve the task."
     )
     reference_calls: list[ReferenceCall] = Field(
         default_factory=list, description="Tool calls that reproduce the answer without a model."
@@ -71,6 +73,7 @@ class Task(StrictModel):
 
     _id = field_validator("task_id")(_slug)
     _prompt = field_validator("prompt")(not_blank)
+    _expected = field_validator("expected_result")(json_ints_in_range)
 
     @field_validator("tags")
     @classmethod

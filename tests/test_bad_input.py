@@ -125,3 +125,33 @@ def test_a_task_file_that_is_not_utf8_is_refused_at_its_line(project: Path) -> N
 def test_a_dotenv_that_is_not_utf8_is_refused_at_its_line(project: Path) -> None:
     (project / ".env").write_bytes(b"FIRST=1\nSECOND=caf\xe9\n")
     refused(project, ".env:2:", "not UTF-8")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("# min_calls: 1", "min_calls: " + "1" * 35, "must be at most"),
+        ("# min_calls: 1", "min_calls: true", "not true or false"),
+        ("# expected_tool: search", "expected_result: {count: " + "9" * 30 + "}", "does not fit in 64 bits"),
+    ],
+    ids=["35-digit-count", "boolean-count", "35-digit-json"],
+)
+def test_a_number_out_of_range_in_tasks_is_refused(project: Path, old: str, new: str, message: str) -> None:
+    path = project / "tasks.yaml"
+    edit(path, old, new)
+    refused(project, f"tasks.yaml:{line_of(path, new.encode())}:", message)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("max_iterations: 3", "max_iterations: " + "3" * 35, "must be at most"),
+        ("max_iterations: 3", "max_iterations: true", "not true or false"),
+        ("task_s: 600", "task_s: .inf", "must be at most"),
+    ],
+    ids=["35-digit-count", "boolean-count", "infinite-seconds"],
+)
+def test_a_number_out_of_range_in_config_is_refused(project: Path, old: str, new: str, message: str) -> None:
+    path = project / "config.yaml"
+    edit(path, old, new)
+    refused(project, f"config.yaml:{line_of(path, new.encode())}:", message)
