@@ -15,7 +15,7 @@ are reported together with every other mistake.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,8 +27,11 @@ from mcpipechekr._util.yamlsrc import (
     Loc,
     Problem,
     YamlDocument,
+    environment_with_dotenv,
     field_path,
+    interpolate,
     load_yaml,
+    read_dotenv,
     validate_document,
 )
 from mcpipechekr.errors import UserError
@@ -142,11 +145,29 @@ def _item(data: Any, key: str, index: int) -> Any:
     return items[index] if isinstance(items, list) and 0 <= index < len(items) else None
 
 
-def load_tasks(path: str | Path = DEFAULT_TASKS_FILE) -> TaskFile:
-    """Read and validate tasks.yaml; raise ConfigFileError listing every problem with its line."""
+def load_tasks(path: str | Path = DEFAULT_TASKS_FILE, environ: Mapping[str, str] | None = None) -> TaskFile:
+    """Read and validate tasks.yaml; raise ConfigFileError listing every problem with its line.
+
+    `${NAME}` references are substituted as in config.yaml, from `environ` (the
+    process environment by default) over the `.env` beside the file. The
+    values become part of the tasks (prompts reach traces): they are not
+    secrets here.
+    """
     doc = load_yaml(path, what="task file")
+    dotenv = read_dotenv(doc.path.resolve().parent / ".env")
+    substituted = interpolate(doc.data, environment_with_dotenv(dotenv, environ))
+    unset = [loc for loc, _ in substituted.problems]
+    problems = [
+        doc.problem(loc, f"{describe_task_loc(doc.data, loc)}: {message}")
+        for loc, message in substituted.problems
+    ]
+    doc.data = substituted.data
     taskfile = validate_document(
-        doc, TaskFile, problems=_duplicate_ids(doc), describe=lambda loc: describe_task_loc(doc.data, loc)
+        doc,
+        TaskFile,
+        problems=[*problems, *_duplicate_ids(doc)],
+        describe=lambda loc: describe_task_loc(doc.data, loc),
+        skip=unset,
     )
     taskfile._source = doc
     return taskfile
