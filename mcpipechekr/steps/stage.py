@@ -9,6 +9,7 @@ halted server or Ctrl-C never leaves a run that looks alive.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,8 +67,14 @@ def _phase1_names(config: Config, providers: Sequence[ProviderSpec]) -> str:
 def open_planned_run(
     config: Config, plan: RunPlan, tasks: Sequence[Task], *, providers: Sequence[ProviderSpec] = ()
 ) -> Manifest:
-    """Create the planned run folder and its manifest, or return the manifest of the reused run."""
-    if claim_run_dir(plan):
+    """Create the planned run folder and its manifest, or return the manifest of the reused run.
+
+    The manifest is made before the folder (making it reads the inputs again,
+    which may fail), and a folder whose manifest cannot be written is removed:
+    a run folder never exists without its manifest.
+    """
+    manifest = None
+    if not plan.reused:
         manifest = new_manifest(
             config,
             plan.run_id,
@@ -76,8 +83,13 @@ def open_planned_run(
             parameters=plan.parameters,
             phase1=_phase1_names(config, providers),
         )
+    if manifest is not None and claim_run_dir(plan):
         created = manifest.finished("completed", "created; no step has run yet")
-        write_model(plan.run_dir.manifest, created)
+        try:
+            write_model(plan.run_dir.manifest, created)
+        except BaseException:
+            shutil.rmtree(plan.run_dir.root, ignore_errors=True)
+            raise
         return created
     return read_model(plan.run_dir.manifest, Manifest)
 
