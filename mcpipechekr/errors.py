@@ -8,9 +8,12 @@ bug in MCPipeChekr and keeps its traceback.
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from mcpipechekr._util.commands import runnable
+from mcpipechekr._util.stops import INTERRUPTED_EXIT, interrupted_line, is_foreseeable, os_error_line
 
 
 class UserError(click.ClickException):
@@ -29,3 +32,26 @@ class ServerHalt(UserError):
     Raised so that nothing runs against a dead or stale server; the message says
     what happened and where the server's stderr was logged.
     """
+
+
+class Interrupted(UserError):
+    """Ctrl-C: printed as one line (what was kept) without "Error:", exit status 130."""
+
+    exit_code = INTERRUPTED_EXIT
+
+    def __init__(self) -> None:
+        super().__init__(interrupted_line())
+
+    def show(self, file: Any = None) -> None:
+        click.echo(self.format_message(), err=True)
+
+
+def as_user_error(error: BaseException) -> UserError | None:
+    """The user error a front end reports for `error` (Ctrl-C, a refused file operation), or None."""
+    if isinstance(error, UserError):
+        return error
+    if isinstance(error, KeyboardInterrupt):
+        return Interrupted()
+    if isinstance(error, OSError) and is_foreseeable(error):
+        return UserError(os_error_line(error))
+    return None

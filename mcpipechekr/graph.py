@@ -38,21 +38,25 @@ from __future__ import annotations
 import fcntl
 import functools
 import os
+import signal
+import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from doit.reporter import ConsoleReporter
 from doit.tools import config_changed
 
 from mcpipechekr._util.console import console
 from mcpipechekr._util.hashing import sha256_json
+from mcpipechekr._util.stops import INTERRUPTED_EXIT, interrupted_line
 from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import RunDir, list_runs, list_traces
 from mcpipechekr.artifacts.trace import trace_path
 from mcpipechekr.config import PROVIDER_FLAGS, Config, ConfigOverrides, load_config, provider_flag
-from mcpipechekr.errors import UserError
+from mcpipechekr.errors import Interrupted, UserError, as_user_error
 from mcpipechekr.runplan import RunPlan
 from mcpipechekr.steps.stage import plan_run_folder
 from mcpipechekr.tasks import Task, load_tasks, select_tasks
@@ -285,8 +289,39 @@ def open_project() -> None:
 
     doit opens its dependency file in the state folder before any task runs, even for `list`.
     """
-    STATE_DIR.mkdir(exist_ok=True)
-    hold_project_lock()
+    sys.excepthook = _interrupted_anywhere
+    try:
+        STATE_DIR.mkdir(exist_ok=True)
+        hold_project_lock()
+        _open_dep_file()
+    except (OSError, UserError) as exc:
+        error = as_user_error(exc)
+        if error is None:
+            raise
+        console.print(f"[bold red]error:[/] {error.format_message()}", markup=True, soft_wrap=True)
+        raise SystemExit(UserError.exit_code) from None
+
+
+def _open_dep_file() -> None:
+    """Make sure doit can write its dependency file, which it opens before any task runs.
+
+    doit reports a file it cannot create (a full disk, a read-only folder) as a
+    corrupt one, with a traceback and status 3; this says what is wrong instead.
+    """
+    try:
+        connection = sqlite3.connect(DEP_FILE)
+        try:
+            connection.execute(
+                "create table if not exists doit (task_id text not null primary key, task_data json)"
+            )
+            connection.commit()
+        finally:
+            connection.close()
+    except sqlite3.OperationalError as exc:
+        raise UserError(
+            f"cannot write doit's dependency file {DEP_FILE}: {exc}; is the disk full, "
+            "or the folder read-only?"
+        ) from None
 
 
 def hold_project_lock() -> None:
@@ -322,11 +357,80 @@ def _action(fn: Callable[..., Any], *args: Any) -> tuple[Callable[..., bool], li
     def run(*call_args: Any, **_params: Any) -> bool:
         try:
             return fn(*call_args) is not False
-        except UserError as exc:
-            console.print(f"[bold red]error:[/] {exc.format_message()}", markup=True, soft_wrap=True)
+        except (UserError, KeyboardInterrupt, OSError) as exc:
+            error = as_user_error(exc)
+            if error is None:
+                raise
+            if isinstance(error, Interrupted):
+                stop_interrupted()
+            console.print(f"[bold red]error:[/] {error.format_message()}", markup=True, soft_wrap=True)
+            _ending.failed_on_user_error = _ending.reported = True
             return False
 
     return (run, list(args))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# How doit ends: the statuses of the CLI. doit answers a failed task with 1, an error before any task with
+# 3, and Ctrl-C with a traceback; the pipeline's user errors end it with 2 and Ctrl-C with 130 and one line.
+
+
+@dataclass
+class _Ending:
+    failed_on_user_error: bool = False  # some action printed a user error: the outermost doit exits 2
+    reported: bool = False  # the failure doit is about to report was printed already, as one line
+    interrupted: bool = False
+    nesting: int = 0  # doit invocations inside this one (the loop's `build`)
+
+
+_ending = _Ending()
+
+
+def stop_interrupted() -> None:
+    """Print the one Ctrl-C line, once, and end doit with status 130 (further Ctrl-C are ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not _ending.interrupted:
+        _ending.interrupted = True
+        print(interrupted_line(), file=sys.stderr, flush=True)
+    raise SystemExit(INTERRUPTED_EXIT)
+
+
+class Reporter(ConsoleReporter):
+    """doit's console reporter, ending the way every MCPipeChekr command ends.
+
+    A task that failed on a user error has printed its one line already, so
+    doit's "TaskFailed ... returned False" block is left out; and then the
+    outermost doit exits with status 2 instead of doit's 1. Raising SystemExit
+    from `complete_run` is the one hook doit leaves for its status: it runs
+    after the dependency file is saved and the teardowns ran.
+    """
+
+    desc = "console, with MCPipeChekr's exit statuses"
+
+    def add_failure(self, task: Any, fail: Any) -> None:
+        if _ending.reported:
+            _ending.reported = False
+            return
+        super().add_failure(task, fail)
+
+    def complete_run(self) -> None:
+        super().complete_run()
+        if _ending.failed_on_user_error and not _ending.interrupted and _ending.nesting == 0:
+            raise SystemExit(UserError.exit_code)
+
+
+DOIT_CONFIG["reporter"] = Reporter  # a class: doit takes one from DOIT_CONFIG, not from the command line
+
+
+def _interrupted_anywhere(kind: type[BaseException], value: BaseException, traceback: Any) -> None:
+    """`sys.excepthook` under the doit command: Ctrl-C outside an action (while doit plans) ends as in one."""
+    if issubclass(kind, KeyboardInterrupt):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if not _ending.interrupted:
+            print(interrupted_line(), file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(INTERRUPTED_EXIT)  # an excepthook cannot choose the exit status otherwise
+    sys.__excepthook__(kind, value, traceback)
 
 
 def _unavailable(name: str, doc: str | None, error: str) -> dict[str, Any]:
@@ -638,16 +742,19 @@ def run_doit(argv: list[str], project: Path | None = None) -> int:
 
     from mcpipechekr._util import commands
 
-    global _argv
+    global _argv, _ending
     if project is not None:
         os.chdir(project)
     _argv = list(argv)
     graph_inputs.cache_clear()
     commands.doit_through_cli = True
+    _ending = _Ending()  # a fresh invocation: nothing failed yet
+    excepthook = sys.excepthook
     try:
         open_project()
         return DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(list(argv))
     finally:
+        sys.excepthook = excepthook  # the CLI reports Ctrl-C itself
         _argv = None
         commands.doit_through_cli = False
 
@@ -661,9 +768,11 @@ def build(targets: list[str], *, settings: Settings, parallel: int = 1) -> int:
     _override = settings
     graph_inputs.cache_clear()
     args = ["run", *(["-n", str(parallel), "-P", "thread"] if parallel > 1 else []), *targets]
+    _ending.nesting += 1
     try:
         return DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(args)
     finally:
+        _ending.nesting -= 1
         _override = None
 
 

@@ -500,9 +500,9 @@ class ServerUnderTest:
         )
         try:
             self._connection, self.health = self._session_cm.__enter__()
-        except BaseException:
+        except BaseException as exc:
             self._session_cm = None
-            self._close_portal()
+            self._close_portal(exc)
             self._remove_scratch()
             raise
         return self.health
@@ -535,10 +535,15 @@ class ServerUnderTest:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    def _close_portal(self) -> None:
+    def _close_portal(self, error: BaseException | None = None) -> None:
+        """Stop the portal's event loop; after an `error` (Ctrl-C during start-up) cancelling what still runs
+        there, rather than waiting for it (the health check's full timeout)."""
         portal_cm, self._portal_cm, self._portal = self._portal_cm, None, None
         if portal_cm is not None:
-            portal_cm.__exit__(None, None, None)
+            if error is None:
+                portal_cm.__exit__(None, None, None)
+            else:
+                portal_cm.__exit__(type(error), error, error.__traceback__)
 
     def _require(self) -> tuple[anyio.from_thread.BlockingPortal, Connection]:
         if self._connection is None or self._portal is None:

@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 
 from mcpipechekr._util.console import console
+from mcpipechekr._util.stops import note_kept
 from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import Manifest, RunDir, read_model, write_model
 from mcpipechekr.artifacts.manifest import RunStatus
@@ -90,7 +91,9 @@ def open_planned_run(
         except BaseException:
             shutil.rmtree(plan.run_dir.root, ignore_errors=True)
             raise
+        note_kept(plan.run_dir.root)
         return created
+    note_kept(plan.run_dir.root)
     return read_model(plan.run_dir.manifest, Manifest)
 
 
@@ -101,6 +104,7 @@ def run_stage(config: Config, run_dir: RunDir, step: str) -> Iterator[Manifest |
     Yields the manifest as the step starts; None for a run folder without one
     (made by hand, or by a tool of its own): it has no status to keep.
     """
+    note_kept(run_dir.root)
     if not run_dir.manifest.exists():
         yield None
         return

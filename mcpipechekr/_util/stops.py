@@ -1,0 +1,91 @@
+"""How a command ends when the user presses Ctrl-C or the system refuses a file operation.
+
+Both are foreseeable, so neither may end in a traceback. Ctrl-C ends every
+command, and doit, with exit status 130 (the shell's convention for SIGINT)
+and one line saying what was kept: the library notes each run folder it opens
+(`note_kept`), because everything written there before the interrupt stays,
+and running the command again resumes from it. A refused file operation (disk
+full, no permission, read-only file system, ...) becomes one line naming the
+operation and the file, and exit status 2 like any other user error.
+
+Only the front ends (the click group, doit's actions) translate; the library
+lets KeyboardInterrupt and OSError propagate, so that every `finally` and
+`with` on the way cleans up first (temporary files, manifest status).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+INTERRUPTED_EXIT = 130
+"""Exit status after Ctrl-C: 128 + SIGINT, what shells report for a process ended by it."""
+
+FORESEEABLE_ERRNOS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EFBIG: "the file is larger than allowed",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EROFS: "the file system is read-only",
+    errno.ENAMETOOLONG: "the name is too long",
+    errno.EMFILE: "too many open files",
+    errno.ENFILE: "too many open files in the system",
+    errno.EIO: "an input/output error",
+    errno.ENOTDIR: "a part of the path is not a folder",
+    errno.EISDIR: "it is a folder",
+    errno.ELOOP: "too many symbolic links",
+}
+"""OSErrors a user can act on (free space, fix permissions), with how each is said."""
+
+FULL_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+"""A write that found no room: the file being written is the one to name."""
+
+_kept: list[Path] = []
+
+
+def note_kept(path: str | Path) -> None:
+    """Remember a folder this process writes results into, for the line printed on Ctrl-C."""
+    path = Path(path)
+    if path not in _kept:
+        _kept.append(path)
+
+
+def interrupted_line() -> str:
+    """The one line printed on Ctrl-C: what was kept, and how to go on."""
+    if not _kept:
+        return "interrupted (Ctrl-C): what was written before it is kept"
+    folders = ", ".join(_shown(path) for path in _kept)
+    return f"interrupted (Ctrl-C): kept what was written in {folders}; run the command again to go on"
+
+
+def is_foreseeable(error: BaseException) -> bool:
+    return isinstance(error, OSError) and error.errno in FORESEEABLE_ERRNOS
+
+
+def os_error_line(error: OSError) -> str:
+    """`cannot write runs/x/trace.json: the disk is full (ENOSPC)`; the file when the error names one."""
+    code = errno.errorcode.get(error.errno or 0, "")
+    why = FORESEEABLE_ERRNOS.get(error.errno or 0) or error.strerror or str(error)
+    what = f"{why} ({code})" if code else why
+    files = [name for name in (error.filename, error.filename2) if name is not None]
+    if not files:
+        return f"a file operation failed: {what}"
+    named = " -> ".join(_shown(Path(os.fsdecode(name))) for name in files)
+    return f"a file operation failed on {named}: {what}"
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+def with_filename(error: OSError, path: str | Path) -> OSError:
+    """`error` as it would read had it named `path` (a write through a descriptor names no file).
+
+    The errno picks the same subclass (PermissionError, ...), so handlers see the same kind of error.
+    """
+    return OSError(error.errno, error.strerror, os.fspath(path))
