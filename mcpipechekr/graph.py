@@ -50,6 +50,7 @@ from doit.reporter import ConsoleReporter
 from doit.tools import config_changed
 
 from mcpipechekr._util.console import console
+from mcpipechekr._util.fields import MAX_CONCURRENCY, MAX_REPEAT
 from mcpipechekr._util.hashing import sha256_json
 from mcpipechekr._util.stops import INTERRUPTED_EXIT, interrupted_line
 from mcpipechekr._util.yamlsrc import display_path
@@ -246,6 +247,7 @@ def load_graph_config(settings: Settings) -> Config:
 def graph_inputs(settings: Settings) -> GraphInputs:
     """Config, selected tasks and the run plan, computed once per graph load."""
     try:
+        _check_counts(settings)
         config = load_graph_config(settings)
         tasks = select_tasks(load_tasks(config.paths.tasks), settings.task_ids, settings.tags)
         plan = plan_run_folder(
@@ -261,6 +263,16 @@ def graph_inputs(settings: Settings) -> GraphInputs:
     except UserError as exc:
         return GraphInputs(settings, error=exc.message)
     return GraphInputs(settings, config, tasks, plan)
+
+
+def _check_counts(settings: Settings) -> None:
+    """`--repeat` and `--concurrency` within their bounds, as the CLI's own flags are."""
+    bounds = [("--repeat", settings.repeat, MAX_REPEAT)]
+    bounds.append(("--concurrency", settings.concurrency, MAX_CONCURRENCY))
+    for flag, value, most in bounds:
+        if value > most:
+            shown = str(value) if len(str(value)) <= 12 else f"a number of {len(str(value))} digits"
+            raise UserError(f"{flag}: must be at most {most}, not {shown}")
 
 
 def _inputs() -> GraphInputs:

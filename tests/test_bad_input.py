@@ -155,3 +155,23 @@ def test_a_number_out_of_range_in_config_is_refused(project: Path, old: str, new
     path = project / "config.yaml"
     edit(path, old, new)
     refused(project, f"config.yaml:{line_of(path, new.encode())}:", message)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "--repeat", "1" * 35], "'--repeat': " + "1" * 35 + " is not in the range 1<=x<=1000"),
+        (
+            ["doit", "trace", "--repeat", "1" * 35],
+            "--repeat: must be at most 1000, not a number of 35 digits",
+        ),
+        (["doit", "trace", "--concurrency", "100"], "--concurrency: must be at most 64, not 100"),
+    ],
+    ids=["run", "doit-repeat", "doit-concurrency"],
+)
+def test_a_count_flag_of_many_digits_is_refused(project: Path, argv: list[str], message: str) -> None:
+    result = mcpipechekr(project, *argv)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert not (project / "runs").exists()

@@ -33,6 +33,13 @@ value is a file:line error rather than an overflow wherever the number is used."
 Number = Annotated[float, BeforeValidator(not_a_boolean), Field(allow_inf_nan=False)]
 """A finite number a user writes (seconds, fractions); `.inf` and `.nan` are refused."""
 
+MAX_REPEAT = 1000
+"""Most repetitions a flag may ask for (`--repeat`, `--attempts`): a typo of many digits must not plan
+billions of attempts."""
+
+MAX_CONCURRENCY = 64
+"""Most attempts in flight a flag may ask for (`--concurrency`)."""
+
 MAX_SECONDS = 10_000_000
 """Upper bound of every time limit a user sets (about four months): beyond it, timers overflow."""
 
