@@ -8,12 +8,19 @@ bug in MCPipeChekr and keeps its traceback.
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import click
 
 from mcpipechekr._util.commands import runnable
-from mcpipechekr._util.stops import INTERRUPTED_EXIT, interrupted_line, is_foreseeable, os_error_line
+from mcpipechekr._util.stops import (
+    INTERRUPTED_EXIT,
+    database_error_line,
+    interrupted_line,
+    is_foreseeable,
+    os_error_line,
+)
 
 
 class UserError(click.ClickException):
@@ -54,4 +61,6 @@ def as_user_error(error: BaseException) -> UserError | None:
         return Interrupted()
     if isinstance(error, OSError) and is_foreseeable(error):
         return UserError(os_error_line(error))
+    if isinstance(error, sqlite3.Error) and is_foreseeable(error):
+        return UserError(database_error_line(error))
     return None

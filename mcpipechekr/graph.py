@@ -369,7 +369,7 @@ def _action(fn: Callable[..., Any], *args: Any) -> tuple[Callable[..., bool], li
     def run(*call_args: Any, **_params: Any) -> bool:
         try:
             return fn(*call_args) is not False
-        except (UserError, KeyboardInterrupt, OSError) as exc:
+        except (UserError, KeyboardInterrupt, OSError, sqlite3.Error) as exc:
             error = as_user_error(exc)
             if error is None:
                 raise

@@ -177,3 +177,13 @@ def test_bad_input_under_doit_is_status_2_with_its_line(project: Path, argv: lis
     assert "tasks.yaml:" in result.stdout
     assert "TaskFailed" not in result.stdout + result.stderr and "Traceback" not in result.stderr
     assert not list(project.glob("runs/run-*"))
+
+
+def test_a_full_disk_under_a_database_names_the_database(project: Path) -> None:
+    result = _run(project, mcpipechekr("index"), preexec_fn=lambda: _file_size_limit(1000))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert result.stderr.startswith(
+        "Error: the database .mcpipechekr/index.db could not be used: disk I/O error"
+    ), result.stderr
+    assert not [path for path in project.rglob("*") if ".tmp-" in path.name]

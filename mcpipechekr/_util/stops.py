@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import os
+import sqlite3
 from pathlib import Path
 
 INTERRUPTED_EXIT = 130
@@ -60,8 +61,32 @@ def interrupted_line() -> str:
     return f"interrupted (Ctrl-C): kept what was written in {folders}; run the command again to go on"
 
 
+SQLITE_STORAGE_CODES = frozenset({3, 8, 10, 13, 14})
+"""SQLite's primary result codes for storage it cannot use: PERM, READONLY, IOERR, FULL, CANTOPEN.
+
+SQLite reports a full disk as IOERR as often as FULL (a write, an fsync), so all of them count."""
+
+
 def is_foreseeable(error: BaseException) -> bool:
-    return isinstance(error, OSError) and error.errno in FORESEEABLE_ERRNOS
+    """A refused file operation (`FORESEEABLE_ERRNOS`), or SQLite's word for one (`SQLITE_STORAGE_CODES`)."""
+    if isinstance(error, OSError):
+        return error.errno in FORESEEABLE_ERRNOS
+    return is_storage_failure(error)
+
+
+def is_storage_failure(error: BaseException) -> bool:
+    code = getattr(error, "sqlite_errorcode", None) if isinstance(error, sqlite3.Error) else None
+    return code is not None and code & 0xFF in SQLITE_STORAGE_CODES
+
+
+def database_error_line(error: sqlite3.Error, path: str | Path | None = None) -> str:
+    """`the database .mcpipechekr/lifecycle.db could not be used: disk I/O error (SQLITE_IOERR_WRITE); …`."""
+    what = f"the database {_shown(Path(path))}" if path is not None else "a database"
+    name = getattr(error, "sqlite_errorname", "")
+    return (
+        f"{what} could not be used: {error}{f' ({name})' if name else ''}; "
+        "is the disk full, or its folder read-only?"
+    )
 
 
 def os_error_line(error: OSError) -> str:

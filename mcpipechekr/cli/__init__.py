@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import signal
+import sqlite3
 from typing import Any
 
 import click
@@ -63,7 +64,7 @@ class LazyGroup(click.Group):
         """
         try:
             return super().invoke(ctx)
-        except (KeyboardInterrupt, OSError) as exc:
+        except (KeyboardInterrupt, OSError, sqlite3.Error) as exc:
             error = as_user_error(exc)
             if error is None:
                 raise
