@@ -175,3 +175,31 @@ def test_a_count_flag_of_many_digits_is_refused(project: Path, argv: list[str], 
     assert message in result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
     assert not (project / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "where", "message"),
+    [
+        (b'{"mcpServers": ' + b"[" * 5000 + b"]" * 5000 + b"}", "mcp.json:", "nested too deeply"),
+        (b'{"mcpServers":\n {"a": {"command": "caf\xe9"}}}', "mcp.json:2:", "not UTF-8"),
+    ],
+    ids=["deep", "not-utf8"],
+)
+def test_init_refuses_an_unreadable_mcp_json(
+    tmp_path: Path, content: bytes, where: str, message: str
+) -> None:
+    (tmp_path / "mcp.json").write_bytes(content)
+    result = mcpipechekr(tmp_path, "init", "--from-mcp-json", "mcp.json")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert where in result.stderr and message in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["mcp.json"]
+
+
+def test_init_refuses_a_dotenv_that_is_not_utf8_before_writing_anything(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_bytes(b"FIRST=1\nSECOND=caf\xe9\n")
+    result = mcpipechekr(tmp_path, "init", "--url", "http://127.0.0.1:9/mcp", "--header", "Authorization: x")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert ".env:2:" in result.stderr and "not UTF-8" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == [".env"]
