@@ -187,3 +187,12 @@ def test_a_full_disk_under_a_database_names_the_database(project: Path) -> None:
         "Error: the database .mcpipechekr/index.db could not be used: disk I/O error"
     ), result.stderr
     assert not [path for path in project.rglob("*") if ".tmp-" in path.name]
+
+
+def test_a_full_disk_under_the_servers_repository_is_one_line(project: Path) -> None:
+    (project / "server.py").write_text((project / "server.py").read_text() + "\n# edited\n")  # git must look
+    result = _run(project, mcpipechekr("run"), preexec_fn=lambda: _file_size_limit(100))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "cannot read the state of the server's repository" in result.stderr, result.stderr
+    assert not list(project.glob("runs/run-*"))
