@@ -396,6 +396,7 @@ class _Ending:
 
 
 _ending = _Ending()
+DOIT_BEFORE_TASKS = 3  # doit's status for an error before any task ran
 
 
 def stop_interrupted() -> None:
@@ -764,11 +765,14 @@ def run_doit(argv: list[str], project: Path | None = None) -> int:
     excepthook = sys.excepthook
     try:
         open_project()
-        return DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(list(argv))
+        status = DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(list(argv))
     finally:
         sys.excepthook = excepthook  # the CLI reports Ctrl-C itself
         _argv = None
         commands.doit_through_cli = False
+    # doit's 3 is "before any task ran": a flag or command it could not parse, which the CLI calls a usage
+    # error (2) like any other command's.
+    return UserError.exit_code if status == DOIT_BEFORE_TASKS else status
 
 
 def build(targets: list[str], *, settings: Settings, parallel: int = 1) -> int:

@@ -166,10 +166,11 @@ def test_a_number_out_of_range_in_config_is_refused(project: Path, old: str, new
             "--repeat: must be at most 1000, not a number of 35 digits",
         ),
         (["doit", "trace", "--concurrency", "100"], "--concurrency: must be at most 64, not 100"),
+        (["loop", "--repeat", "many"], "Error parsing parameter 'repeat'"),
     ],
-    ids=["run", "doit-repeat", "doit-concurrency"],
+    ids=["run", "doit-repeat", "doit-concurrency", "loop-not-a-number"],
 )
-def test_a_count_flag_of_many_digits_is_refused(project: Path, argv: list[str], message: str) -> None:
+def test_a_bad_count_flag_is_refused(project: Path, argv: list[str], message: str) -> None:
     result = mcpipechekr(project, *argv)
     assert result.returncode == 2, result.stdout + result.stderr
     assert message in result.stdout + result.stderr
