@@ -35,7 +35,7 @@ dodo.py only imports it, so the graph always comes from the installed package.
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import functools
 import os
 import signal
@@ -49,7 +49,8 @@ from typing import TYPE_CHECKING, Any
 from doit.reporter import ConsoleReporter
 from doit.tools import config_changed
 
-from mcpipechekr._util.console import console
+from mcpipechekr._util import project_lock
+from mcpipechekr._util.console import console, err_console
 from mcpipechekr._util.fields import MAX_CONCURRENCY, MAX_REPEAT
 from mcpipechekr._util.hashing import sha256_json
 from mcpipechekr._util.stops import INTERRUPTED_EXIT, interrupted_line
@@ -59,7 +60,7 @@ from mcpipechekr.artifacts.trace import trace_path
 from mcpipechekr.config import PROVIDER_FLAGS, Config, ConfigOverrides, load_config, provider_flag
 from mcpipechekr.errors import Interrupted, UserError, as_user_error
 from mcpipechekr.runplan import RunPlan
-from mcpipechekr.steps.stage import plan_run_folder
+from mcpipechekr.steps.stage import ALLOW_INCOMPLETE_HELP, interrupt_runs, plan_run_folder
 from mcpipechekr.tasks import Task, load_tasks, select_tasks
 
 if TYPE_CHECKING:
@@ -67,13 +68,12 @@ if TYPE_CHECKING:
 
 STATE_DIR = Path(".mcpipechekr")
 DEP_FILE = str(STATE_DIR / "doit.sqlite")
-LOCK_FILE = STATE_DIR / "doit.lock"
 
 DOIT_CONFIG: dict[str, Any] = {
     "default_tasks": ["loop"],
     "dep_file": DEP_FILE,
     # sqlite3 writes only the tasks each invocation ran, so the loop's nested invocations and the outer
-    # one never overwrite each other's records; LOCK_FILE keeps separate processes apart.
+    # one never overwrite each other's records; the project lock keeps separate processes apart.
     "backend": "sqlite3",
     "verbosity": 2,
     "action_string_formatting": "new",
@@ -121,6 +121,13 @@ PARAMS: list[dict[str, Any]] = [
         "help": "Start a new run folder even when the inputs match the latest run.",
     },
     {
+        "name": "allow_incomplete",
+        "long": "allow-incomplete",
+        "type": bool,
+        "default": False,
+        "help": f"`evaluate`, `review`, `fix`: {ALLOW_INCOMPLETE_HELP[0].lower()}{ALLOW_INCOMPLETE_HELP[1:]}",
+    },
+    {
         "name": "regenerate_baseline",
         "long": "regenerate-baseline",
         "type": bool,
@@ -146,6 +153,7 @@ class Settings:
     runner: str = "native"
     keep_builtin_tools: bool = False
     new_run: bool = False
+    allow_incomplete: bool = False
     regenerate_baseline: bool = False
     providers: tuple[tuple[str, str], ...] = ()
 
@@ -160,8 +168,9 @@ class Settings:
         return given
 
 
-# Providers are recorded one flag per phase; regenerate_baseline concerns the baseline, not the run.
-_UNRECORDED = frozenset({"providers", "regenerate_baseline"})
+# Providers are recorded one flag per phase; regenerate_baseline concerns the baseline, allow_incomplete
+# what the later steps accept, not the run.
+_UNRECORDED = frozenset({"providers", "regenerate_baseline", "allow_incomplete"})
 
 
 def settings_from_argv(argv: list[str]) -> Settings:
@@ -283,7 +292,6 @@ def _inputs() -> GraphInputs:
 # One process at a time: two doit invocations in one project would race for run folders and the server.
 
 _READ_ONLY_COMMANDS = {"list", "help", "info", "tabcompletion", "dumpdb"}
-_lock_handle: Any = None
 
 
 def _command(argv: list[str]) -> str:
@@ -336,27 +344,27 @@ def _open_dep_file() -> None:
         ) from None
 
 
+def project_folder() -> Path:
+    """The project this invocation works on: the folder of its config file, the one `mcpipechekr` commands
+    given the same config lock too."""
+    return Path(current_settings().config).parent
+
+
 def hold_project_lock() -> None:
-    """Take the project's doit lock for this process, or stop with a message naming who holds it."""
-    global _lock_handle
-    if _lock_handle is not None or not _preparing():
-        return
-    handle = open(LOCK_FILE, "a+")  # the state folder exists: open_project made it
+    """Take the project's lock (`_util/project_lock.py`) until this process ends, unless only reading.
+
+    Reentrant: the loop's nested invocations run in this process and share it.
+    """
+    if _preparing():
+        _hold(project_folder())
+
+
+def _hold(project: Path) -> None:
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "another process"
-        handle.close()
-        raise SystemExit(
-            f"error: another doit is running in this project ({holder}); wait for it to finish, "
-            f"then run the command again. ({LOCK_FILE})"
-        ) from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"pid {os.getpid()}: doit {' '.join(doit_argv())}".strip())
-    handle.flush()
-    _lock_handle = handle
+        project_lock.hold_project_lock(project)
+    except UserError as exc:  # doit imports dodo.py outside any click command: print it as click would
+        err_console.print(f"error: {exc.format_message()}", markup=False)
+        raise SystemExit(exc.exit_code) from None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -484,15 +492,18 @@ def task__tools() -> dict[str, Any]:
     }
 
 
-def _planned(module: str, step: str) -> Callable[[], None]:
-    """An action calling `steps.<module>.<step>(config, run_dir)` for the planned run; the step is
-    imported when it runs, so that listing the graph stays quick."""
+def _planned(module: str, step: str, *, incomplete: bool = False) -> Callable[[], None]:
+    """An action calling `steps.<module>.<step>(config, run_dir)` for the planned run, with the
+    `--allow-incomplete` flag when `incomplete`; the step is imported when it runs, so that listing
+    the graph stays quick."""
 
     def run() -> None:
         import importlib
 
-        config, _, plan = _inputs().require()
-        getattr(importlib.import_module(f"mcpipechekr.steps.{module}"), step)(config, plan.run_dir)
+        inputs = _inputs()
+        config, _, plan = inputs.require()
+        options = {"allow_incomplete": inputs.settings.allow_incomplete} if incomplete else {}
+        getattr(importlib.import_module(f"mcpipechekr.steps.{module}"), step)(config, plan.run_dir, **options)
 
     run.__name__ = step
     return run
@@ -550,6 +561,10 @@ def task_trace() -> Iterator[dict[str, Any]]:
     config, tasks, plan = inputs.require()
     yield {"basename": "trace", "name": None, "doc": task_trace.__doc__, "params": PARAMS}
     spec = config.providers.phase1
+    from mcpipechekr.steps.trace import resume_line
+
+    # A run killed outright left finished traces doit has no record of: while it lacks some, they are kept.
+    resume = plan.reused and resume_line(plan.run_dir) is not None
     for task in tasks:
         for repetition in range(1, inputs.settings.repeat + 1):
             target = trace_path(plan.run_dir, task.task_id, str(spec), repetition)
@@ -564,6 +579,7 @@ def task_trace() -> Iterator[dict[str, Any]]:
                     [Attempt(one, spec, number)],
                     runner=inputs.settings.runner,
                     keep_builtin_tools=inputs.settings.keep_builtin_tools,
+                    resume=resume,
                 )
 
             yield {
@@ -582,8 +598,14 @@ def task_trace() -> Iterator[dict[str, Any]]:
 def _evaluate(run_root: str) -> None:
     from mcpipechekr.steps.evaluate import evaluate_step
 
-    config, _, _ = _inputs().require()
-    evaluate_step(config, RunDir(Path(run_root)), require_baseline=True)
+    inputs = _inputs()
+    config, _, _ = inputs.require()
+    evaluate_step(
+        config,
+        RunDir(Path(run_root)),
+        require_baseline=True,
+        allow_incomplete=inputs.settings.allow_incomplete,
+    )
 
 
 def task_evaluate() -> Iterator[dict[str, Any]]:
@@ -636,7 +658,7 @@ def task_review() -> dict[str, Any]:
         return _unavailable("review", task_review.__doc__, inputs.error)
     _, _, plan = inputs.require()
     return {
-        "actions": [_action(_planned("review", "require_decision"))],
+        "actions": [_action(_planned("review", "require_decision", incomplete=True))],
         "file_dep": [_p(plan.run_dir.bug_report)],
         "targets": [_p(plan.run_dir.review)],
         "uptodate": [_review_is_current(plan.run_dir)],
@@ -651,7 +673,7 @@ def task_fix() -> dict[str, Any]:
         return _unavailable("fix", task_fix.__doc__, inputs.error)
     config, _, plan = inputs.require()
     return {
-        "actions": [_action(_planned("fix", "fix_step"))],
+        "actions": [_action(_planned("fix", "fix_step", incomplete=True))],
         "file_dep": [_p(plan.run_dir.bug_report), _p(plan.run_dir.review)],
         "targets": [_p(plan.run_dir.fix_record)],
         "uptodate": [config_changed(config.fix.model_dump(mode="json"))],
@@ -764,8 +786,12 @@ def run_doit(argv: list[str], project: Path | None = None) -> int:
     _ending = _Ending()  # a fresh invocation: nothing failed yet
     excepthook = sys.excepthook
     try:
-        open_project()
-        status = DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(list(argv))
+        STATE_DIR.mkdir(exist_ok=True)
+        _open_dep_file()
+        # Held for this invocation only: a process may run several (tests, a Python caller).
+        holding = project_lock.project_lock(project_folder()) if _preparing() else contextlib.nullcontext()
+        with holding:
+            status = DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(list(argv))
     finally:
         sys.excepthook = excepthook  # the CLI reports Ctrl-C itself
         _argv = None
@@ -787,6 +813,9 @@ def build(targets: list[str], *, settings: Settings, parallel: int = 1) -> int:
     _ending.nesting += 1
     try:
         return DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(args)
+    except KeyboardInterrupt:  # the trace threads never see it: their runs are marked here
+        interrupt_runs("interrupted by the user (Ctrl-C)")
+        raise
     finally:
         _ending.nesting -= 1
         _override = None
@@ -796,6 +825,7 @@ def run_loop(**params: Any) -> None:
     """lint → trace → evaluate → review → fix → restart, a new run each iteration, until exit or the cap."""
     from mcpipechekr.steps.session import committed_fixes, exited_at_review, start_session
     from mcpipechekr.steps.summary import summary_step
+    from mcpipechekr.steps.trace import resume_line
 
     settings = current_settings()
     inputs = graph_inputs.__wrapped__(settings)  # the first iteration's plan, without touching the cache
@@ -809,6 +839,8 @@ def run_loop(**params: Any) -> None:
         _, _, plan = inputs.require()
         session.append(plan.run_dir)
         console.rule(f"iteration {iteration}: {plan.run_id}")
+        if plan.reused and (resuming := resume_line(plan.run_dir)):
+            console.print(resuming, markup=False)
         if build(["trace"], settings=settings, parallel=settings.concurrency) != 0:
             raise UserError(f"the loop stopped in {plan.run_id} before evaluation (see above)")
         settings = replace(settings, new_run=False)  # the run exists now: later steps work in it

@@ -55,7 +55,6 @@ from mcpipechekr.artifacts import (
     Annotation,
     Bug,
     BugReport,
-    Manifest,
     Review,
     ReviewDecision,
     ReviewEntry,
@@ -65,6 +64,7 @@ from mcpipechekr.artifacts import (
     write_model,
 )
 from mcpipechekr.artifacts.atomic import parse_model
+from mcpipechekr.artifacts.runstate import load_manifest
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.aggregate import priority_order
@@ -374,7 +374,7 @@ def _add_to_manifest(run_dir: RunDir, review: Review) -> None:
     """Add the decision to the run's manifest; a run without one (made by hand) has nowhere to say it."""
     if not run_dir.manifest.exists():
         return
-    manifest = read_model(run_dir.manifest, Manifest)
+    manifest = load_manifest(run_dir)
     entry = ReviewEntry(
         decision=review.decision,
         decided_by=review.decided_by,

@@ -25,8 +25,9 @@ from typing import Any
 
 from mcpipechekr import __version__
 from mcpipechekr._util.hashing import sha256_bytes, sha256_json
-from mcpipechekr.artifacts import Manifest, PhaseProviders, RunDir, ServerRef, list_runs, read_model, utc_now
+from mcpipechekr.artifacts import Manifest, PhaseProviders, RunDir, ServerRef, list_runs, utc_now
 from mcpipechekr.artifacts.rundir import MAX_RUNS_PER_DAY, existing_run_numbers, format_run_id
+from mcpipechekr.artifacts.runstate import load_manifest
 from mcpipechekr.config import PHASES, Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.tasks import Task, task_file_hash
@@ -102,7 +103,7 @@ def run_identity(config: Config, task_ids: list[str], phase1: list[str], repeat:
 def read_manifest(run_dir: RunDir) -> Manifest | None:
     """A run's manifest, or None when it is missing or unreadable (such a run is never reused)."""
     try:
-        return read_model(run_dir.manifest, Manifest)
+        return load_manifest(run_dir)
     except (OSError, UserError, ValueError):
         return None
 

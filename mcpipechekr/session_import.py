@@ -43,7 +43,6 @@ import orjson
 from mcpipechekr._util.hashing import sha256_file
 from mcpipechekr.artifacts import (
     ImportedSession,
-    Manifest,
     RunDir,
     ToolsSnapshot,
     create_run_dir,
@@ -53,6 +52,7 @@ from mcpipechekr.artifacts import (
     write_model,
 )
 from mcpipechekr.artifacts.rundir import LATEST, open_run
+from mcpipechekr.artifacts.runstate import load_manifest
 from mcpipechekr.artifacts.trace import ToolCall, Trace, trace_path, write_trace
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
@@ -315,5 +315,5 @@ def _record_import(run_dir: RunDir, entry: ImportedSession) -> None:
     """Add the import to the run's manifest; a run without one (made by hand) has nowhere to say it."""
     if not run_dir.manifest.exists():
         return
-    manifest = read_model(run_dir.manifest, Manifest)
+    manifest = load_manifest(run_dir)
     write_model(run_dir.manifest, manifest.model_copy(update={"imports": [*manifest.imports, entry]}))

@@ -14,7 +14,7 @@ which bugs went away and which appeared, the plain evidence that a fix worked.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from mcpipechekr.artifacts import (
     read_model,
     utc_now,
 )
+from mcpipechekr.artifacts.runstate import load_manifest
 from mcpipechekr.errors import UserError
 
 
@@ -80,17 +81,17 @@ class _RunFacts:
     @classmethod
     def load(cls, run: RunDir) -> _RunFacts:
         facts = cls(run)
-        facts.manifest = facts._read(run.manifest, Manifest)
+        facts.manifest = facts._read(run.manifest, Manifest, lambda _: load_manifest(run))
         facts.report = facts._read(run.bug_report, BugReport)
         facts.review = facts._read(run.review, Review)
         facts.fix = facts._read(run.fix_record, FixRecord)
         return facts
 
-    def _read(self, path: Path, model: type[Any]) -> Any:
+    def _read(self, path: Path, model: type[Any], reader: Callable[[Path], Any] | None = None) -> Any:
         if not path.exists():
             return None
         try:
-            return read_model(path, model)
+            return reader(path) if reader else read_model(path, model)
         except UserError as exc:
             self.problems.append(exc.message.splitlines()[0])
             return None

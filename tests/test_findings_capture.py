@@ -185,7 +185,7 @@ def test_phase1_journals_convert_to_the_same_records(tmp_path: Path) -> None:
     ]
     assert {r.session for r in converted} == {"run-20260101-001/attempt"}
     again = records_from_journal(journal, "findings-raw", "run-20260101-001/attempt", home=home)
-    assert again == converted  # event ids derive from the attempt: converting twice is idempotent
+    assert again == converted  # ids derive from the attempt and its journal: converting twice is idempotent
 
     first, second = append_records(home, converted), append_records(home, again)
     assert first is not None and second is not None and first.name < second.name

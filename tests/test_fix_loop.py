@@ -445,8 +445,8 @@ def test_ctrl_c_during_a_bug_leaves_no_half_made_fix(tmp_path, emailindex_dir, e
     record_decision(run, "approve")
     real_run = FixAgent.run
 
-    def interrupted(self, *args):  # the agent's edits are on disk when Ctrl-C arrives
-        real_run(self, *args)
+    def interrupted(self, *args, **kwargs):  # the agent's edits are on disk when Ctrl-C arrives
+        real_run(self, *args, **kwargs)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(FixAgent, "run", interrupted)
@@ -454,7 +454,11 @@ def test_ctrl_c_during_a_bug_leaves_no_half_made_fix(tmp_path, emailindex_dir, e
         run_fix_loop(config, run)
     assert (root / "server.py").read_text() == original and not (root / "scratch").exists()
     record = read_fix_record(run.fix_record)
-    assert record.bugs == [] and record.finished_at is None
+    (entry,) = record.bugs
+    assert (entry.status, entry.patch) == ("interrupted", f"fix/interrupted-{EFF_ID}.patch")
+    patch = (run.root / entry.patch).read_text()
+    assert "+# half-done" in patch and "scratch/new.txt" in patch
+    assert record.in_progress is None and record.finished_at is None
 
 
 # --- the command line -----------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ doit's own report of what it ran (`.  name`) and what was up to date (`-- name`)
 from __future__ import annotations
 
 import fcntl
-import os
 import time
 from pathlib import Path
 
@@ -115,16 +114,17 @@ def test_the_loop_without_a_terminal_stops_at_review_and_says_how_to_go_on(
 
 
 def test_a_second_invocation_waits_for_nobody_and_refuses_clearly(project: Path, env: dict[str, str]) -> None:
-    lock = project / ".mcpipechekr" / "doit.lock"
-    with open(lock, "a+") as handle:
+    lock = project / ".mcpipechekr" / "project.lock"
+    with open(lock, "a+") as handle:  # held by this process, described as another's (not doit's parent)
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        handle.write(f"pid {os.getpid()}: doit loop")
+        handle.truncate(0)
+        handle.write('{"pid": 1, "command": "doit loop", "since": "2026-01-02T03:04:05+00:00", "token": "t"}')
         handle.flush()
         refused = doit(project, env, "trace", *SELECT)
         listed = doit(project, env, "list")  # reading the graph needs no lock
-    assert refused.returncode != 0
-    assert "another doit is running in this project" in refused.stdout + refused.stderr
-    assert f"pid {os.getpid()}" in refused.stdout + refused.stderr
+    assert refused.returncode == 2
+    assert "another mcpipechekr command is working in this project" in refused.stdout + refused.stderr
+    assert "(pid 1: doit loop, since " in refused.stdout + refused.stderr
     assert listed.returncode == 0
 
 

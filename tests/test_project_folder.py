@@ -127,13 +127,19 @@ def test_a_second_doit_in_the_same_project_is_refused(tmp_path: Path, env: dict[
     (shop / ".mcpipechekr").mkdir()
     import fcntl
 
-    with open(shop / ".mcpipechekr" / "doit.lock", "a+") as held:
+    with open(shop / ".mcpipechekr" / "project.lock", "a+") as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        held.write("pid 1: doit loop")
+        held.truncate(0)
+        held.write('{"pid": 1, "command": "doit loop", "since": "2026-01-02T03:04:05+00:00", "token": "t"}')
         held.flush()
         refused = command(shop, "mcpipechekr", "loop", env=env)
-    assert refused.returncode != 0
-    assert "another doit is running in this project (pid 1: doit loop)" in refused.stderr
+        by_doit = command(shop, "doit", "baseline", env=env)
+    assert refused.returncode == 2 and by_doit.returncode == 2
+    for result in (refused, by_doit):
+        assert "another mcpipechekr command is working in this project (pid 1: doit loop, since " in (
+            result.stderr
+        )
+        assert "(.mcpipechekr/project.lock)" in result.stderr
 
 
 # --- commands named in messages ------------------------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from rich.console import Console
+from trace_builder import make_trace, say
 
 from mcpipechekr._util.commands import script_command
 from mcpipechekr._util.hashing import sha256_file
@@ -29,6 +30,7 @@ from mcpipechekr.artifacts import (
     read_model,
     write_model,
 )
+from mcpipechekr.artifacts.trace import write_trace
 from mcpipechekr.cli import main
 from mcpipechekr.config import load_config
 from mcpipechekr.errors import UserError
@@ -134,7 +136,7 @@ def make_report(run_id: str, bugs: list[Bug], tasks: list[TaskStats] | None = No
 
 
 def write_run(runs: Path, run_id: str, bugs: list[Bug], tasks: list[TaskStats] | None = None) -> RunDir:
-    """A run folder as Phase 2 leaves it: manifest, bug report and narrative."""
+    """A run folder as Phase 2 leaves it: manifest, a trace per planned attempt, bug report, narrative."""
     run = RunDir(runs / run_id)
     run.root.mkdir(parents=True)
     report = make_report(run_id, bugs, tasks)
@@ -152,6 +154,8 @@ def write_run(runs: Path, run_id: str, bugs: list[Bug], tasks: list[TaskStats] |
         task_ids=["find-first-email-ron-chinn", "latest-email-from-ron-chinn"],
     ).finished("completed", at=T0 + timedelta(minutes=2))
     write_model(run.manifest, manifest)
+    for task_id in manifest.task_ids:
+        write_trace(run, make_trace(task_id, [say("done")]))
     return run
 
 

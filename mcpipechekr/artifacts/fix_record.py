@@ -5,6 +5,9 @@ many agent runs it took, the commit it made and exactly which files that commit
 touched, or why nothing was committed; then the server's health after the
 fixes. It is rewritten after every bug, so a crash or Ctrl-C half-way leaves an
 accurate record of what was already committed (`finished_at` stays empty).
+While a bug is worked on, `in_progress` names it, the work tree it started
+from and the agent's process group, so that the next fix loop can end and
+clean up after one that was killed.
 
 The agent command is recorded as run, minus the prompt (kept beside it as a
 file) and with every secret of the config redacted.
@@ -26,7 +29,7 @@ from mcpipechekr.artifacts._base import (
 )
 from mcpipechekr.artifacts.atomic import read_model
 
-FixStatus = Literal["committed", "unresolved", "skipped"]
+FixStatus = Literal["committed", "unresolved", "skipped", "interrupted"]
 
 
 class TestRun(ArtifactModel):
@@ -94,7 +97,9 @@ class BugFix(ArtifactModel):
     bug_id: str = Field(min_length=1, description="The bug's id in bug_report.json.")
     status: FixStatus = Field(
         description="`committed`: fixed in `commit`; `unresolved`: no usable fix, the work tree restored; "
-        "`skipped`: not attempted because the loop halted first."
+        "`skipped`: not attempted because the loop halted first; `interrupted`: stopped part-way (Ctrl-C, "
+        "SIGTERM, a crash, or a killed loop cleaned up by the next one), the agent's edits saved in `patch` "
+        "and the work tree restored; the next fix loop on the run tries it again."
     )
     iterations: NonNegativeInt = Field(description="Agent runs spent on this bug.")
     commit: str | None = Field(default=None, description="Full SHA of the `fix: <bug id>` commit.")
@@ -110,10 +115,45 @@ class BugFix(ArtifactModel):
         default=None, description="Why it is unresolved or skipped; what the agent last said."
     )
     runs: list[AgentRun] = Field(default_factory=list, description="Every agent run, in order.")
+    patch: str | None = Field(
+        default=None,
+        description="When interrupted: the agent's uncommitted edits (files it created included) as a git "
+        "patch (`git apply` it in the repository), relative to the run folder; absent when it had none.",
+    )
+    earlier_patches: list[str] = Field(
+        default_factory=list,
+        description="The patches of earlier attempts at this bug that were interrupted, relative to the run "
+        "folder: what those agents had done, kept for reading.",
+    )
     undone: list[str] = Field(
         default_factory=list,
         description="What the agent did outside its job and the loop undid: git control files (hooks, "
         "config, info/) put back, its own commits folded, remote-tracking refs that moved. Redacted.",
+    )
+
+
+class AgentProcess(ArtifactModel):
+    """The fix agent's process group, named so that a later fix loop can end it (`fix.agent_group`)."""
+
+    pgid: int = Field(gt=1, description="The process group (and session) id: the agent's own pid.")
+    started: str = Field(
+        description="When the agent started, to tell it from a later process with the same id: on Linux "
+        "the boot id and the start time in clock ticks (`/proc`), elsewhere `ps`'s start time."
+    )
+
+
+class BugInProgress(ArtifactModel):
+    """The bug being worked on: what a fix loop killed part-way leaves for the next one to clean up."""
+
+    bug_id: str = Field(min_length=1, description="The bug's id in bug_report.json.")
+    base_commit: str = Field(min_length=1, description="HEAD when work on the bug started.")
+    untracked: dict[str, str | None] = Field(
+        default_factory=dict,
+        description="Untracked files that existed before the bug, with their SHA-256: they are not the "
+        "agent's and are never removed.",
+    )
+    agent: AgentProcess | None = Field(
+        default=None, description="The running (or last) agent's process group; absent before the first run."
     )
 
 
@@ -142,6 +182,11 @@ class FixRecord(ArtifactModel):
         default=None,
         description="The health check of the last fix commit; or the failed one that halted the loop (the "
         "server unhealthy with the agent's changes undone); absent when nothing was committed.",
+    )
+    in_progress: BugInProgress | None = Field(
+        default=None,
+        description="The bug being worked on right now; left behind only by a fix loop that was killed. The "
+        "next fix loop on the run ends its agent, saves its edits as a patch and restores the work tree.",
     )
 
     @property

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from mcpipechekr.cli.common import writes_project
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.promotion.annotate import ANNOTATION_KINDS, MAX_NOTE_CHARS, add_annotation
 
@@ -18,6 +19,7 @@ from mcpipechekr.findings.promotion.annotate import ANNOTATION_KINDS, MAX_NOTE_C
     "answer; workaround: how the caller got around the failure.",
 )
 @click.option("--note", required=True, help=f"One line of plain text, at most {MAX_NOTE_CHARS} characters.")
+@writes_project
 def annotate_command(event_id: str, kind: str, note: str) -> None:
     """Annotate one captured call, for the next `mcpipechekr promote`.
 

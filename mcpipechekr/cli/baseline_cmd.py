@@ -10,6 +10,7 @@ from mcpipechekr.cli.common import (
     provider_option,
     server_options,
     task_selection_options,
+    writes_project,
 )
 from mcpipechekr.steps.baseline import baseline_step
 
@@ -27,6 +28,7 @@ from mcpipechekr.steps.baseline import baseline_step
     "entry yet, and stale entries (made against other tool definitions), are baselined.",
 )
 @click.pass_context
+@writes_project
 def baseline_command(
     ctx: click.Context, task_ids: tuple[str, ...], tags: tuple[str, ...], regenerate: bool, **_: object
 ) -> None:

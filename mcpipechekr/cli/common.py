@@ -8,13 +8,16 @@ the same way. Nothing here parses a flag's meaning; that is the library's job
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 from click.core import ParameterSource
 
+from mcpipechekr._util.project_lock import project_lock
 from mcpipechekr.artifacts.rundir import RunDir, open_run
 from mcpipechekr.config import (
     DEFAULT_CONFIG_FILE,
@@ -25,6 +28,7 @@ from mcpipechekr.config import (
     provider_flag,
 )
 from mcpipechekr.server.target import ServerFlags
+from mcpipechekr.steps.stage import ALLOW_INCOMPLETE_HELP
 from mcpipechekr.tasks import DEFAULT_TASKS_FILE
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -100,6 +104,8 @@ def provider_option(phase: str, *, repeatable: bool = False) -> Callable[[F], F]
 
 provider_options = _stack(*(provider_option(flag.phase) for flag in PROVIDER_FLAGS))
 
+allow_incomplete_option = click.option("--allow-incomplete", is_flag=True, help=ALLOW_INCOMPLETE_HELP)
+
 task_selection_options = _stack(
     click.option("--task", "task_ids", metavar="ID", multiple=True, help="Run only this task; repeatable."),
     click.option(
@@ -166,3 +172,34 @@ def tasks_file(params: dict[str, Any], config: Config | None) -> Path:
     if config is not None:
         return config.paths.tasks
     return Path(params.get("config_path") or DEFAULT_CONFIG_FILE).parent / DEFAULT_TASKS_FILE
+
+
+def project_folder(ctx: click.Context) -> Path:
+    """The project a command works on: the folder of its config file (--config, else config.yaml here).
+
+    Commands without --config work on the working folder's project, whose
+    config.yaml the default would be.
+    """
+    return Path(ctx.params.get("config_path") or DEFAULT_CONFIG_FILE).parent
+
+
+@contextmanager
+def holding_project(ctx: click.Context) -> Iterator[None]:
+    """The project's lock (`_util/project_lock.py`) around a command's writes, for a command that writes
+    only sometimes (`review` with a decision)."""
+    with project_lock(project_folder(ctx)):
+        yield
+
+
+def writes_project(function: F) -> F:
+    """Run the command under the project's lock: it writes runs/, the findings home or the server's repo.
+
+    Put it right above the command function, below its click decorators.
+    """
+
+    @functools.wraps(function)
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        with holding_project(click.get_current_context()):
+            return function(*args, **kwargs)
+
+    return locked  # type: ignore[return-value]

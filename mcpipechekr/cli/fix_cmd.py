@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import click
 
-from mcpipechekr.cli.common import config_options, effective_config, provider_option, resolve_run
+from mcpipechekr.cli.common import (
+    allow_incomplete_option,
+    config_options,
+    effective_config,
+    provider_option,
+    resolve_run,
+    writes_project,
+)
 from mcpipechekr.steps.fix import fix_step
 
 
@@ -17,8 +24,10 @@ from mcpipechekr.steps.fix import fix_step
     is_flag=True,
     help="Run the fix loop on a report that was already fixed (fix.json finished for the same approval).",
 )
+@allow_incomplete_option
 @click.pass_context
-def fix_command(ctx: click.Context, run: str, again: bool, **_: object) -> None:
+@writes_project
+def fix_command(ctx: click.Context, run: str, again: bool, allow_incomplete: bool, **_: object) -> None:
     """Fix the approved bugs of a run in the server's repository, one commit per bug.
 
     RUN is a run id (run-YYYYMMDD-NNN), `latest` (the default), or a run
@@ -36,13 +45,25 @@ def fix_command(ctx: click.Context, run: str, again: bool, **_: object) -> None:
     verify it); an unresolved bug is undone. git's hooks, config and info/
     are put back after every agent run, and the agent's git cannot push.
 
+    Ctrl-C (or SIGTERM) ends the agent with everything it started, saves its
+    uncommitted edits as fix/interrupted-<bug id>.patch, restores the work
+    tree to the last commit and exits 130. Running fix again goes on with
+    the bugs not yet committed, first cleaning up after a fix that was
+    killed outright.
+
     Writes fix.json, and prompts and agent logs under fix/, in the run folder.
     Exits 0 when every bug was committed (or there was none), 1 when some
     stayed unresolved, 2 when the report is not approved, the repository is
-    not clean, or the server is unhealthy even with the agent's changes
-    undone.
+    not clean, the server is unhealthy even with the agent's changes
+    undone, or the run lacks planned traces (without --allow-incomplete);
+    130 when interrupted.
     """
     config = effective_config(ctx)
-    record = fix_step(config, resolve_run(ctx, run, config), again=again)
+    try:
+        record = fix_step(
+            config, resolve_run(ctx, run, config), again=again, allow_incomplete=allow_incomplete
+        )
+    except KeyboardInterrupt:  # the loop printed what it kept
+        ctx.exit(130)
     if any(bug.status != "committed" for bug in record.bugs):
         ctx.exit(1)

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from mcpipechekr._util.console import console
+from mcpipechekr.cli.common import writes_project
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.verification.generate import generate_manifest, read_expect
 
@@ -30,6 +31,7 @@ _FILE = click.Path(path_type=Path, dir_okay=False)
 @click.option(
     "--output", type=_FILE, required=True, help="Where to write the manifest (YAML); never replaced."
 )
+@writes_project
 def generate_command(
     finding_id: str, confirm_read_only: bool, expect_path: Path | None, output: Path
 ) -> None:

@@ -8,7 +8,7 @@ import click
 
 from mcpipechekr._util.console import console
 from mcpipechekr.artifacts.trace import read_trace
-from mcpipechekr.cli.common import config_options, effective_config
+from mcpipechekr.cli.common import config_options, effective_config, writes_project
 from mcpipechekr.session_import import SESSION_KINDS, import_session
 
 
@@ -45,6 +45,7 @@ from mcpipechekr.session_import import SESSION_KINDS, import_session
 )
 @config_options
 @click.pass_context
+@writes_project
 def import_command(
     ctx: click.Context,
     kind: str,

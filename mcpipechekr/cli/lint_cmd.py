@@ -7,7 +7,13 @@ import click
 from mcpipechekr._util.console import console, err_console
 from mcpipechekr._util.fields import MAX_REPEAT
 from mcpipechekr.artifacts.atomic import dumps_json
-from mcpipechekr.cli.common import config_options, effective_config, provider_option, server_options
+from mcpipechekr.cli.common import (
+    config_options,
+    effective_config,
+    provider_option,
+    server_options,
+    writes_project,
+)
 from mcpipechekr.lint import render_text
 from mcpipechekr.steps.lint import lint_step
 
@@ -42,6 +48,7 @@ from mcpipechekr.steps.lint import lint_step
 )
 @click.option("--no-cache", is_flag=True, help="Evaluate again even if nothing changed since the last lint.")
 @click.pass_context
+@writes_project
 def lint_command(
     ctx: click.Context,
     repeat: int,

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import click
 
+from mcpipechekr.cli.common import writes_project
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.promotion.promote import promote
@@ -37,6 +38,7 @@ def _as_of(value: str | None) -> datetime | None:
     metavar="TIME",
     help="Measure recency as of this ISO 8601 time instead of now (to reproduce an earlier ranking).",
 )
+@writes_project
 def promote_command(threshold: float | None, as_of: str | None) -> None:
     """Turn recurring groups of captured failures into findings.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,13 @@ from rich.text import Text
 
 from mcpipechekr._util.console import console
 from mcpipechekr.artifacts.review import ReviewDecision
-from mcpipechekr.cli.common import config_options, effective_config, resolve_run
+from mcpipechekr.cli.common import (
+    allow_incomplete_option,
+    config_options,
+    effective_config,
+    holding_project,
+    resolve_run,
+)
 from mcpipechekr.config import DEFAULT_CONFIG_FILE, Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.steps.review import review_step
@@ -44,6 +51,7 @@ from mcpipechekr.steps.summary import summary_step
     default=None,
     help="Ask at a `review>` prompt [default: when stdin is a terminal and no decision flag is given].",
 )
+@allow_incomplete_option
 @click.pass_context
 def review_command(
     ctx: click.Context,
@@ -53,6 +61,7 @@ def review_command(
     annotations: tuple[str, ...],
     bug_ids: tuple[str, ...],
     interactive: bool | None,
+    allow_incomplete: bool,
     **_: object,
 ) -> None:
     """Review a run's bug report and decide: approve the fix loop, or exit.
@@ -75,6 +84,9 @@ def review_command(
     fix step no repository to commit in (server.repo). A run folder reviewed
     where there is no config.yaml is approved unchecked.
 
+    A run that lacks some of its planned traces is refused, naming them,
+    unless --allow-incomplete.
+
     Exits 0 once a decision is recorded, 2 when none is or for bad input.
     """
     if approve and exit_:
@@ -90,23 +102,26 @@ def review_command(
         raise UserError(
             "--annotate is recorded with a decision: add --approve or --exit (nothing was recorded)."
         )
-    review = review_step(
-        _project_config(ctx) if decision == "approve" or asking else None,
-        run_dir,
-        decision=decision,
-        annotations=annotations if decision is not None else (),
-        bug_ids=bug_ids or None,
-        interactive=asking,
-        input_fn=_prompt_with(annotations) if asking else None,
-    )
-    if review is None:
-        ctx.exit(2)
-    if decision is None and not asking:
-        return  # a decision recorded earlier: shown, not made again
-    if review.decision == "approve":
-        console.print(Text(f"next: `mcpipechekr fix {run_dir.run_id}` works through the approved bugs."))
-    else:
-        summary_step(_project_config(ctx), [run_dir])
+    # Only a decision writes (review.json, the summary): showing the report needs no lock.
+    with holding_project(ctx) if decision is not None or asking else contextlib.nullcontext():
+        review = review_step(
+            _project_config(ctx) if decision == "approve" or asking else None,
+            run_dir,
+            decision=decision,
+            annotations=annotations if decision is not None else (),
+            bug_ids=bug_ids or None,
+            interactive=asking,
+            input_fn=_prompt_with(annotations) if asking else None,
+            allow_incomplete=allow_incomplete,
+        )
+        if review is None:
+            ctx.exit(2)
+        if decision is None and not asking:
+            return  # a decision recorded earlier: shown, not made again
+        if review.decision == "approve":
+            console.print(Text(f"next: `mcpipechekr fix {run_dir.run_id}` works through the approved bugs."))
+        else:
+            summary_step(_project_config(ctx), [run_dir])
 
 
 def _project_config(ctx: click.Context) -> Config | None:

@@ -16,6 +16,7 @@ from mcpipechekr.cli.common import (
     provider_option,
     server_options,
     task_selection_options,
+    writes_project,
 )
 from mcpipechekr.config import Config
 from mcpipechekr.providers import ProviderSpec
@@ -103,6 +104,7 @@ def _summary(paths: list[Path]) -> Table:
     "[default: timeouts.max_requests, 50].",
 )
 @click.pass_context
+@writes_project
 def run_command(
     ctx: click.Context,
     phase1_provider: tuple[str, ...],
@@ -142,7 +144,11 @@ def run_command(
         keep_builtin_tools=keep_builtin_tools,
         repeat=repeat,
         new_run=True,
-        parameters={"keep_builtin_tools": True} if keep_builtin_tools else {},
+        # as doit records its flags: those that differ from their defaults (repeat decides the plan)
+        parameters={
+            **({"keep_builtin_tools": True} if keep_builtin_tools else {}),
+            **({"repeat": repeat} if repeat != 1 else {}),
+        },
     )
     snapshot_step(config, plan, tasks, providers=specs)
     console.print(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from mcpipechekr._util.console import console
-from mcpipechekr.cli.common import config_options, effective_config, server_options
+from mcpipechekr.cli.common import config_options, effective_config, server_options, writes_project
 from mcpipechekr.server.lifecycle import describe_target, server_under_test
 from mcpipechekr.server.workspace import prepare_repo
 
@@ -48,6 +48,7 @@ def health_command(ctx: click.Context, timeout_s: float | None, min_tools: int |
 @server_group.command("prepare")
 @config_options
 @click.pass_context
+@writes_project
 def prepare_command(ctx: click.Context, **_: object) -> None:
     """Create server.repo as a git repository copied from server.repo_template, if it does not exist yet."""
     config = effective_config(ctx)

@@ -9,6 +9,7 @@ import click
 
 from mcpipechekr._util.console import console
 from mcpipechekr._util.fields import MAX_REPEAT
+from mcpipechekr.cli.common import writes_project
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.states import close_manually
@@ -60,6 +61,7 @@ from mcpipechekr.server.target import resolve_server
 )
 @click.argument("server_command", nargs=-1, type=click.UNPROCESSED, metavar="[-- SERVER COMMAND…]")
 @click.pass_context
+@writes_project
 def verify_command(
     ctx: click.Context,
     finding_id: str,

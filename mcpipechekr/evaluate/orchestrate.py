@@ -31,7 +31,7 @@ from mcpipechekr.artifacts import RunDir, read_model, read_trace, utc_now, write
 from mcpipechekr.artifacts.atomic import atomic_write_text
 from mcpipechekr.artifacts.baseline import Baseline
 from mcpipechekr.artifacts.bug_report import BugReport, BugSeverity, ReviewFlag, TaskStats
-from mcpipechekr.artifacts.manifest import Manifest
+from mcpipechekr.artifacts.runstate import load_manifest
 from mcpipechekr.artifacts.tools_snapshot import ToolsSnapshot
 from mcpipechekr.artifacts.trace import list_traces
 from mcpipechekr.config import Config
@@ -467,12 +467,15 @@ def _phase1_provider(run_dir: RunDir, contexts: list[TraceContext], config: Conf
     if providers:
         return ", ".join(providers)
     if run_dir.manifest.exists():
-        return read_model(run_dir.manifest, Manifest).providers.phase1
+        return load_manifest(run_dir).providers.phase1
     return str(config.providers.phase1)
 
 
-def evaluate_run(config: Config, run_dir: RunDir | str | Path) -> BugReport:
+def evaluate_run(config: Config, run_dir: RunDir | str | Path, *, notes: Sequence[str] = ()) -> BugReport:
     """Evaluate a run's traces, write bug_report.json and phase2_narrative.md into it, return the report.
+
+    `notes` come first among the report's notes (what the caller knows of the
+    run, such as the attempts it lacks).
 
     The evaluating model is the config's `providers.phase2`: a flag or caller
     that picks another applies it when the config is loaded
@@ -488,7 +491,8 @@ def evaluate_run(config: Config, run_dir: RunDir | str | Path) -> BugReport:
     # traces, sightings and reports hold no reference cycles; on 1,000 traces the collector's
     # fruitless walks were a third of the reading time.
     with collector_paused():
-        contexts, notes = load_contexts(config, run, baseline)
+        contexts, found = load_contexts(config, run, baseline)
+        notes = [*notes, *found]
         if baseline is None:
             notes.append(
                 f"no baseline at {run.baseline}: answers were not checked (run `mcpipechekr baseline`)"

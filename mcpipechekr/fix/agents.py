@@ -12,7 +12,9 @@ string), `{provider_model}` (`provider/model`), `{repo}`, `{bug_id}`, and
 `{python}` (the interpreter running MCPipeChekr).
 
 Each run gets its own process group (`runners.cliagent.run_cli`), so on a
-timeout the agent and everything it started are stopped. Output is captured
+timeout, Ctrl-C or SIGTERM the agent and everything it started are stopped;
+the loop records the group in fix.json so that a killed loop's agent is
+ended by the next one (`fix.agent_group`). Output is captured
 whole; what gets written is redacted with the config's secrets.
 
 Keys: the agent runs with the process environment plus the provider variables
@@ -65,6 +67,7 @@ import re
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -219,8 +222,13 @@ class FixAgent:
             return self.shell.format(**quoted)
         return shlex.join(arg.format(**values) for arg in self.argv)
 
-    def run(self, prompt: str, prompt_file: Path, bug_id: str) -> AgentResult:
-        """Run the agent once, in the repository, until it exits or `timeout_s` passes."""
+    def run(
+        self, prompt: str, prompt_file: Path, bug_id: str, on_start: Callable[[int], None] | None = None
+    ) -> AgentResult:
+        """Run the agent once, in the repository, until it exits or `timeout_s` passes.
+
+        `on_start` gets the agent's pid, which is its process group's id, as soon as it runs.
+        """
         argv = self.command(prompt, prompt_file, bug_id)
         env = {**os.environ, **self.env, **AGENT_GIT_ENV}
         for name, text in self.files:
@@ -236,6 +244,7 @@ class FixAgent:
                 cwd=self.repo,
                 stdin_text=None,
                 timeout_s=self.timeout_s,
+                on_start=on_start,
             )
         )
         return AgentResult(

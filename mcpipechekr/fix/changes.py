@@ -29,6 +29,7 @@ from pathlib import Path
 import git
 
 from mcpipechekr._util.hashing import sha256_file
+from mcpipechekr.artifacts.atomic import atomic_write_bytes
 from mcpipechekr.errors import UserError
 from mcpipechekr.server.workspace import HARNESS_AUTHOR
 
@@ -228,3 +229,38 @@ def _remove_empty_parents(folder: Path, root: Path) -> None:
     while folder != root and folder.is_dir() and not any(folder.iterdir()):
         folder.rmdir()
         folder = folder.parent
+
+
+def is_ancestor(repo: git.Repo, commit: str, of: str = "HEAD") -> bool:
+    """Whether `commit` is `of` or one of its ancestors (a commit that is gone counts as not)."""
+    try:
+        repo.git.merge_base("--is-ancestor", commit, of)
+    except git.GitCommandError:
+        return False
+    return True
+
+
+def save_patch(repo: git.Repo, baseline: Baseline, changes: Changes, path: Path) -> Path | None:
+    """The restorable changes as a binary git patch at `path`, files the agent created included.
+
+    For changes about to be undone (an interrupted fix): `git apply` of the
+    patch in the repository at `baseline.commit` brings them back. The paths
+    are staged to be diffed (a new file is in no diff otherwise); `restore`
+    unstages them. Returns None, writing nothing, when there is nothing to save.
+    """
+    restorable = [item for item in changes.paths if item not in changes.rewritten_untracked]
+    if not restorable:
+        return None
+    repo.git.add("-A", "--", *restorable)
+    patch = repo.git.diff(
+        "--cached",
+        "--binary",
+        baseline.commit,
+        "--",
+        *restorable,
+        stdout_as_string=False,
+        strip_newline_in_stdout=False,
+    )
+    if not patch:
+        return None
+    return atomic_write_bytes(path, patch)

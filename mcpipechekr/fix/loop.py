@@ -33,7 +33,11 @@ not reset between runs, so a later run continues where an earlier one stopped.
   bugs as skipped and raising `ServerHalt`.
 
 fix.json is rewritten after every bug, so an interrupted loop still says which
-commits it made.
+commits it made. A fix stopped part-way (Ctrl-C, SIGTERM, a crash, or a
+SIGKILL that the next loop cleans up after) ends the agent's process group,
+keeps its edits as a patch in the run folder and restores the work tree; the
+next loop on the run goes on with the bugs not yet committed
+(`fix.interruption`).
 """
 
 from __future__ import annotations
@@ -49,13 +53,23 @@ from rich.console import Console
 from mcpipechekr._util.console import console as default_console
 from mcpipechekr.artifacts import RunDir, utc_now, write_model
 from mcpipechekr.artifacts.atomic import atomic_write_text
-from mcpipechekr.artifacts.bug_report import Bug
-from mcpipechekr.artifacts.fix_record import AgentRun, BugFix, FixHealth, FixRecord, TestRun, read_fix_record
+from mcpipechekr.artifacts.bug_report import Bug, BugReport
+from mcpipechekr.artifacts.fix_record import (
+    AgentRun,
+    BugFix,
+    BugInProgress,
+    FixHealth,
+    FixRecord,
+    TestRun,
+    read_fix_record,
+)
+from mcpipechekr.artifacts.review import Review
 from mcpipechekr.config import Config, Redactor
 from mcpipechekr.errors import ServerHalt, UserError
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.store import load_finding
 from mcpipechekr.findings.promotion.bugs import bug_finding_id
+from mcpipechekr.fix.agent_group import end_leftover, record_group
 from mcpipechekr.fix.agents import AgentResult, FindingsServer, FixAgent, resolve_agent
 from mcpipechekr.fix.changes import (
     Baseline,
@@ -64,6 +78,7 @@ from mcpipechekr.fix.changes import (
     commit_paths,
     fold_agent_commits,
     head_sha,
+    is_ancestor,
     open_repo,
     require_clean,
     restore,
@@ -71,13 +86,18 @@ from mcpipechekr.fix.changes import (
 )
 from mcpipechekr.fix.evidence import evidence_lines, file_layout
 from mcpipechekr.fix.guards import GitControl
+from mcpipechekr.fix.interruption import (
+    FIX_FOLDER,
+    clean_killed_fixes,
+    fix_exclusions,
+    interrupted_line,
+    shelve_edits,
+    sigterm_as_ctrl_c,
+)
 from mcpipechekr.fix.prompt import FailedHealth, FailedTests, build_fix_prompt, has_promise
 from mcpipechekr.fix.repo_tests import display_command, run_tests
 from mcpipechekr.review import approved_bugs, approved_report
 from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest, server_under_test
-
-FIX_FOLDER = "fix"
-"""Prompts and agent logs live in runs/{run-id}/fix/, outside the server's repository."""
 
 
 @dataclass
@@ -92,6 +112,8 @@ class _Context:
     console: Console
     restart: Callable[[], HealthReport]
     findings_home: Home | None
+    record: FixRecord
+    earlier_patches: dict[str, list[str]]
 
 
 def run_fix_loop(
@@ -118,83 +140,142 @@ def run_fix_loop(
     """
     out = console or default_console
     review, report = approved_report(run_dir)
-    previous = _previous_record(run_dir, review.bug_report_hash)
-    if previous is not None and not again:
+    earlier = read_fix_record(run_dir.fix_record) if run_dir.fix_record.exists() else None
+    fixed = earlier is not None and earlier.finished_at is not None
+    if fixed and not again and earlier is not None and earlier.bug_report_hash == review.bug_report_hash:
         raise UserError(
             f"{run_dir.fix_record}: run {run_dir.run_id} was already fixed "
-            f"({len(previous.commits)} commit(s)); its next run checks the fixes. "
+            f"({len(earlier.commits)} commit(s)); its next run checks the fixes. "
             "Pass --again to run the fix loop on this report once more."
         )
     repo = open_repo(config.server.repo)
     try:
-        require_clean(repo)
-        bugs = approved_bugs(review, report)
-        repo_root = Path(repo.working_dir)
-        agent = resolve_agent(config, repo_root, _findings_server(config, findings_home)) if bugs else None
-        scratch = agent.scratch if agent is not None else ()
-        restart = _restarter(config, run_dir, server)
-        context = _Context(
-            config=config,
-            run_dir=run_dir,
-            repo=repo,
-            agent=agent,
-            exclusions=Exclusions.build(
-                repo_root,
-                [*scratch, *config.fix.exclude],
-                [config.paths.runs, config.paths.home, run_dir.root],
-            ),
-            annotations=[annotation.text for annotation in review.annotations],
-            redactor=config.redactor,
-            console=out,
-            restart=restart,
-            findings_home=findings_home,
-        )
-        record = FixRecord(
-            run_id=run_dir.run_id,
-            bug_report_hash=review.bug_report_hash,
-            agent=config.fix.agent,
-            provider=str(agent.provider) if agent is not None and agent.provider is not None else None,
-            repo=str(repo_root),
-            base_commit=head_sha(repo),
-            started_at=utc_now(),
-        )
-        write_model(run_dir.fix_record, record)
-        if not bugs:
-            out.print(
-                f"{run_dir.run_id}: the approved report lists no bugs the server can fix; nothing to fix.",
-                markup=False,
-            )
-        for position, bug in enumerate(bugs):
-            out.print(
-                f"[{position + 1}/{len(bugs)}] {bug.id} (gap {bug.token_cost_of_gap} tokens)", markup=False
-            )
-            entry = _fix_one(context, bug)
-            record.bugs.append(entry)
-            write_model(run_dir.fix_record, record)
-            _print_outcome(out, entry)
-            if entry.status == "committed":
-                record.health = _committed_health(entry)
-            elif _left_server_broken(entry):
-                health = _check_health(restart, repo)
-                if not health.healthy:
-                    record.health = health
-                    record.bugs.extend(
-                        BugFix(
-                            bug_id=later.id,
-                            status="skipped",
-                            iterations=0,
-                            reason=f"not attempted: the server is unhealthy with {bug.id}'s changes undone",
-                        )
-                        for later in bugs[position + 1 :]
-                    )
-                    record.finished_at = utc_now()
-                    write_model(run_dir.fix_record, record)
-                    raise ServerHalt(_broken_message(repo, health, run_dir))
-        record.finished_at = utc_now()
-        write_model(run_dir.fix_record, record)
-        return record
+        with sigterm_as_ctrl_c():
+            return _run_loop(config, run_dir, repo, review, report, earlier, out, server, findings_home)
     finally:
         repo.close()
+
+
+def _run_loop(
+    config: Config,
+    run_dir: RunDir,
+    repo: git.Repo,
+    review: Review,
+    report: BugReport,
+    earlier: FixRecord | None,
+    out: Console,
+    server: ServerUnderTest | None,
+    findings_home: Home | None,
+) -> FixRecord:
+    """`run_fix_loop` once the approval is checked and the repository open."""
+    repo_root = Path(repo.working_dir)
+    exclusions = fix_exclusions(config, repo_root, run_dir)
+    if clean_killed_fixes(config, [run_dir], out) and run_dir.fix_record.exists():
+        earlier = read_fix_record(run_dir.fix_record)  # its killed bug is recorded now
+    require_clean(repo)
+    resumed = _resumable(earlier, review.bug_report_hash, repo)
+    carried = [entry for entry in resumed.bugs if entry.status == "committed"] if resumed else []
+    done = {entry.bug_id for entry in carried}
+    bugs = [bug for bug in approved_bugs(review, report) if bug.id not in done]
+    agent = resolve_agent(config, repo_root, _findings_server(config, findings_home)) if bugs else None
+    restart = _restarter(config, run_dir, server)
+    record = FixRecord(
+        run_id=run_dir.run_id,
+        bug_report_hash=review.bug_report_hash,
+        agent=config.fix.agent,
+        provider=str(agent.provider) if agent is not None and agent.provider is not None else None,
+        repo=str(repo_root),
+        base_commit=resumed.base_commit if resumed is not None and carried else head_sha(repo),
+        started_at=utc_now(),
+        bugs=carried,
+    )
+    context = _Context(
+        config=config,
+        run_dir=run_dir,
+        repo=repo,
+        agent=agent,
+        exclusions=exclusions,
+        annotations=[annotation.text for annotation in review.annotations],
+        redactor=config.redactor,
+        console=out,
+        restart=restart,
+        findings_home=findings_home,
+        record=record,
+        earlier_patches=_earlier_patches(resumed),
+    )
+    write_model(run_dir.fix_record, record)
+    if carried:
+        out.print(
+            f"{run_dir.run_id}: going on from an interrupted fix loop; already committed: "
+            + ", ".join(entry.bug_id for entry in carried),
+            markup=False,
+        )
+    if not bugs and not carried:
+        out.print(
+            f"{run_dir.run_id}: the approved report lists no bugs the server can fix; nothing to fix.",
+            markup=False,
+        )
+    try:
+        _fix_all(context, bugs)
+    except KeyboardInterrupt:
+        out.print(interrupted_line(record, run_dir), markup=False)
+        raise
+    record.finished_at = utc_now()
+    write_model(run_dir.fix_record, record)
+    return record
+
+
+def _fix_all(context: _Context, bugs: list[Bug]) -> None:
+    """Each bug in turn, fix.json rewritten after each; halt when the server stays broken."""
+    record, run_dir, out = context.record, context.run_dir, context.console
+    for position, bug in enumerate(bugs):
+        out.print(f"[{position + 1}/{len(bugs)}] {bug.id} (gap {bug.token_cost_of_gap} tokens)", markup=False)
+        entry = _fix_one(context, bug)
+        record.bugs.append(entry)
+        record.in_progress = None
+        write_model(run_dir.fix_record, record)
+        _print_outcome(out, entry)
+        if entry.status == "committed":
+            record.health = _committed_health(entry)
+        elif _left_server_broken(entry):
+            health = _check_health(context.restart, context.repo)
+            if not health.healthy:
+                record.health = health
+                record.bugs.extend(
+                    BugFix(
+                        bug_id=later.id,
+                        status="skipped",
+                        iterations=0,
+                        reason=f"not attempted: the server is unhealthy with {bug.id}'s changes undone",
+                    )
+                    for later in bugs[position + 1 :]
+                )
+                record.finished_at = utc_now()
+                write_model(run_dir.fix_record, record)
+                raise ServerHalt(_broken_message(context.repo, health, run_dir))
+
+
+def _resumable(earlier: FixRecord | None, bug_report_hash: str, repo: git.Repo) -> FixRecord | None:
+    """An unfinished fix.json for the same approved report whose commits are all still in HEAD's history.
+
+    Its committed bugs are not redone. A report approved anew, or commits that
+    are gone (reset away by hand), start the loop afresh.
+    """
+    if earlier is None or earlier.finished_at is not None or earlier.bug_report_hash != bug_report_hash:
+        return None
+    if not all(is_ancestor(repo, commit) for commit in earlier.commits):
+        return None
+    return earlier
+
+
+def _earlier_patches(resumed: FixRecord | None) -> dict[str, list[str]]:
+    """Bug id -> the patches its interrupted attempts left, oldest first."""
+    patches: dict[str, list[str]] = {}
+    for entry in resumed.bugs if resumed is not None else []:
+        kept = [*entry.earlier_patches, *([entry.patch] if entry.patch else [])]
+        if kept:
+            patches.setdefault(entry.bug_id, []).extend(kept)
+    return patches
 
 
 def _findings_server(config: Config, home: Home | None) -> FindingsServer | None:
@@ -214,16 +295,6 @@ def _verifiable_finding(context: _Context, bug: Bug) -> str | None:
     return finding.id if finding is not None and finding.probe and finding.tool else None
 
 
-def _previous_record(run_dir: RunDir, bug_report_hash: str) -> FixRecord | None:
-    """A finished fix.json for the same approved report, if there is one."""
-    if not run_dir.fix_record.exists():
-        return None
-    previous = read_fix_record(run_dir.fix_record)
-    if previous.finished_at is None or previous.bug_report_hash != bug_report_hash:
-        return None
-    return previous
-
-
 def _fix_one(context: _Context, bug: Bug) -> BugFix:
     """Run the agent on one bug until it promises completion or runs out of iterations; commit or undo."""
     agent = context.agent
@@ -237,13 +308,18 @@ def _fix_one(context: _Context, bug: Bug) -> BugFix:
         iterations=0,
         agent_command=context.redactor.redact(agent.display(prompt_file, bug.id)),
         prompt=prompt_file.relative_to(context.run_dir.root).as_posix(),
+        earlier_patches=context.earlier_patches.get(bug.id, []),
     )
     baseline = snapshot(context.repo)
     control = GitControl.snapshot(context.repo)
+    context.record.in_progress = BugInProgress(
+        bug_id=bug.id, base_commit=baseline.commit, untracked=baseline.untracked
+    )
+    write_model(context.run_dir.fix_record, context.record)
     try:
         completed, last = _run_agent(context, bug, entry, baseline, control, prompt, prompt_file)
-    except BaseException:  # Ctrl-C or a crash mid-bug: no half-made fix stays behind
-        _undo_quietly(context, baseline, control)
+    except BaseException as exc:  # Ctrl-C, SIGTERM or a crash mid-bug: no half-made fix stays behind
+        _interrupted(context, entry, baseline, control, exc)
         raise
     changes = changed_files(context.repo, baseline, context.exclusions)
     entry.files_changed = changes.paths
@@ -314,8 +390,14 @@ def _run_agent(
     folder = prompt_file.parent
     last: AgentResult | None = None
     current, current_file = prompt, prompt_file
+
+    def started(pid: int) -> None:  # named in fix.json at once: a killed loop's successor ends it
+        assert context.record.in_progress is not None
+        context.record.in_progress.agent = record_group(pid)
+        write_model(context.run_dir.fix_record, context.record)
+
     for iteration in range(1, context.config.fix.max_iterations + 1):
-        last = agent.run(current, current_file, bug.id)
+        last = agent.run(current, current_file, bug.id, on_start=started)
         entry.iterations = iteration
         log = folder / f"{bug.id}.run-{iteration}.log"
         atomic_write_text(log, context.redactor.redact(_log_text(last)))
@@ -405,12 +487,36 @@ def _undo_outside_work_tree(context: _Context, baseline: Baseline, control: GitC
     return undone
 
 
-def _undo_quietly(context: _Context, baseline: Baseline, control: GitControl) -> None:
-    """Best effort: put the repository back as the bug found it, without hiding the original error."""
+def _interrupted(
+    context: _Context, entry: BugFix, baseline: Baseline, control: GitControl, exc: BaseException
+) -> None:
+    """Best effort: end the agent, keep its edits as a patch, restore the tree, record the bug interrupted.
+
+    Never hides the original error: a failing step is skipped, and fix.json is
+    still written. `run_cli` has normally stopped the agent's group already;
+    ending it here too covers an agent still running when the error came from elsewhere.
+    """
+    record, run_dir = context.record, context.run_dir
+    progress = record.in_progress
     with contextlib.suppress(Exception):
-        control.restore(context.repo)
-        fold_agent_commits(context.repo, baseline)
-        restore(context.repo, baseline, changed_files(context.repo, baseline, context.exclusions))
+        if progress is not None and progress.agent is not None:
+            end_leftover(progress.agent)
+    with contextlib.suppress(Exception):
+        entry.undone += context.redactor.redact(control.restore(context.repo))
+    patch = None
+    with contextlib.suppress(Exception):
+        patch = shelve_edits(
+            context.repo, baseline, context.exclusions, run_dir.root / FIX_FOLDER, entry.bug_id
+        )
+    interrupt = isinstance(exc, KeyboardInterrupt)
+    cause = "Ctrl-C or SIGTERM" if interrupt else _first_line(str(exc) or type(exc).__name__)
+    entry.status = "interrupted"
+    entry.reason = context.redactor.redact(f"interrupted after {entry.iterations} finished run(s): {cause}")
+    entry.patch = patch.relative_to(run_dir.root).as_posix() if patch is not None else None
+    record.bugs.append(entry)
+    record.in_progress = None
+    with contextlib.suppress(Exception):
+        write_model(run_dir.fix_record, record)
 
 
 def _committed_health(entry: BugFix) -> FixHealth:

@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -149,6 +150,7 @@ async def run_cli(
     timeout_s: float,
     max_output_bytes: int = 200_000_000,
     stdout_file: Path | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> CliResult:
     """Run an agent CLI to completion or until `timeout_s`, in its own process group.
 
@@ -156,6 +158,8 @@ async def run_cli(
     `stdout_file`: write standard output there instead of returning its lines. For a
     CLI that prints a large document and exits at once: opencode (Bun) exiting with
     more than a pipe's 64 KiB unread loses the rest, a file loses nothing.
+    `on_start` is called with the CLI's pid (its process group's id) as soon as it runs,
+    so a caller can record the group for whoever must end it if this process cannot.
     """
     stdout: list[str] = []
     stderr: list[str] = []
@@ -174,6 +178,12 @@ async def run_cli(
     finally:
         if sink is not None:
             sink.close()  # the child holds its own copy
+    if on_start is not None:
+        try:
+            on_start(process.pid)
+        except BaseException:
+            await _stop(process)
+            raise
     drained = anyio.Event()
 
     async def drain() -> None:

@@ -67,6 +67,7 @@ from mcpipechekr.errors import ServerHalt, UserError
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.assemble import assemble_trace
 from mcpipechekr.runners.base import AgentServer, Runner, RunnerOutput, RunRequest
+from mcpipechekr.server.lifecycle import http_server_started
 from mcpipechekr.tasks import Task
 
 DEFAULT_CONCURRENCY = 4
@@ -370,12 +371,18 @@ async def run_attempts(
     root = run_dir.root if isinstance(run_dir, RunDir) else Path(run_dir)
     notify = (lambda attempt: on_change(state, attempt)) if on_change else (lambda attempt: None)
     pending = iter(attempts)
-    async with CaptureHub(
-        config.server,
-        redactions=pairs,
-        stderr_log=root / "server.stderr.log",
-        withheld_env=config.provider_env_from_dotenv(),
-    ) as hub:
+    stderr_log = root / "server.stderr.log"
+    # An HTTP server with a `start` command runs for the whole phase (stdio servers start per attempt,
+    # behind each attempt's proxy): `mcpipechekr run` and doit's trace targets both come through here.
+    async with (
+        http_server_started(config.server, stderr_log, config.redactor),
+        CaptureHub(
+            config.server,
+            redactions=pairs,
+            stderr_log=stderr_log,
+            withheld_env=config.provider_env_from_dotenv(),
+        ) as hub,
+    ):
         engine = _Engine(config, run_dir, runner_for, hub, Redactor(pairs), state, max_requests, notify)
         try:
             async with anyio.create_task_group() as outer:

@@ -3,6 +3,12 @@
 Design:
 - `connect()` is the async core: one process (for stdio, or for an HTTP server
   with a `start` command) and one MCP client session, torn down together.
+- `http_server_started()` is for Phase 1, whose agents reach an HTTP server
+  through the capture proxy rather than a session of ours: it only starts the
+  `start` command, waits for the URL's port and stops it afterwards. Everything
+  in this process that runs attempts at once (`mcpipechekr run`'s slots, doit's
+  trace targets in threads) shares the one process: the first starts it, the
+  last stops it, since a second copy could not listen on the same port.
 - `ServerUnderTest` is the synchronous face the CLI and the doit graph use. It
   runs the async core in a background event loop (an anyio blocking portal), so
   one server process stays up across the phases of a harness run.
@@ -27,6 +33,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager, asynccontextmanager, closing
@@ -37,6 +44,7 @@ from urllib.parse import urlsplit
 
 import anyio
 import anyio.from_thread
+import anyio.to_thread
 import mcp_types
 import pydantic
 from mcp import Client
@@ -304,6 +312,63 @@ async def connect(
         finally:
             if process is not None:
                 _stop_popen(process)
+
+
+@dataclass
+class _SharedStart:
+    """One running `start` process and how many callers use it (see `http_server_started`)."""
+
+    process: subprocess.Popen[bytes]
+    log: ServerLog
+    started: float
+    users: int = 0
+
+
+_shared_starts: dict[tuple[Any, ...], _SharedStart] = {}
+_shared_guard = threading.Lock()
+
+
+@asynccontextmanager
+async def http_server_started(
+    server: ServerConfig, log_path: Path, redactor: Redactor | None = None
+) -> AsyncIterator[None]:
+    """Keep an HTTP server with a `start` command running for the block; nothing for any other server.
+
+    Starts the command (its output redacted into `log_path`), waits until the
+    URL's port accepts within `health.timeout_s`, and stops the process group on
+    the way out. Callers in this process at the same time share one process.
+    Raises ServerHalt when the command cannot run, dies or never listens.
+    """
+    if server.start is None or server.url is None:
+        yield
+        return
+    key = (server.url, server.start.resolved_command(), tuple(server.start.args), server.start.cwd)
+    with _shared_guard:
+        shared = _shared_starts.get(key)
+        if shared is None or shared.process.poll() is not None:
+            redactor = redactor or server_redactor(server)
+            sink = _open_log(log_path, redactor)
+            try:
+                process = _start_http_process(server.start, sink.fileno(), redactor)
+            except BaseException:
+                sink.close()
+                raise
+            shared = _SharedStart(process, ServerLog(log_path, redactor, sink), time.monotonic())
+            _shared_starts[key] = shared
+        shared.users += 1
+    try:
+        await _wait_for_port(server, shared.process, shared.log, shared.started)
+        yield
+    finally:
+        with _shared_guard:
+            shared.users -= 1
+            last = shared.users == 0
+            if last and _shared_starts.get(key) is shared:
+                del _shared_starts[key]
+        if last:  # shielded: a phase cut short (Ctrl-C, a halt) must still stop the process
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_stop_popen, shared.process)
+            shared.log.sink.close()
 
 
 def _open_log(path: Path, redactor: Redactor) -> RedactingLog:

@@ -15,25 +15,34 @@ from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import BugReport, RunDir
 from mcpipechekr.config import Config
 from mcpipechekr.steps.handoff import register_and_verify
-from mcpipechekr.steps.stage import run_stage
+from mcpipechekr.steps.stage import coverage_note, require_traced, run_stage
 
 
 def evaluate_step(
-    config: Config, run_dir: RunDir, *, require_baseline: bool = False, out: Console = console
+    config: Config,
+    run_dir: RunDir,
+    *,
+    require_baseline: bool = False,
+    allow_incomplete: bool = False,
+    out: Console = console,
 ) -> BugReport:
     """Evaluate the run, describe the report on `out`, register and verify its findings; return the report.
 
     `require_baseline` refuses to evaluate before runs/baseline.json exists
     (the loop judges answers against it); without it, a missing baseline is a
-    note in the report and answers go unchecked.
+    note in the report and answers go unchecked. A run that lacks planned
+    traces is refused unless `allow_incomplete`; then the report's first note
+    says how many attempts it covers.
     """
     from mcpipechekr.baseline import require_baseline as baseline_exists
     from mcpipechekr.evaluate import evaluate_run
 
     if require_baseline:
         baseline_exists(config)
+    coverage = require_traced(run_dir, "evaluate", allow_incomplete=allow_incomplete)
+    notes = [coverage_note(coverage)] if coverage else []
     with run_stage(config, run_dir, "evaluate"):
-        report = evaluate_run(config, run_dir)
+        report = evaluate_run(config, run_dir, notes=notes)
         for line in report_lines(report, run_dir):
             out.print(line, markup=False)
         register_and_verify(config, run_dir, report, out=out)

@@ -19,18 +19,29 @@ from mcpipechekr.artifacts.fix_record import FixRecord, read_fix_record
 from mcpipechekr.config import Config
 from mcpipechekr.server.workspace import prepare_repo
 from mcpipechekr.steps.handoff import claim_fixes, findings_home
-from mcpipechekr.steps.stage import run_stage
+from mcpipechekr.steps.stage import coverage_note, require_traced, run_stage
 
 
-def fix_step(config: Config, run_dir: RunDir, *, again: bool = False, out: Console = console) -> FixRecord:
+def fix_step(
+    config: Config,
+    run_dir: RunDir,
+    *,
+    again: bool = False,
+    allow_incomplete: bool = False,
+    out: Console = console,
+) -> FixRecord:
     """Run the fix loop on the approved report (`fix.loop.run_fix_loop`), claim its commits, describe it.
 
     `again` runs it on a report that was already fixed. Raises what the loop
     raises (UserError when the report is not approved, ServerHalt when a fix
     leaves the server unhealthy with its changes undone), after claiming the commits it made.
+    A run that lacks planned traces is refused unless `allow_incomplete`.
     """
     from mcpipechekr.fix.loop import run_fix_loop
 
+    coverage = require_traced(run_dir, "fix", allow_incomplete=allow_incomplete)
+    if coverage is not None:
+        out.print(f"note: the report {coverage_note(coverage)}", markup=False)
     prepare_repo(config.server)
     begun = utc_now()
     with run_stage(config, run_dir, "fix"):

@@ -21,6 +21,7 @@ from mcpipechekr.artifacts.review import Review, ReviewDecision
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.review import InputFn, describe_decision, record_decision, review_checkpoint, show_review
+from mcpipechekr.steps.stage import coverage_note, require_traced
 
 
 def review_step(
@@ -32,6 +33,7 @@ def review_step(
     bug_ids: Sequence[str] | None = None,
     interactive: bool | None = None,
     input_fn: InputFn | None = None,
+    allow_incomplete: bool = False,
     out: Console = console,
 ) -> Review | None:
     """Record `decision`, or ask for one; returns the review in force, or None when nobody decided.
@@ -40,8 +42,12 @@ def review_step(
     `server.repo`) is refused; None (a run folder reviewed away from its
     project) approves unchecked. `interactive` defaults to whether stdin is a
     terminal; `input_fn` reads the prompt's answers (default: the console).
-    `bug_ids` scopes an approval (None: every server-fixable bug).
+    `bug_ids` scopes an approval (None: every server-fixable bug). A run that
+    lacks planned traces is refused unless `allow_incomplete`.
     """
+    coverage = require_traced(run_dir, "review", allow_incomplete=allow_incomplete)
+    if coverage is not None:
+        out.print(f"note: the report {coverage_note(coverage)}", markup=False)
     if decision is None:
         return review_checkpoint(run_dir, out, interactive=interactive, input_fn=input_fn, config=config)
     show_review(run_dir, out)
@@ -56,9 +62,11 @@ def review_step(
     return review
 
 
-def require_decision(config: Config, run_dir: RunDir, *, out: Console = console) -> Review:
+def require_decision(
+    config: Config, run_dir: RunDir, *, allow_incomplete: bool = False, out: Console = console
+) -> Review:
     """The checkpoint as the loop meets it: the review in force, or a UserError that stops the loop."""
-    review = review_step(config, run_dir, out=out)
+    review = review_step(config, run_dir, allow_incomplete=allow_incomplete, out=out)
     if review is None:
         raise UserError(
             f"the loop stopped at the review of {run_dir.run_id}; decide as shown above, then run "

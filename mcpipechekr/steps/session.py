@@ -19,13 +19,17 @@ from mcpipechekr.steps.stage import announce_project
 
 def start_session(config: Config, *, runner: str, out: Console = console) -> None:
     """Name the project, then refuse now what would stop a later step: the settings of every phase
-    (preflight) and a missing baseline, which the loop needs to judge answers against."""
+    (preflight) and a missing baseline, which the loop needs to judge answers against. A fix loop
+    that was killed mid-bug is cleaned up after first: its agent would edit on, and its edits would
+    be traced as the server's code (`fix.interruption`)."""
     from mcpipechekr.baseline import require_baseline
+    from mcpipechekr.fix.interruption import clean_killed_fixes
     from mcpipechekr.preflight import LOOP_PHASES, check_preflight
 
     announce_project(config, out)
     check_preflight(config, LOOP_PHASES, runner=runner)
     require_baseline(config)
+    clean_killed_fixes(config, out=out)
 
 
 def exited_at_review(run_dir: RunDir) -> bool:

@@ -10,19 +10,25 @@ halted server or Ctrl-C never leaves a run that looks alive.
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from mcpipechekr._util.commands import runnable
 from mcpipechekr._util.console import console
 from mcpipechekr._util.stops import note_kept
 from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import Manifest, RunDir, read_model, write_model
 from mcpipechekr.artifacts.manifest import RunStatus
+from mcpipechekr.artifacts.run_owner import OwnerLock, take_run
+from mcpipechekr.artifacts.runstate import TraceCoverage, load_manifest, trace_coverage
 from mcpipechekr.config import Config
+from mcpipechekr.errors import UserError
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runplan import RunPlan, claim_run_dir, new_manifest, plan_run
 from mcpipechekr.tasks import Task
@@ -94,30 +100,118 @@ def open_planned_run(
         note_kept(plan.run_dir.root)
         return created
     note_kept(plan.run_dir.root)
-    return read_model(plan.run_dir.manifest, Manifest)
+    return load_manifest(plan.run_dir)
 
 
 @contextmanager
 def run_stage(config: Config, run_dir: RunDir, step: str) -> Iterator[Manifest | None]:
-    """Mark the run `running` for one step, then record how the step ended.
+    """Own the run and mark it `running` for one step, then record how the step ended.
 
     Yields the manifest as the step starts; None for a run folder without one
-    (made by hand, or by a tool of its own): it has no status to keep.
+    (made by hand, or by a tool of its own): it has no status to keep. Steps
+    of one run may overlap in this process (doit's trace targets run in
+    threads): the first to start takes the run's owner lock and marks it
+    running, the last to end writes the outcome — the worst of theirs — and
+    lets go. An end without error is `completed` only while every planned
+    attempt is traced, once tracing has begun; otherwise the run is
+    `interrupted` with the count of what is missing.
     """
     note_kept(run_dir.root)
     if not run_dir.manifest.exists():
         yield None
         return
-    manifest = read_model(run_dir.manifest, Manifest)
-    running = manifest.model_copy(update={"status": "running", "status_reason": None, "finished_at": None})
-    write_model(run_dir.manifest, running)
+    running = _enter(run_dir)
 
     def finish(status: RunStatus, reason: str | None) -> None:
-        latest = read_model(run_dir.manifest, Manifest)  # a step may have updated it (accepted risks)
-        write_model(run_dir.manifest, latest.finished(status, reason))
+        _leave(run_dir, status, reason, step)
 
     with recording_end(config, finish, step):
         yield running
+
+
+@dataclass
+class _Work:
+    """The steps of one run this process is working on, and the worst way one of them ended."""
+
+    lock: OwnerLock
+    manifest: Manifest
+    steps: int = 1
+    status: RunStatus = "completed"
+    reason: str | None = None
+
+
+_SEVERITY = {"completed": 0, "interrupted": 1, "failed": 2}
+_working: dict[Path, _Work] = {}
+_working_guard = threading.Lock()
+
+
+def _key(run_dir: RunDir) -> Path:
+    """One key per run folder, however its path was spelled (relative, absolute, through a link)."""
+    return run_dir.root.resolve()
+
+
+def _enter(run_dir: RunDir) -> Manifest:
+    with _working_guard:
+        work = _working.get(_key(run_dir))
+        if work is not None:
+            work.steps += 1
+            return work.manifest
+        lock = take_run(run_dir)
+        try:
+            manifest = load_manifest(run_dir)
+            running = manifest.model_copy(
+                update={"status": "running", "status_reason": None, "finished_at": None}
+            )
+            write_model(run_dir.manifest, running)
+        except BaseException:
+            lock.release()
+            raise
+        _working[_key(run_dir)] = _Work(lock, running)
+        return running
+
+
+def _leave(run_dir: RunDir, status: RunStatus, reason: str | None, step: str) -> None:
+    with _working_guard:
+        work = _working.get(_key(run_dir))
+        if work is None:  # `interrupt_runs` ended it meanwhile
+            return
+        if _SEVERITY[status] > _SEVERITY[work.status]:
+            work.status, work.reason = status, reason
+        work.steps -= 1
+        if work.steps:
+            return
+        del _working[_key(run_dir)]
+        try:
+            latest = read_model(run_dir.manifest, Manifest)  # a step may have updated it (accepted risks)
+            status, reason = work.status, work.reason
+            if status == "completed" and run_dir.traces.is_dir():
+                coverage = trace_coverage(run_dir, latest)
+                if not coverage.complete:
+                    status, reason = (
+                        "interrupted",
+                        f"{step}: {coverage.describe()}" if step else coverage.describe(),
+                    )
+            write_model(run_dir.manifest, latest.finished(status, reason))
+        finally:
+            work.lock.release()
+
+
+def interrupt_runs(reason: str) -> None:
+    """Mark every run this process works on `interrupted` with `reason`, and let go of them.
+
+    For Ctrl-C in a front end whose steps run in other threads (doit's `-P
+    thread`): only the main thread sees the KeyboardInterrupt, so the steps'
+    own ends never run before the process exits. A step that still ends later
+    in its thread leaves the run as written here.
+    """
+    with _working_guard:
+        for key, work in list(_working.items()):
+            del _working[key]
+            try:
+                manifest = RunDir(key).manifest
+                write_model(manifest, read_model(manifest, Manifest).finished("interrupted", reason))
+            finally:
+                work.lock.release()
 
 
 @contextmanager
@@ -144,6 +238,47 @@ def recording_end(
         raise
     finally:
         finish(status, reason)
+
+
+ALLOW_INCOMPLETE_HELP = (
+    "Go on with a run that lacks some of its planned traces (interrupted, or stopped by a failure); "
+    "what it writes notes how many attempts it covers."
+)
+"""The `--allow-incomplete` flag of `evaluate`, `review` and `fix`, and of doit, in one place."""
+
+
+def require_traced(run_dir: RunDir, step: str, *, allow_incomplete: bool = False) -> TraceCoverage | None:
+    """Stop `step` on a run that lacks planned traces, unless `allow_incomplete`; None when it lacks none.
+
+    What `evaluate`, `review` and `fix` meet first: a bug report of half a run
+    would pass for the whole of it. With `allow_incomplete` the coverage comes
+    back, for the step to say how much it covers. A run folder without a
+    manifest (made by hand) has no plan to compare with and passes.
+    """
+    if not run_dir.manifest.exists():
+        return None
+    manifest = load_manifest(run_dir)
+    coverage = trace_coverage(run_dir, manifest)
+    if coverage.complete:
+        return None
+    if allow_incomplete:
+        return coverage
+    state = f"{manifest.status}: {manifest.status_reason}" if manifest.status_reason else manifest.status
+    then = (
+        "Wait for the process working on it to end"
+        if manifest.status == "running"
+        else f"Run {runnable('`doit loop`')} to trace the missing attempts"
+    )
+    raise UserError(
+        f"{run_dir.run_id} is incomplete ({state}); {coverage.describe(limit=10)}. "
+        f"{then}, or pass --allow-incomplete to {step} only what is there."
+    )
+
+
+def coverage_note(coverage: TraceCoverage) -> str:
+    """How much of the run a report or decision covers, for its notes."""
+    covered = f"{len(coverage.traced)} of {len(coverage.planned)}"
+    return f"covers {covered} planned attempts (--allow-incomplete); {coverage.not_traced()}"
 
 
 def announce_project(config: Config, out: Console = console) -> None:

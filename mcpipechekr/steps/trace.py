@@ -7,6 +7,12 @@ repetitions, `--concurrency` at once), both through the Phase 1 engine
 the findings home as soon as that attempt is finished, so the evidence of a
 long run is there before the run ends; attempts cut short by a server halt or
 Ctrl-C are handed over when the step ends, whichever way it ends.
+
+An interrupted run is resumed, not redone: with `resume`, an attempt whose
+trace is on disk and ended on its own, for the task's prompt as it is now, is
+not run again (`already_traced`), so a run killed half-way pays the model
+only for the attempts it lacks. doit needs this: a process killed outright
+never saved which targets it built.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from mcpipechekr._util.console import console
 from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import RunDir
 from mcpipechekr.artifacts.journal import journal_path
+from mcpipechekr.artifacts.runstate import is_traced, load_manifest, trace_coverage
+from mcpipechekr.artifacts.trace import read_trace, trace_path
 from mcpipechekr.config import Config
 from mcpipechekr.runners.engine import DEFAULT_CONCURRENCY, Attempt
 from mcpipechekr.runners.execute import execute_attempts
@@ -33,6 +41,31 @@ def attempt_journal(run_dir: RunDir, attempt: Attempt) -> Path:
     return journal_path(run_dir, attempt.task.task_id, str(attempt.provider), attempt.repetition)
 
 
+def attempt_trace(run_dir: RunDir, attempt: Attempt) -> Path:
+    """Where one attempt's trace goes."""
+    return trace_path(run_dir, attempt.task.task_id, str(attempt.provider), attempt.repetition)
+
+
+def resume_line(run_dir: RunDir) -> str | None:
+    """`resuming run-…: 4 of 8 attempts already traced` for a run that lacks some traces and has some."""
+    if not run_dir.manifest.exists():
+        return None
+    coverage = trace_coverage(run_dir, load_manifest(run_dir))
+    if coverage.complete or not coverage.traced:
+        return None
+    counts = f"{len(coverage.traced)} of {len(coverage.planned)}"
+    return f"resuming {run_dir.run_id}: {counts} attempts already traced"
+
+
+def already_traced(run_dir: RunDir, attempt: Attempt) -> bool:
+    """True when the attempt's trace is on disk and ended on its own, for the task's prompt as it is now.
+
+    The prompt is compared so that a task edited since (which doit re-traces) is traced again.
+    """
+    path = attempt_trace(run_dir, attempt)
+    return is_traced(path) and read_trace(path).prompt == attempt.task.prompt
+
+
 def trace_step(
     config: Config,
     run_dir: RunDir,
@@ -43,6 +76,7 @@ def trace_step(
     keep_builtin_tools: bool = False,
     max_requests: int | None = None,
     progress: bool = False,
+    resume: bool = False,
     out: Console = console,
 ) -> list[Path]:
     """Run `attempts` → traces/ and journals/ of `run_dir`; returns the traces written, in plan order.
@@ -51,7 +85,18 @@ def trace_step(
     attempt, and a status line on a terminal); without it, each finished
     attempt's line goes to `out`. Raises ServerHalt when the server fails and
     KeyboardInterrupt on Ctrl-C, with the run's manifest recording either.
+    `resume` leaves out the attempts already traced (see the module docstring).
     """
+    if resume:
+        done = [one for one in attempts if already_traced(run_dir, one)]
+        for attempt in done:
+            out.print(
+                f"trace {attempt.label}: already traced → {display_path(attempt_trace(run_dir, attempt))}",
+                markup=False,
+            )
+        attempts = [one for one in attempts if one not in done]
+        if not attempts:
+            return []
     handed: set[Path] = set()
 
     def finished(attempt: Attempt) -> None:

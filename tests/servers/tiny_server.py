@@ -4,6 +4,7 @@
 --hang                 read stdin forever, never answer
 --no-tools             register no tools
 --http PORT            serve streamable HTTP on 127.0.0.1:PORT instead of stdio
+--gate FILE            `sleep` answers only once FILE is gone (a test holds an attempt open with it)
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ parser.add_argument("--exit-at-start", type=int)
 parser.add_argument("--hang", action="store_true")
 parser.add_argument("--no-tools", action="store_true")
 parser.add_argument("--http", type=int)
+parser.add_argument("--gate")
 opts = parser.parse_args()
 
 if opts.exit_at_start is not None:
@@ -45,6 +47,8 @@ if not opts.no_tools:
 
     @app.tool(description="Sleep for the given seconds, then answer.")
     def sleep(seconds: float) -> str:
+        while opts.gate and os.path.exists(opts.gate):
+            time.sleep(0.05)
         time.sleep(seconds)
         return "slept"
 

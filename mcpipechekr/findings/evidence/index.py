@@ -26,8 +26,18 @@ the SHA-256 of exactly those bytes: content, never file times. A refresh:
   with different content (the same content again is skipped): nothing is
   committed, the previous index stays as it was.
 
-A full rebuild writes a new file beside index.db and renames it over the old
-one, so readers see the old index or the new one, never a half-built one.
+An attempt traced again in the same run reaches the home as a later Phase 1
+journal with the same session: its records replace the earlier ones, in an
+incremental refresh as in a rebuild (`retraced.py`), so the attempt counts
+once, and a rebuild succeeds on every set of journals the harness wrote, even
+those from before re-traced attempts got event ids of their own.
+
+A full rebuild writes a new file beside index.db (`.index.db.tmp-<pid>-<random>`,
+the naming of `artifacts/atomic.py`) and renames it over the old one, so
+readers see the old index or the new one, never a half-built one. A rebuild
+killed outright (SIGKILL, a power loss) cannot remove its file; the next
+refresh does, first thing, holding the indexer lock: no other refresh can be
+writing one then, so every such file is a dead one's (`_remove_leftovers`).
 It inserts the rows in one transaction, then builds the indexes (sorting
 once is cheaper than keeping them in order row by row), with no rollback
 journal and no syncs until the finished file is synced before the rename.
@@ -53,11 +63,12 @@ from typing import Any, Literal
 
 from mcpipechekr._util.collector import collector_paused
 from mcpipechekr._util.stops import database_error_line, is_storage_failure
-from mcpipechekr.artifacts.atomic import fsync_dir, temp_name_for
+from mcpipechekr.artifacts.atomic import TMP_MARKER, fsync_dir, temp_name_for
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.errors import EvidenceUnavailable, JournalRejected
 from mcpipechekr.findings.evidence.journal_rows import CALL_COLUMNS, CONTENT, LINE, SOURCE, Row, parse_lines
 from mcpipechekr.findings.evidence.records import MAX_RECORD_BYTES
+from mcpipechekr.findings.evidence.retraced import Replacement, owners, split
 from mcpipechekr.findings.evidence.windows import (
     INPUT_SQL,
     ORDER_SQL,
@@ -142,6 +153,14 @@ class IndexStats:
     calls: int = 0
     windows: int = 0
     seconds: float = 0.0
+    replaced: int = 0
+    """Records dropped because a later journal holds a new trace of their attempt."""
+    retraced: int = 0
+    """Attempts whose earlier records were replaced."""
+    leftovers: int = 0
+    """Temporary files of killed rebuilds removed before this refresh."""
+    warnings: list[str] = field(default_factory=list)
+    """Lines for the user: what was indexed differently from how its journal reads alone."""
 
     def summary(self) -> str:
         """One line for the CLI."""
@@ -153,11 +172,19 @@ class IndexStats:
                 f"indexed {self.added} new call record(s) from {self.journals} journal(s) "
                 f"({self.mode}{why}; {self.parsed_bytes} bytes parsed"
                 + (f", {self.duplicates} repeated record(s) skipped" if self.duplicates else "")
+                + (
+                    f", {self.replaced} record(s) of {self.retraced} attempt(s) traced again replaced"
+                    if self.replaced
+                    else ""
+                )
                 + ")"
             )
         tail = f"; the index holds {self.calls} call(s) and {self.windows} failure window(s)"
         pending = f"; {self.pending_bytes} byte(s) of an unfinished record wait" if self.pending_bytes else ""
-        return head + tail + pending
+        leftovers = ""
+        if self.leftovers:
+            leftovers = f"; removed {self.leftovers} temporary file(s) of an interrupted rebuild"
+        return head + tail + pending + leftovers
 
 
 @dataclass(frozen=True)
@@ -245,6 +272,7 @@ def refresh_index(home: Home, rebuild: bool = False) -> IndexStats:
         _bulk_settings(),
         ThreadPoolExecutor(workers, thread_name_prefix="index-hash") as pool,
     ):
+        leftovers = _remove_leftovers(home)
         journals = _snapshot(home)
         plan = _Plan("full", "rebuild requested") if rebuild else _plan(home, journals, pool)
         outcome: IndexStats | _Plan = plan
@@ -261,6 +289,7 @@ def refresh_index(home: Home, rebuild: bool = False) -> IndexStats:
             with contextlib.closing(sqlite3.connect(home.index_db)) as connection:
                 stats.calls, stats.windows = _counts(connection)
     stats.journals = len(journals)
+    stats.leftovers = leftovers
     stats.seconds = time.perf_counter() - started
     return stats
 
@@ -296,6 +325,22 @@ _NONE_ADAPTER_KEY = (type(None), sqlite3.PrepareProtocol)
 
 def _none_as_is(value: None) -> None:
     return value
+
+
+def _remove_leftovers(home: Home) -> int:
+    """Delete the temporary files of rebuilds that were killed; returns how many there were.
+
+    Called with the indexer lock held: only a refresh writes these files, and
+    only while it holds that lock, so none of them belongs to a live one.
+    """
+    prefix = f".{home.index_db.name}{TMP_MARKER}"
+    removed = 0
+    for entry in os.scandir(home.index_db.parent):
+        if entry.name.startswith(prefix) and entry.is_file(follow_symlinks=False):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                removed += 1
+    return removed
 
 
 def _snapshot(home: Home) -> list[_Journal]:
@@ -487,6 +532,45 @@ def _parse_tail(tail: _Tail) -> _Parsed:
     )
 
 
+def _drop_retraced(parsed: list[_Parsed]) -> tuple[dict[str, str], Replacement]:
+    """Drop the rows a later Phase 1 journal among `parsed` replaces (`retraced.py`).
+
+    Returns each Phase 1 session's owner among them (an incremental refresh
+    also drops the indexed rows they replace) and what was dropped.
+    """
+    owner_of = owners((part.tail.journal.name, part.rows) for part in parsed)
+    replacement = Replacement()
+    if not owner_of:
+        return owner_of, replacement
+    dropped: list[Row] = []
+    for part in parsed:
+        part.rows, gone = split(part.tail.journal.name, part.rows, owner_of)
+        dropped.extend(gone)
+    replacement.account(dropped, chain.from_iterable(part.rows for part in parsed))
+    return owner_of, replacement
+
+
+def _delete_retraced(
+    connection: sqlite3.Connection, owner_of: dict[str, str], rows: list[Row], replacement: Replacement
+) -> int:
+    """Delete the indexed rows that new Phase 1 journals replace; returns how many were identical to
+    a new row (they are inserted again, and count as repeats, not as new records)."""
+    if not owner_of:
+        return 0
+    connection.execute("CREATE TEMP TABLE IF NOT EXISTS retraced (session TEXT PRIMARY KEY, source TEXT)")
+    connection.execute("DELETE FROM retraced")
+    connection.executemany("INSERT INTO retraced VALUES (?, ?)", owner_of.items())
+    earlier = " FROM calls AS c JOIN temp.retraced AS r ON c.session = r.session WHERE c.source < r.source"
+    columns = ", ".join(f"c.{name}" for name in CALL_COLUMNS)
+    stored = connection.execute(f"SELECT {columns}{earlier}").fetchall()
+    if not stored:
+        return 0
+    connection.execute(f"DELETE FROM calls WHERE rowid IN (SELECT c.rowid{earlier})")
+    before = replacement.repeats
+    replacement.account(stored, rows)
+    return replacement.repeats - before
+
+
 def _dedupe(home: Home, parsed: list[_Parsed]) -> tuple[list[Row], int]:
     """The rows with each event id once, and how many identical repeats were dropped.
 
@@ -582,7 +666,9 @@ def _full(home: Home, journals: list[_Journal], reason: str | None) -> IndexStat
     stats = IndexStats("full", reason)
     tails = [_Tail(journal, 0, 0) for journal in journals]
     parsed = _parse_all(tails, stats)
+    _, replacement = _drop_retraced(parsed)
     rows, stats.duplicates = _dedupe(home, parsed)
+    _note(stats, replacement)
     target = home.index_db
     tmp = target.parent / temp_name_for(target)
     try:
@@ -635,6 +721,13 @@ def _full(home: Home, journals: list[_Journal], reason: str | None) -> IndexStat
     return stats
 
 
+def _note(stats: IndexStats, replacement: Replacement) -> None:
+    stats.duplicates += replacement.repeats
+    stats.replaced = replacement.replaced
+    stats.retraced = len(replacement.attempts)
+    stats.warnings.extend(replacement.warnings)
+
+
 def _sync(path: Path) -> None:
     with open(path, "rb") as handle:
         os.fsync(handle.fileno())
@@ -653,6 +746,7 @@ def _incremental(home: Home, plan: _Plan) -> IndexStats | _Plan:
     stats = IndexStats("incremental")
     try:
         parsed = _parse_all(plan.tails, stats)
+        owner_of, replacement = _drop_retraced(parsed)
         rows, repeats = _dedupe(home, parsed)
     except JournalRejected:
         rebuild = prefixes.changed()
@@ -667,6 +761,7 @@ def _incremental(home: Home, plan: _Plan) -> IndexStats | _Plan:
         connection.execute("PRAGMA journal_mode = PERSIST")
         connection.execute("BEGIN IMMEDIATE")
         try:
+            again = _delete_retraced(connection, owner_of, rows, replacement)
             known = _add_to_existing(connection, home, rows)
             _rederive_windows(connection, sorted({row[1] for row in rows}))
             rebuild = prefixes.changed()
@@ -687,8 +782,9 @@ def _incremental(home: Home, plan: _Plan) -> IndexStats | _Plan:
         except BaseException:
             connection.execute("ROLLBACK")
             raise
-        stats.added = len(rows) - known
+        stats.added = len(rows) - known - again
         stats.duplicates = repeats + known
+        _note(stats, replacement)
         stats.calls, stats.windows = _counts(connection)
     finally:
         connection.close()

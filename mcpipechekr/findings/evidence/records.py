@@ -153,7 +153,12 @@ def journal_name(kind: str = "calls") -> str:
 
 
 def event_id_for(session: str, source: str, position: int) -> str:
-    """A deterministic event id: converting the same journal twice gives the same ids (and no duplicates)."""
+    """A deterministic event id: converting the same journal twice gives the same ids (and no duplicates).
+
+    `source` names what the records were read from; for Phase 1, the capture
+    journal's name and life (`phase1.journal_life`), so a new journal of the
+    same attempt gives new ids.
+    """
     return str(uuid.uuid5(_EVENT_NAMESPACE, f"{session}\0{source}\0{position}"))
 
 

@@ -1,0 +1,110 @@
+"""A streamable-HTTP server with a `start` command: Phase 1 starts it, the agents reach it, it is stopped.
+
+The server is tests/servers/tiny_server.py on a free port; its `pid` tool
+tells each trace which process answered, so the test can see that process is
+gone once the command has ended. `mcpipechekr run` and doit's trace targets
+(`mcpipechekr loop`, attempts in threads) go through the same Phase 1 engine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from pathlib import Path
+
+import git
+import pytest
+from project import mcpipechekr
+
+from mcpipechekr.artifacts.trace import ToolCall, read_trace
+
+SERVER = Path(__file__).parent / "servers" / "tiny_server.py"
+TASKS = """\
+tasks:
+  - task_id: which-process
+    prompt: Which process answers?
+    task_type: deterministic
+    allow_writes: true
+    reference_calls:
+      - tool: pid
+        arguments: {}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """An HTTP server the harness starts itself, a baseline, and a repository for the fix step."""
+    port = free_port()
+    shutil.copy(SERVER, tmp_path / "server.py")
+    (tmp_path / "config.yaml").write_text(
+        "server:\n"
+        "  name: tiny\n"
+        f"  url: http://127.0.0.1:{port}/mcp\n"
+        f"  start: python server.py --http {port}\n"
+        "  repo: .\n"
+        "fix:\n"
+        "  agent: demo\n"
+    )
+    (tmp_path / "tasks.yaml").write_text(TASKS)
+    (tmp_path / ".gitignore").write_text("runs/\n.mcpipechekr/\n")
+    repo = git.Repo.init(tmp_path)
+    repo.index.add(["server.py", "config.yaml", "tasks.yaml", ".gitignore"])
+    repo.index.commit("the server")
+    return tmp_path
+
+
+@pytest.fixture
+def env() -> dict[str, str]:
+    return {key: value for key, value in os.environ.items() if key != "MCPIPECHEKR_HOME"}
+
+
+def answering_pids(traces: list[Path]) -> set[int]:
+    """The server processes that answered the traces' `pid` calls; every trace complete, every call fine."""
+    pids = set()
+    for path in traces:
+        trace = read_trace(path)
+        assert trace.status == "completed", (path.name, trace.status_reason)
+        (call,) = [step for step in trace.steps if isinstance(step, ToolCall)]
+        assert call.tool == "pid" and not call.is_error, call
+        (content,) = call.result_content  # type: ignore[misc]
+        pids.add(int(content["text"]))
+    return pids
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+def test_the_loop_starts_and_stops_an_http_server_with_a_start_command(
+    project: Path, env: dict[str, str]
+) -> None:
+    baseline = mcpipechekr(project, env, "doit", "baseline")
+    assert baseline.returncode == 0, baseline.stdout + baseline.stderr
+    loop = mcpipechekr(project, env, "loop", "--repeat", "2")
+    output = loop.stdout + loop.stderr
+    assert loop.returncode == 1 and "stopped at the review" in output, output  # no terminal: it waits there
+    (run,) = project.glob("runs/run-*")
+    traces = sorted((run / "traces").glob("*.json"))
+    assert len(traces) == 2, output
+    pids = answering_pids(traces)
+    assert pids and all(gone(pid) for pid in pids)
+
+
+def test_run_starts_and_stops_an_http_server_with_a_start_command(project: Path, env: dict[str, str]) -> None:
+    ran = mcpipechekr(project, env, "run", "--repeat", "2")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    (run,) = project.glob("runs/run-*")
+    pids = answering_pids(sorted((run / "traces").glob("*.json")))
+    assert len(pids) == 1  # the attempts shared one process, started for the phase
+    assert all(gone(pid) for pid in pids)
