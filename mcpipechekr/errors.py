@@ -33,6 +33,16 @@ class UserError(click.ClickException):
         return runnable(self.message)
 
 
+class InputError(UserError):
+    """A problem in what the user gave (a file, a flag) or in the machine under it (a full disk).
+
+    Every command exits 2 on any user error; under doit the distinction matters,
+    because doit has its own status for a step that failed (1): an InputError
+    makes doit exit 2 as well, while a step that stopped (the loop waiting at
+    its review) keeps doit's 1.
+    """
+
+
 class ServerHalt(UserError):
     """The server under test is not usable: it failed to start, died, hung or failed its health check.
 
@@ -60,7 +70,7 @@ def as_user_error(error: BaseException) -> UserError | None:
     if isinstance(error, KeyboardInterrupt):
         return Interrupted()
     if isinstance(error, OSError) and is_foreseeable(error):
-        return UserError(os_error_line(error))
+        return InputError(os_error_line(error))
     if isinstance(error, sqlite3.Error) and is_foreseeable(error):
-        return UserError(database_error_line(error))
+        return InputError(database_error_line(error))
     return None

@@ -58,7 +58,7 @@ from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import RunDir, list_runs, list_traces
 from mcpipechekr.artifacts.trace import trace_path
 from mcpipechekr.config import PROVIDER_FLAGS, Config, ConfigOverrides, load_config, provider_flag
-from mcpipechekr.errors import Interrupted, UserError, as_user_error
+from mcpipechekr.errors import InputError, Interrupted, UserError, as_user_error
 from mcpipechekr.runplan import RunPlan
 from mcpipechekr.steps.stage import ALLOW_INCOMPLETE_HELP, interrupt_runs, plan_run_folder
 from mcpipechekr.tasks import Task, load_tasks, select_tasks
@@ -243,7 +243,7 @@ class GraphInputs:
 
     def require(self) -> tuple[Config, list[Task], RunPlan]:
         if self.error or self.config is None or self.plan is None:
-            raise UserError(self.error or "no configuration")
+            raise InputError(self.error or "no configuration")
         return self.config, self.tasks, self.plan
 
 
@@ -281,7 +281,7 @@ def _check_counts(settings: Settings) -> None:
     for flag, value, most in bounds:
         if value > most:
             shown = str(value) if len(str(value)) <= 12 else f"a number of {len(str(value))} digits"
-            raise UserError(f"{flag}: must be at most {most}, not {shown}")
+            raise InputError(f"{flag}: must be at most {most}, not {shown}")
 
 
 def _inputs() -> GraphInputs:
@@ -384,7 +384,8 @@ def _action(fn: Callable[..., Any], *args: Any) -> tuple[Callable[..., bool], li
             if isinstance(error, Interrupted):
                 stop_interrupted()
             console.print(f"[bold red]error:[/] {error.format_message()}", markup=True, soft_wrap=True)
-            _ending.failed_on_user_error = _ending.reported = True
+            _ending.reported = True
+            _ending.failed_on_input = _ending.failed_on_input or isinstance(error, InputError)
             return False
 
     return (run, list(args))
@@ -392,12 +393,13 @@ def _action(fn: Callable[..., Any], *args: Any) -> tuple[Callable[..., bool], li
 
 # ---------------------------------------------------------------------------------------------------------
 # How doit ends: the statuses of the CLI. doit answers a failed task with 1, an error before any task with
-# 3, and Ctrl-C with a traceback; the pipeline's user errors end it with 2 and Ctrl-C with 130 and one line.
+# 3, and Ctrl-C with a traceback; a problem in the inputs (`InputError`) ends it with 2, Ctrl-C with 130 and
+# one line.
 
 
 @dataclass
 class _Ending:
-    failed_on_user_error: bool = False  # some action printed a user error: the outermost doit exits 2
+    failed_on_input: bool = False  # some action stopped on an InputError: the outermost doit exits 2
     reported: bool = False  # the failure doit is about to report was printed already, as one line
     interrupted: bool = False
     nesting: int = 0  # doit invocations inside this one (the loop's `build`)
@@ -420,7 +422,8 @@ class Reporter(ConsoleReporter):
     """doit's console reporter, ending the way every MCPipeChekr command ends.
 
     A task that failed on a user error has printed its one line already, so
-    doit's "TaskFailed ... returned False" block is left out; and then the
+    doit's "TaskFailed ... returned False" block is left out; when the error
+    was in the inputs (an `InputError`: a file, a flag, the disk), the
     outermost doit exits with status 2 instead of doit's 1. Raising SystemExit
     from `complete_run` is the one hook doit leaves for its status: it runs
     after the dependency file is saved and the teardowns ran.
@@ -436,7 +439,7 @@ class Reporter(ConsoleReporter):
 
     def complete_run(self) -> None:
         super().complete_run()
-        if _ending.failed_on_user_error and not _ending.interrupted and _ending.nesting == 0:
+        if _ending.failed_on_input and not _ending.interrupted and _ending.nesting == 0:
             raise SystemExit(UserError.exit_code)
 
 
@@ -456,7 +459,7 @@ def _interrupted_anywhere(kind: type[BaseException], value: BaseException, trace
 
 def _unavailable(name: str, doc: str | None, error: str) -> dict[str, Any]:
     def fail() -> None:
-        raise UserError(error)
+        raise InputError(error)
 
     return {"basename": name, "doc": doc, "actions": [_action(fail)], "params": PARAMS, "uptodate": [False]}
 

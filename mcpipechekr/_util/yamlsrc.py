@@ -40,7 +40,7 @@ from dotenv import dotenv_values
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from mcpipechekr.errors import UserError
+from mcpipechekr.errors import InputError
 
 Loc = tuple[str | int, ...]
 
@@ -73,7 +73,7 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-class ConfigFileError(UserError):
+class ConfigFileError(InputError):
     """One or more problems in the files and flags a user gave; the text is one line per problem."""
 
     def __init__(self, problems: list[Problem]):
