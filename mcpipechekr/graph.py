@@ -53,7 +53,7 @@ from mcpipechekr._util import project_lock
 from mcpipechekr._util.console import console, err_console
 from mcpipechekr._util.fields import MAX_CONCURRENCY, MAX_REPEAT
 from mcpipechekr._util.hashing import sha256_json
-from mcpipechekr._util.stops import INTERRUPTED_EXIT, interrupted_line
+from mcpipechekr._util.stops import INTERRUPTED_EXIT, end_owned_groups, interrupted_line
 from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import RunDir, list_runs, list_traces
 from mcpipechekr.artifacts.trace import trace_path
@@ -412,6 +412,7 @@ DOIT_BEFORE_TASKS = 3  # doit's status for an error before any task ran
 def stop_interrupted() -> None:
     """Print the one Ctrl-C line, once, and end doit with status 130 (further Ctrl-C are ignored)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    end_owned_groups()  # servers started by doit's worker threads, which never see the Ctrl-C
     if not _ending.interrupted:
         _ending.interrupted = True
         print(interrupted_line(), file=sys.stderr, flush=True)
@@ -450,6 +451,7 @@ def _interrupted_anywhere(kind: type[BaseException], value: BaseException, trace
     """`sys.excepthook` under the doit command: Ctrl-C outside an action (while doit plans) ends as in one."""
     if issubclass(kind, KeyboardInterrupt):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        end_owned_groups()
         if not _ending.interrupted:
             print(interrupted_line(), file=sys.stderr, flush=True)
         sys.stdout.flush()

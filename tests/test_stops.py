@@ -73,8 +73,24 @@ def hang_the_server(project: Path) -> None:
     path.write_text(text.replace("args: [server.py]", "args: [server.py, --hang]"), encoding="utf-8")
 
 
+def hanging_servers(project: Path) -> set[int]:
+    """Pids of the hanging tiny servers running in `project` (each in a session of its own)."""
+    found = set()
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and b"--hang" in (proc / "cmdline").read_bytes():
+                if Path(os.readlink(proc / "cwd")) == project:
+                    found.add(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
 def interrupted(project: Path, argv: list[str]) -> tuple[int, str, str, float]:
-    """Run `argv`, press Ctrl-C once the server hangs; (status, stdout, stderr, seconds it took to stop)."""
+    """Run `argv`, press Ctrl-C once the server hangs; (status, stdout, stderr, seconds it took to stop).
+
+    The server must be gone afterwards: the command started it, in a session of its own that a terminal's
+    Ctrl-C does not reach, so only the command can end it."""
     process = subprocess.Popen(
         argv,
         cwd=project,
@@ -90,10 +106,19 @@ def interrupted(project: Path, argv: list[str]) -> tuple[int, str, str, float]:
             assert process.poll() is None, process.communicate()
             assert time.monotonic() < deadline, "the server should have started"
             time.sleep(0.05)
+        servers = hanging_servers(project)
+        assert servers
         pressed = time.monotonic()
         os.killpg(process.pid, signal.SIGINT)
         out, err = process.communicate(timeout=60)
-        return process.returncode, out, err, time.monotonic() - pressed
+        took = time.monotonic() - pressed
+        while hanging_servers(project) & servers and time.monotonic() < pressed + 30:
+            time.sleep(0.1)
+        left = hanging_servers(project) & servers
+        for pid in left:
+            os.killpg(pid, signal.SIGKILL)
+        assert not left, "the server under test outlived the command"
+        return process.returncode, out, err, took
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)

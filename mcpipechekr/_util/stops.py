@@ -15,9 +15,12 @@ lets KeyboardInterrupt and OSError propagate, so that every `finally` and
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import signal
 import sqlite3
+import threading
 from pathlib import Path
 
 INTERRUPTED_EXIT = 130
@@ -114,3 +117,35 @@ def with_filename(error: OSError, path: str | Path) -> OSError:
     The errno picks the same subclass (PermissionError, ...), so handlers see the same kind of error.
     """
     return OSError(error.errno, error.strerror, os.fspath(path))
+
+
+# --- process groups to end on Ctrl-C ---------------------------------------------------------------
+
+_groups: set[int] = set()
+_groups_lock = threading.Lock()
+
+
+def own_group(pgid: int) -> None:
+    """Note a process group this process started (a server under test) until `release_group`.
+
+    Why: a step running in one of doit's worker threads never sees Ctrl-C (only
+    the main thread does), so its `finally` never stops the server it started;
+    the front end ends what is still noted (`end_owned_groups`) before it exits.
+    """
+    with _groups_lock:
+        _groups.add(pgid)
+
+
+def release_group(pgid: int) -> None:
+    with _groups_lock:
+        _groups.discard(pgid)
+
+
+def end_owned_groups() -> None:
+    """SIGKILL every process group still noted: the process is about to exit and would orphan them."""
+    with _groups_lock:
+        groups = set(_groups)
+        _groups.clear()
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from mcpipechekr import __version__
+from mcpipechekr._util.stops import end_owned_groups
 from mcpipechekr.errors import as_user_error
 
 COMMANDS: dict[str, str] = {
@@ -70,6 +71,7 @@ class LazyGroup(click.Group):
                 raise
             if isinstance(exc, KeyboardInterrupt):
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
+                end_owned_groups()  # a server a worker thread started (under `mcpipechekr loop`)
             raise error from None
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:

@@ -53,6 +53,7 @@ from mcp.shared.exceptions import MCPError
 from mcpipechekr import __version__
 from mcpipechekr._util.private_log import RedactingLog, UnsafeLogPath
 from mcpipechekr._util.redact import Redactor
+from mcpipechekr._util.stops import own_group, release_group
 from mcpipechekr.config import MASK, Config, LaunchSpec, ServerConfig
 from mcpipechekr.errors import ServerHalt, UserError
 from mcpipechekr.server.stdio_transport import StdioProcessTransport
@@ -448,7 +449,7 @@ def _leaf(exc: BaseException) -> BaseException:
 
 def _start_http_process(start: LaunchSpec, log: int, redactor: Redactor) -> subprocess.Popen[bytes]:
     try:
-        return subprocess.Popen(
+        process = subprocess.Popen(
             [start.resolved_command(), *start.args],
             cwd=start.cwd,
             env=_process_env(start.env),
@@ -457,6 +458,8 @@ def _start_http_process(start: LaunchSpec, log: int, redactor: Redactor) -> subp
             stderr=log,
             start_new_session=True,
         )
+        own_group(process.pid)  # ended on Ctrl-C even when the thread that started it never hears of it
+        return process
     except FileNotFoundError as exc:
         raise ServerHalt(
             redactor.redact(
@@ -471,9 +474,17 @@ def _kill_popen(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    release_group(process.pid)
 
 
 def _stop_popen(process: subprocess.Popen[bytes]) -> None:
+    try:
+        _end_popen(process)
+    finally:
+        release_group(process.pid)
+
+
+def _end_popen(process: subprocess.Popen[bytes]) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if process.poll() is not None:
             return
