@@ -37,7 +37,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import (
     Field,
@@ -48,7 +48,7 @@ from pydantic import (
     model_validator,
 )
 
-from mcpipechekr._util.fields import StrictModel
+from mcpipechekr._util.fields import MAX_SECONDS, Count, Number, StrictModel
 from mcpipechekr._util.hashing import sha256_json
 from mcpipechekr._util.redact import Redactor
 from mcpipechekr._util.yamlsrc import (
@@ -212,8 +212,10 @@ class LaunchSpec(StrictModel):
 class HealthConfig(StrictModel):
     """What "healthy" means: tools/list answers with at least `min_tools` tools within `timeout_s`."""
 
-    timeout_s: float = Field(default=30.0, gt=0, description="Seconds allowed for start-up plus tools/list.")
-    min_tools: int = Field(default=1, ge=0, description="Fewest tools a healthy server lists.")
+    timeout_s: Number = Field(
+        default=30.0, gt=0, le=MAX_SECONDS, description="Seconds allowed for start-up plus tools/list."
+    )
+    min_tools: Count = Field(default=1, ge=0, le=100_000, description="Fewest tools a healthy server lists.")
 
 
 class ServerConfig(StrictModel):
@@ -360,26 +362,26 @@ class ProvidersConfig(StrictModel):
 class ThresholdsConfig(StrictModel):
     """Cut-offs for findings; all are fractions in [0, 1]."""
 
-    tef_precision_warning: float = Field(
+    tef_precision_warning: Number = Field(
         default=0.7,
         ge=0,
         le=1,
         description="Warn about a tool whose selection precision (description evaluation) is below this.",
     )
-    open_ended_divergence: float = Field(
+    open_ended_divergence: Number = Field(
         default=0.2,
         ge=0,
         le=1,
         description="Flag an open-ended answer that diverges from the baseline by more than this, "
         "for a person to read (it never fails the answer).",
     )
-    overlap: float = Field(
+    overlap: Number = Field(
         default=0.85,
         ge=0,
         le=1,
         description="Report two tools whose descriptions overlap at least this much.",
     )
-    misleading_confidence: float = Field(
+    misleading_confidence: Number = Field(
         default=0.8,
         ge=0,
         le=1,
@@ -390,12 +392,17 @@ class ThresholdsConfig(StrictModel):
 class TimeoutsConfig(StrictModel):
     """Wall-clock limits in seconds, and the model-request budget of one attempt."""
 
-    tool_call_s: float = Field(default=60.0, gt=0, description="One tool call to the server under test.")
-    task_s: float = Field(default=600.0, gt=0, description="One agent run of one task.")
-    phase_s: float = Field(default=3600.0, gt=0, description="One whole phase (all tasks and repetitions).")
-    max_requests: int = Field(
+    tool_call_s: Number = Field(
+        default=60.0, gt=0, le=MAX_SECONDS, description="One tool call to the server under test."
+    )
+    task_s: Number = Field(default=600.0, gt=0, le=MAX_SECONDS, description="One agent run of one task.")
+    phase_s: Number = Field(
+        default=3600.0, gt=0, le=MAX_SECONDS, description="One whole phase (all tasks and repetitions)."
+    )
+    max_requests: Count = Field(
         default=50,
         ge=1,
+        le=100_000,
         description="Model requests one Phase 1 attempt may make; reaching it ends it as incomplete.",
     )
 
@@ -423,17 +430,25 @@ class CheckConfig(StrictModel):
     expected_failures: Path | None = Field(
         default=None, description="YAML list of check or case ids allowed to fail, each with a reason."
     )
-    call_timeout_s: float = Field(default=30.0, gt=0, description="Limit for each call a check makes.")
-    expected_tool_count: int | None = Field(
-        default=None, ge=0, description="How many tools the server should list; none: not checked."
+    call_timeout_s: Number = Field(
+        default=30.0, gt=0, le=MAX_SECONDS, description="Limit for each call a check makes."
+    )
+    expected_tool_count: Count | None = Field(
+        default=None,
+        ge=0,
+        le=100_000,
+        description="How many tools the server should list; none: not checked.",
     )
     expected_tools: list[str] = Field(
         default_factory=list, description="Tool names the server must list (its canonical tool set)."
     )
-    budget_tokens: int = Field(
-        default=4000, gt=0, description="Default response budget per tool call, in estimated tokens."
+    budget_tokens: Count = Field(
+        default=4000,
+        gt=0,
+        le=100_000_000,
+        description="Default response budget per tool call, in estimated tokens.",
     )
-    tool_budgets: dict[str, int] = Field(
+    tool_budgets: dict[str, Annotated[Count, Field(gt=0, le=100_000_000)]] = Field(
         default_factory=dict, description="Per-tool response budgets in estimated tokens, by tool name."
     )
 
@@ -450,7 +465,9 @@ class CheckConfig(StrictModel):
 class LoopConfig(StrictModel):
     """The reviewed fix loop."""
 
-    max_iterations: int = Field(default=3, ge=1, description="Most evaluate-fix-verify rounds in one `loop`.")
+    max_iterations: Count = Field(
+        default=3, ge=1, le=1000, description="Most evaluate-fix-verify rounds in one `loop`."
+    )
 
 
 FixAgentName = Literal["opencode", "claude-code", "codex", "aider", "demo", "shell"]
@@ -492,12 +509,15 @@ class FixConfig(StrictModel):
         description="With `agent: shell`: the command line, run by /bin/sh in the server's repository, "
         "with {prompt}, {prompt_file}, {model}, {provider_model}, {repo}, {bug_id}, {python} filled in.",
     )
-    max_iterations: int = Field(
+    max_iterations: Count = Field(
         default=5,
         ge=1,
+        le=1000,
         description="Most runs of the agent on one bug before it is recorded as unresolved.",
     )
-    timeout_s: float = Field(default=1800.0, gt=0, description="Wall-clock limit of one agent run.")
+    timeout_s: Number = Field(
+        default=1800.0, gt=0, le=MAX_SECONDS, description="Wall-clock limit of one agent run."
+    )
     exclude: list[str] = Field(
         default_factory=list,
         description="Glob patterns (repository-relative) of files the agent may leave behind that are "
@@ -510,8 +530,11 @@ class FixConfig(StrictModel):
         "without a shell), with {repo} and {python} filled in. A failing run is never committed: its "
         "output goes back to the agent as the next run's feedback.",
     )
-    test_timeout_s: float = Field(
-        default=600.0, gt=0, description="Wall-clock limit of one `test_command` run; past it the tests fail."
+    test_timeout_s: Number = Field(
+        default=600.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="Wall-clock limit of one `test_command` run; past it the tests fail.",
     )
 
     @field_validator("command")

@@ -38,22 +38,27 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import signal
+import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from doit.reporter import ConsoleReporter
 from doit.tools import config_changed
 
 from mcpipechekr._util import project_lock
 from mcpipechekr._util.console import console, err_console
+from mcpipechekr._util.fields import MAX_CONCURRENCY, MAX_REPEAT
 from mcpipechekr._util.hashing import sha256_json
+from mcpipechekr._util.stops import INTERRUPTED_EXIT, end_owned_groups, interrupted_line
 from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import RunDir, list_runs, list_traces
 from mcpipechekr.artifacts.trace import trace_path
 from mcpipechekr.config import PROVIDER_FLAGS, Config, ConfigOverrides, load_config, provider_flag
-from mcpipechekr.errors import UserError
+from mcpipechekr.errors import InputError, Interrupted, UserError, as_user_error
 from mcpipechekr.runplan import RunPlan
 from mcpipechekr.steps.stage import ALLOW_INCOMPLETE_HELP, interrupt_runs, plan_run_folder
 from mcpipechekr.tasks import Task, load_tasks, select_tasks
@@ -238,7 +243,7 @@ class GraphInputs:
 
     def require(self) -> tuple[Config, list[Task], RunPlan]:
         if self.error or self.config is None or self.plan is None:
-            raise UserError(self.error or "no configuration")
+            raise InputError(self.error or "no configuration")
         return self.config, self.tasks, self.plan
 
 
@@ -251,6 +256,7 @@ def load_graph_config(settings: Settings) -> Config:
 def graph_inputs(settings: Settings) -> GraphInputs:
     """Config, selected tasks and the run plan, computed once per graph load."""
     try:
+        _check_counts(settings)
         config = load_graph_config(settings)
         tasks = select_tasks(load_tasks(config.paths.tasks), settings.task_ids, settings.tags)
         plan = plan_run_folder(
@@ -266,6 +272,16 @@ def graph_inputs(settings: Settings) -> GraphInputs:
     except UserError as exc:
         return GraphInputs(settings, error=exc.message)
     return GraphInputs(settings, config, tasks, plan)
+
+
+def _check_counts(settings: Settings) -> None:
+    """`--repeat` and `--concurrency` within their bounds, as the CLI's own flags are."""
+    bounds = [("--repeat", settings.repeat, MAX_REPEAT)]
+    bounds.append(("--concurrency", settings.concurrency, MAX_CONCURRENCY))
+    for flag, value, most in bounds:
+        if value > most:
+            shown = str(value) if len(str(value)) <= 12 else f"a number of {len(str(value))} digits"
+            raise InputError(f"{flag}: must be at most {most}, not {shown}")
 
 
 def _inputs() -> GraphInputs:
@@ -293,8 +309,39 @@ def open_project() -> None:
 
     doit opens its dependency file in the state folder before any task runs, even for `list`.
     """
-    STATE_DIR.mkdir(exist_ok=True)
-    hold_project_lock()
+    sys.excepthook = _interrupted_anywhere
+    try:
+        STATE_DIR.mkdir(exist_ok=True)
+        hold_project_lock()
+        _open_dep_file()
+    except (OSError, UserError) as exc:
+        error = as_user_error(exc)
+        if error is None:
+            raise
+        console.print(f"[bold red]error:[/] {error.format_message()}", markup=True, soft_wrap=True)
+        raise SystemExit(UserError.exit_code) from None
+
+
+def _open_dep_file() -> None:
+    """Make sure doit can write its dependency file, which it opens before any task runs.
+
+    doit reports a file it cannot create (a full disk, a read-only folder) as a
+    corrupt one, with a traceback and status 3; this says what is wrong instead.
+    """
+    try:
+        connection = sqlite3.connect(DEP_FILE)
+        try:
+            connection.execute(
+                "create table if not exists doit (task_id text not null primary key, task_data json)"
+            )
+            connection.commit()
+        finally:
+            connection.close()
+    except sqlite3.OperationalError as exc:
+        raise UserError(
+            f"cannot write doit's dependency file {DEP_FILE}: {exc}; is the disk full, "
+            "or the folder read-only?"
+        ) from None
 
 
 def project_folder() -> Path:
@@ -330,16 +377,91 @@ def _action(fn: Callable[..., Any], *args: Any) -> tuple[Callable[..., bool], li
     def run(*call_args: Any, **_params: Any) -> bool:
         try:
             return fn(*call_args) is not False
-        except UserError as exc:
-            console.print(f"[bold red]error:[/] {exc.format_message()}", markup=True, soft_wrap=True)
+        except (UserError, KeyboardInterrupt, OSError, sqlite3.Error) as exc:
+            error = as_user_error(exc)
+            if error is None:
+                raise
+            if isinstance(error, Interrupted):
+                stop_interrupted()
+            console.print(f"[bold red]error:[/] {error.format_message()}", markup=True, soft_wrap=True)
+            _ending.reported = True
+            _ending.failed_on_input = _ending.failed_on_input or isinstance(error, InputError)
             return False
 
     return (run, list(args))
 
 
+# ---------------------------------------------------------------------------------------------------------
+# How doit ends: the statuses of the CLI. doit answers a failed task with 1, an error before any task with
+# 3, and Ctrl-C with a traceback; a problem in the inputs (`InputError`) ends it with 2, Ctrl-C with 130 and
+# one line.
+
+
+@dataclass
+class _Ending:
+    failed_on_input: bool = False  # some action stopped on an InputError: the outermost doit exits 2
+    reported: bool = False  # the failure doit is about to report was printed already, as one line
+    interrupted: bool = False
+    nesting: int = 0  # doit invocations inside this one (the loop's `build`)
+
+
+_ending = _Ending()
+DOIT_BEFORE_TASKS = 3  # doit's status for an error before any task ran
+
+
+def stop_interrupted() -> None:
+    """Print the one Ctrl-C line, once, and end doit with status 130 (further Ctrl-C are ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    end_owned_groups()  # servers started by doit's worker threads, which never see the Ctrl-C
+    if not _ending.interrupted:
+        _ending.interrupted = True
+        print(interrupted_line(), file=sys.stderr, flush=True)
+    raise SystemExit(INTERRUPTED_EXIT)
+
+
+class Reporter(ConsoleReporter):
+    """doit's console reporter, ending the way every MCPipeChekr command ends.
+
+    A task that failed on a user error has printed its one line already, so
+    doit's "TaskFailed ... returned False" block is left out; when the error
+    was in the inputs (an `InputError`: a file, a flag, the disk), the
+    outermost doit exits with status 2 instead of doit's 1. Raising SystemExit
+    from `complete_run` is the one hook doit leaves for its status: it runs
+    after the dependency file is saved and the teardowns ran.
+    """
+
+    desc = "console, with MCPipeChekr's exit statuses"
+
+    def add_failure(self, task: Any, fail: Any) -> None:
+        if _ending.reported:
+            _ending.reported = False
+            return
+        super().add_failure(task, fail)
+
+    def complete_run(self) -> None:
+        super().complete_run()
+        if _ending.failed_on_input and not _ending.interrupted and _ending.nesting == 0:
+            raise SystemExit(UserError.exit_code)
+
+
+DOIT_CONFIG["reporter"] = Reporter  # a class: doit takes one from DOIT_CONFIG, not from the command line
+
+
+def _interrupted_anywhere(kind: type[BaseException], value: BaseException, traceback: Any) -> None:
+    """`sys.excepthook` under the doit command: Ctrl-C outside an action (while doit plans) ends as in one."""
+    if issubclass(kind, KeyboardInterrupt):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        end_owned_groups()
+        if not _ending.interrupted:
+            print(interrupted_line(), file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(INTERRUPTED_EXIT)  # an excepthook cannot choose the exit status otherwise
+    sys.__excepthook__(kind, value, traceback)
+
+
 def _unavailable(name: str, doc: str | None, error: str) -> dict[str, Any]:
     def fail() -> None:
-        raise UserError(error)
+        raise InputError(error)
 
     return {"basename": name, "doc": doc, "actions": [_action(fail)], "params": PARAMS, "uptodate": [False]}
 
@@ -660,21 +782,28 @@ def run_doit(argv: list[str], project: Path | None = None) -> int:
 
     from mcpipechekr._util import commands
 
-    global _argv
+    global _argv, _ending
     if project is not None:
         os.chdir(project)
     _argv = list(argv)
     graph_inputs.cache_clear()
     commands.doit_through_cli = True
+    _ending = _Ending()  # a fresh invocation: nothing failed yet
+    excepthook = sys.excepthook
     try:
         STATE_DIR.mkdir(exist_ok=True)
+        _open_dep_file()
         # Held for this invocation only: a process may run several (tests, a Python caller).
         holding = project_lock.project_lock(project_folder()) if _preparing() else contextlib.nullcontext()
         with holding:
-            return DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(list(argv))
+            status = DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(list(argv))
     finally:
+        sys.excepthook = excepthook  # the CLI reports Ctrl-C itself
         _argv = None
         commands.doit_through_cli = False
+    # doit's 3 is "before any task ran": a flag or command it could not parse, which the CLI calls a usage
+    # error (2) like any other command's.
+    return UserError.exit_code if status == DOIT_BEFORE_TASKS else status
 
 
 def build(targets: list[str], *, settings: Settings, parallel: int = 1) -> int:
@@ -686,12 +815,14 @@ def build(targets: list[str], *, settings: Settings, parallel: int = 1) -> int:
     _override = settings
     graph_inputs.cache_clear()
     args = ["run", *(["-n", str(parallel), "-P", "thread"] if parallel > 1 else []), *targets]
+    _ending.nesting += 1
     try:
         return DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(args)
     except KeyboardInterrupt:  # the trace threads never see it: their runs are marked here
         interrupt_runs("interrupted by the user (Ctrl-C)")
         raise
     finally:
+        _ending.nesting -= 1
         _override = None
 
 

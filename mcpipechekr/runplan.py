@@ -69,6 +69,12 @@ def server_source_digest(config: Config) -> str | None:
         )
         changes = sha256_bytes(diff + b"\0" + untracked)
         return f"{head}+{changes}"
+    except git.GitCommandError as exc:  # git refreshes its index here: a full disk or read-only tree stops it
+        why = (exc.stderr or "").strip().removeprefix("stderr:").strip(" '\n") or f"exit status {exc.status}"
+        raise UserError(
+            f"cannot read the state of the server's repository {repo_path}: git failed ({why}); "
+            "is the disk full, or the folder read-only?"
+        ) from None
     finally:
         repo.close()
 

@@ -15,20 +15,23 @@ are reported together with every other mistake.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, field_validator
 
-from mcpipechekr._util.fields import StrictModel, not_blank, slug_checker
+from mcpipechekr._util.fields import Count, StrictModel, json_ints_in_range, not_blank, slug_checker
 from mcpipechekr._util.hashing import sha256_json
 from mcpipechekr._util.yamlsrc import (
     Loc,
     Problem,
     YamlDocument,
+    environment_with_dotenv,
     field_path,
+    interpolate,
     load_yaml,
+    read_dotenv,
     validate_document,
 )
 from mcpipechekr.errors import UserError
@@ -43,6 +46,8 @@ class ReferenceCall(StrictModel):
     tool: str = Field(min_length=1, description="Name of the server's tool.")
     arguments: dict[str, Any] = Field(default_factory=dict, description="The call's arguments, as JSON.")
 
+    _arguments = field_validator("arguments")(json_ints_in_range)
+
 
 class Task(StrictModel):
     """One task an agent is given, with what is known about its answer."""
@@ -56,8 +61,8 @@ class Task(StrictModel):
     expected_result: Any = Field(
         default=None, description="The right answer, as JSON; filled by the baseline phase."
     )
-    min_calls: int | None = Field(
-        default=None, ge=1, description="Fewest tool calls that can solve the task."
+    min_calls: Count | None = Field(
+        default=None, ge=1, le=10_000, description="Fewest tool calls that can solve the task."
     )
     reference_calls: list[ReferenceCall] = Field(
         default_factory=list, description="Tool calls that reproduce the answer without a model."
@@ -71,6 +76,7 @@ class Task(StrictModel):
 
     _id = field_validator("task_id")(_slug)
     _prompt = field_validator("prompt")(not_blank)
+    _expected = field_validator("expected_result")(json_ints_in_range)
 
     @field_validator("tags")
     @classmethod
@@ -139,11 +145,29 @@ def _item(data: Any, key: str, index: int) -> Any:
     return items[index] if isinstance(items, list) and 0 <= index < len(items) else None
 
 
-def load_tasks(path: str | Path = DEFAULT_TASKS_FILE) -> TaskFile:
-    """Read and validate tasks.yaml; raise ConfigFileError listing every problem with its line."""
+def load_tasks(path: str | Path = DEFAULT_TASKS_FILE, environ: Mapping[str, str] | None = None) -> TaskFile:
+    """Read and validate tasks.yaml; raise ConfigFileError listing every problem with its line.
+
+    `${NAME}` references are substituted as in config.yaml, from `environ` (the
+    process environment by default) over the `.env` beside the file. The
+    values become part of the tasks (prompts reach traces): they are not
+    secrets here.
+    """
     doc = load_yaml(path, what="task file")
+    dotenv = read_dotenv(doc.path.resolve().parent / ".env")
+    substituted = interpolate(doc.data, environment_with_dotenv(dotenv, environ))
+    unset = [loc for loc, _ in substituted.problems]
+    problems = [
+        doc.problem(loc, f"{describe_task_loc(doc.data, loc)}: {message}")
+        for loc, message in substituted.problems
+    ]
+    doc.data = substituted.data
     taskfile = validate_document(
-        doc, TaskFile, problems=_duplicate_ids(doc), describe=lambda loc: describe_task_loc(doc.data, loc)
+        doc,
+        TaskFile,
+        problems=[*problems, *_duplicate_ids(doc)],
+        describe=lambda loc: describe_task_loc(doc.data, loc),
+        skip=unset,
     )
     taskfile._source = doc
     return taskfile

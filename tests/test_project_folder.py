@@ -103,7 +103,7 @@ def test_mcpipechekr_doit_needs_no_dodo(tmp_path: Path, env: dict[str, str]) -> 
     assert "orders-of-alice" in (shop / "runs" / "baseline.json").read_text()
     # `loop` is `doit loop`: it checks first what would stop a later step, here the fix step.
     refused = command(shop, "mcpipechekr", "loop", env=env)
-    assert refused.returncode == 1 and "field 'server.repo'" in refused.stdout + refused.stderr
+    assert refused.returncode == 2 and "field 'server.repo'" in refused.stdout + refused.stderr
     assert not list(shop.glob("runs/run-*"))
     # With a repository and a fix agent that needs no model, it runs; without a terminal it stops at the
     # review, and its hints name commands that work here: no dodo.py, the scripts not on PATH.

@@ -217,3 +217,34 @@ def test_hash_ignores_comments_and_layout_but_not_content(tmp_path):
     edited = GOOD.replace("How many emails in 2019?", "How many emails in 2020?")
     assert task_file_hash(write(tmp_path, edited, "c.yaml")) != original
     assert original.startswith("sha256:") and len(original) == len("sha256:") + 64
+
+
+REFERENCES = """
+tasks:
+  - task_id: inbox-of
+    prompt: Count the messages in ${MAILBOX}'s inbox since ${SINCE:-2020}; $${LITERAL} stays.
+    task_type: deterministic
+    reference_calls:
+      - tool: count
+        arguments: {owner: "${MAILBOX}"}
+"""
+
+
+def test_references_are_substituted_from_the_environment_over_the_dotenv_beside_the_file(tmp_path):
+    path = write(tmp_path, REFERENCES)
+    (tmp_path / ".env").write_text("MAILBOX=ann\nSINCE=2019\n", encoding="utf-8")
+    task = load_tasks(path, environ={"SINCE": "2021"}).tasks[0]
+    assert task.prompt == "Count the messages in ann's inbox since 2021; ${LITERAL} stays."
+    assert task.reference_calls[0].arguments == {"owner": "ann"}
+
+
+def test_an_unset_reference_is_an_error_naming_the_variable_at_its_line(tmp_path):
+    path = write(tmp_path, REFERENCES)
+    with pytest.raises(ConfigFileError) as error:
+        load_tasks(path, environ={})
+    assert str(error.value).splitlines() == [
+        f"{path}:3: task 'inbox-of' field 'prompt': environment variable 'MAILBOX' is not set: set it, "
+        "add it to .env beside the file, or write ${MAILBOX:-default}",
+        f"{path}:7: task 'inbox-of' field 'reference_calls[0].arguments.owner': environment variable "
+        "'MAILBOX' is not set: set it, add it to .env beside the file, or write ${MAILBOX:-default}",
+    ]

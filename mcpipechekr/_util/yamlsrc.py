@@ -14,10 +14,19 @@ one `file:line: message` line per problem.
 
 `${NAME}` interpolation lives here too, because it walks the same paths and its
 errors need the same lines.
+
+A file is untrusted input, so it is read within bounds (`_BoundedLoader`): a
+document nested deeper than `MAX_DEPTH` would exhaust Python's stack, and
+aliases that expand to more than `MAX_ALIAS_EXPANSION` values (a "billion
+laughs" file of a few hundred bytes expands to billions) would exhaust memory
+or time in everything that walks the data afterwards. Both are refused while
+composing, before any value is built, as are aliases to the value that
+contains them (an endless structure) and characters YAML forbids (a NUL byte).
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import types
@@ -31,9 +40,15 @@ from dotenv import dotenv_values
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from mcpipechekr.errors import UserError
+from mcpipechekr.errors import InputError
 
 Loc = tuple[str | int, ...]
+
+MAX_DEPTH = 100
+"""Deepest nesting of lists and mappings a file may have; real files stay under ten."""
+
+MAX_ALIAS_EXPANSION = 10_000
+"""Most values that aliases (`*name`) may add to a file once expanded; `<<: *defaults` uses a few dozen."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +73,7 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-class ConfigFileError(UserError):
+class ConfigFileError(InputError):
     """One or more problems in the files and flags a user gave; the text is one line per problem."""
 
     def __init__(self, problems: list[Problem]):
@@ -115,15 +130,35 @@ def load_yaml(
     `shape` what the top level should hold ("a list of {id, reason} entries").
     A list file may be empty (an empty list); a mapping file may not.
     """
+    text = read_text_file(path, what=what)
+    return parse_yaml(text, path, what=what, top=top, shape=shape)
+
+
+def read_text_file(path: str | Path, *, what: str = "file") -> str:
+    """A file a user wrote, as UTF-8 text; ConfigFileError (with the line of a bad byte) when it cannot be."""
     path = Path(path)
     shown = display_path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise ConfigFileError([Problem(shown, None, f"{what} not found")]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigFileError([Problem(shown, None, f"cannot read {what}: {exc}")]) from None
-    return parse_yaml(text, path, what=what, top=top, shape=shape)
+    except OSError as exc:
+        raise ConfigFileError([Problem(shown, None, f"cannot read {what}: {exc.strerror or exc}")]) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigFileError(
+            [
+                Problem(
+                    shown,
+                    line,
+                    f"{what} is not UTF-8 text (byte 0x{raw[exc.start]:02x}): save it as UTF-8",
+                    column=column,
+                )
+            ]
+        ) from None
 
 
 def parse_yaml(
@@ -137,7 +172,10 @@ def parse_yaml(
     """`load_yaml` for text already read (by a caller that reads files its own way); `path` names it."""
     path = Path(path)
     shown = display_path(path)
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = _BoundedLoader(text)
+    except yaml.reader.ReaderError as exc:
+        raise ConfigFileError([_unreadable_character(shown, text, exc)]) from None
     try:
         node = loader.get_single_node()
         expected_node = yaml.MappingNode if top == "mapping" else yaml.SequenceNode
@@ -165,16 +203,96 @@ def parse_yaml(
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
+        if not isinstance(exc, _BeyondLimit):
+            problem = f"YAML syntax error: {problem}"
         if mark is None:
-            raise ConfigFileError([Problem(shown, None, f"YAML syntax error: {problem}")]) from None
-        raise ConfigFileError(
-            [Problem(shown, mark.line + 1, f"YAML syntax error: {problem}", column=mark.column + 1)]
-        ) from None
+            raise ConfigFileError([Problem(shown, None, problem)]) from None
+        raise ConfigFileError([Problem(shown, mark.line + 1, problem, column=mark.column + 1)]) from None
     except yaml.YAMLError as exc:
         raise ConfigFileError([Problem(shown, None, f"YAML syntax error: {exc}")]) from None
     finally:
         loader.dispose()
     return YamlDocument(path=path, data=data, lines=lines, display=shown)
+
+
+class _BeyondLimit(yaml.composer.ComposerError):
+    """Valid YAML that this loader refuses to read (too deep, too many aliases, a cyclic alias)."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, within `MAX_DEPTH` and `MAX_ALIAS_EXPANSION` (see the module docstring).
+
+    Each composed node is given `_values`, how many values it holds once its
+    aliases are expanded; an alias adds its target's count to the file's
+    running total. Counting costs nothing, unlike expanding.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._expanded = 0
+        self._open: set[str] = set()  # anchors of the values being composed: an alias to one is a cycle
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            return self._alias(event, parent, index)
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise _BeyondLimit(
+                None,
+                None,
+                f"lists and mappings nested more than {MAX_DEPTH} levels deep: flatten the file",
+                event.start_mark,
+            )
+        anchor = getattr(event, "anchor", None)
+        if anchor is not None:
+            self._open.add(anchor)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+            self._open.discard(anchor)
+        node._values = 1 + sum(_values(child) for child in _children(node))  # type: ignore[attr-defined]
+        return node
+
+    def _alias(self, event: yaml.AliasEvent, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        if event.anchor in self._open:
+            raise _BeyondLimit(
+                None, None, f"alias '*{event.anchor}' refers to the value that contains it", event.start_mark
+            )
+        node = super().compose_node(parent, index)
+        self._expanded += _values(node)
+        if self._expanded > MAX_ALIAS_EXPANSION:
+            raise _BeyondLimit(
+                None,
+                None,
+                f"aliases expand to more than {MAX_ALIAS_EXPANSION} values (at '*{event.anchor}'): "
+                "write the values out, or use fewer aliases",
+                event.start_mark,
+            )
+        return node
+
+
+def _values(node: yaml.Node) -> int:
+    return getattr(node, "_values", 1)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _unreadable_character(shown: str, text: str, error: yaml.reader.ReaderError) -> Problem:
+    """A character YAML forbids (a NUL byte, a control character), at its line and column."""
+    position = error.position
+    line = text.count("\n", 0, position) + 1
+    column = position - (text.rfind("\n", 0, position) + 1) + 1
+    name = "a NUL byte" if error.character == 0 else f"the control character #x{error.character:04x}"
+    return Problem(shown, line, f"YAML does not allow {name} here: remove it", column=column)
 
 
 def _node_kind(node: yaml.Node) -> str:
@@ -298,7 +416,8 @@ def read_dotenv(dotenv_path: Path) -> dict[str, str]:
     """The `NAME=value` lines of a `.env` file (none when it is absent); never put into `os.environ`."""
     if not dotenv_path.is_file():
         return {}
-    return {key: value for key, value in dotenv_values(dotenv_path).items() if value is not None}
+    text = read_text_file(dotenv_path, what=".env file")
+    return {key: value for key, value in dotenv_values(stream=io.StringIO(text)).items() if value is not None}
 
 
 def environment_with_dotenv(
@@ -475,18 +594,20 @@ def validate_document(
     *,
     problems: list[Problem] | None = None,
     describe: Describe = describe_field,
+    skip: Iterable[Loc] = (),
 ) -> ModelT:
     """Validate a loaded file; raise ConfigFileError with every problem, once each, in line order.
 
     `problems` are those found before validation (duplicate ids, references);
-    the model's own errors are added to them so the user sees all at once.
+    the model's own errors are added to them so the user sees all at once,
+    except at or below a loc in `skip` (see `problems_from_validation`).
     """
     found = list(problems or [])
     value: ModelT | None = None
     try:
         value = model.model_validate(doc.data)
     except ValidationError as exc:
-        found.extend(problems_from_validation(doc, exc, model, describe=describe))
+        found.extend(problems_from_validation(doc, exc, model, describe=describe, skip=skip))
     if found or value is None:
         raise ConfigFileError(sorted(unique_problems(found), key=lambda problem: problem.line or 0))
     return value

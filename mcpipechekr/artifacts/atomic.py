@@ -32,6 +32,7 @@ from typing import IO, Any, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from mcpipechekr._util.stops import FULL_DISK_ERRNOS, with_filename
 from mcpipechekr.errors import UserError
 
 M = TypeVar("M", bound=BaseModel)
@@ -86,6 +87,12 @@ def atomic_open(path: str | Path) -> Iterator[IO[bytes]]:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        if exc.filename is None and exc.errno in FULL_DISK_ERRNOS:  # name the file it could not write
+            raise with_filename(exc, target) from exc
+        raise
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 import orjson
@@ -52,7 +53,20 @@ def main(argv: list[str] | None = None) -> int:
     )
 
 
+def main_reporting_os_errors() -> int:
+    """`main`, a refused file operation (a full disk under the journal) said in one line, exit status 2."""
+    from mcpipechekr._util.stops import is_foreseeable, os_error_line
+
+    try:
+        return main()
+    except OSError as exc:
+        if not is_foreseeable(exc):
+            raise
+        print(f"mcpipechekr capture: {os_error_line(exc)}", file=sys.stderr, flush=True)
+        return 2
+
+
 if __name__ == "__main__":
     from mcpipechekr.capture.stdio_proxy import exit_at_once
 
-    exit_at_once(main())
+    exit_at_once(main_reporting_os_errors())

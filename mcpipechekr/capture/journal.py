@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from mcpipechekr._util.redact import Redactor
+from mcpipechekr._util.stops import with_filename
 
 _NO_REDACTION = Redactor([])
 
@@ -80,8 +81,11 @@ class JournalWriter:
                 return  # closed: the attempt is over, late messages are not part of it
             line = orjson.dumps({"seq": self._seq, "t": t, **record}) + b"\n"
             view = memoryview(line)
-            while view:
-                view = view[os.write(self._fd, view) :]
+            try:
+                while view:
+                    view = view[os.write(self._fd, view) :]
+            except OSError as exc:
+                raise with_filename(exc, self.path) from exc  # a write to a descriptor names no file
             self._seq += 1
 
     def close(self) -> None:

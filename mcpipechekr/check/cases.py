@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from mcpipechekr._util.fields import StrictModel, not_blank, slug_checker
+from mcpipechekr._util.fields import MAX_SECONDS, Count, Number, StrictModel, not_blank, slug_checker
 from mcpipechekr._util.yamlsrc import (
     Loc,
     Problem,
@@ -56,7 +56,7 @@ class TopKContains(StrictModel):
     """Search relevance: the first `k` items of the list must include every one of `values`."""
 
     path: Pointer = Field(description="JSON Pointer to the ranked list.")
-    k: int = Field(ge=1, description="How many leading items to look at.")
+    k: Count = Field(ge=1, le=100_000, description="How many leading items to look at.")
     key: Pointer = Field(default="", description="JSON Pointer inside each item to the value compared.")
     values: list[Scalar] = Field(min_length=1, description="Each must be found among the top k values.")
     match: Literal["equals", "contains"] = Field(
@@ -73,8 +73,11 @@ class Expect(StrictModel):
         default="ok",
         description="ok: a result without isError; error: a result with isError: true or a JSON-RPC error.",
     )
-    error_code: int | None = Field(
-        default=None, description="The JSON-RPC error code the call must fail with (outcome error)."
+    error_code: Count | None = Field(
+        default=None,
+        ge=-(2**31),
+        le=2**31 - 1,
+        description="The JSON-RPC error code the call must fail with (outcome error).",
     )
     required_result_fields: list[str] = Field(
         default_factory=list, description="Top-level keys the structured result must have."
@@ -137,8 +140,8 @@ class Step(StrictModel):
     arguments: dict[str, Any] = Field(default_factory=dict, description="The call's arguments, as JSON.")
     expect: Expect = Field(default_factory=Expect, description="What the answer must satisfy.")
     quality: Quality | None = Field(default=None, description="Structural checks of the answer.")
-    timeout_s: float | None = Field(
-        default=None, gt=0, description="Limit for this call; default the case's."
+    timeout_s: Number | None = Field(
+        default=None, gt=0, le=MAX_SECONDS, description="Limit for this call; default the case's."
     )
 
     _id = field_validator("id")(_slug)
@@ -158,8 +161,11 @@ class Case(StrictModel):
     cleanup: list[Step] = Field(
         default_factory=list, description="Calls that always run afterwards, even after a failure or crash."
     )
-    timeout_s: float | None = Field(
-        default=None, gt=0, description="Limit for each call of the case; default check.call_timeout_s."
+    timeout_s: Number | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_SECONDS,
+        description="Limit for each call of the case; default check.call_timeout_s.",
     )
 
     _id = field_validator("id")(_slug)

@@ -7,10 +7,15 @@ doit graph and the CLI run the same code. New commands are registered here.
 from __future__ import annotations
 
 import importlib
+import signal
+import sqlite3
+from typing import Any
 
 import click
 
 from mcpipechekr import __version__
+from mcpipechekr._util.stops import end_owned_groups
+from mcpipechekr.errors import as_user_error
 
 COMMANDS: dict[str, str] = {
     "init": "init_cmd:init_command",
@@ -52,6 +57,23 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *COMMANDS})
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; Ctrl-C and a refused file operation end it as user errors (`_util.stops`).
+
+        Why here: click itself answers Ctrl-C with "Aborted!" and exit status 1, and
+        an OSError with a traceback. A second Ctrl-C while the first is reported is ignored.
+        """
+        try:
+            return super().invoke(ctx)
+        except (KeyboardInterrupt, OSError, sqlite3.Error) as exc:
+            error = as_user_error(exc)
+            if error is None:
+                raise
+            if isinstance(exc, KeyboardInterrupt):
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                end_owned_groups()  # a server a worker thread started (under `mcpipechekr loop`)
+            raise error from None
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in COMMANDS and cmd_name not in self.commands:
             module, attribute = COMMANDS[cmd_name].split(":")
@@ -69,4 +91,8 @@ def main() -> None:
     make the baseline with `doit baseline`, then run the pipeline with `doit
     loop` (or `mcpipechekr doit baseline` and `mcpipechekr loop`, which need no
     dodo.py).
+
+    Every command exits 2 on a problem in its input or environment (a file:line
+    message, no traceback; a full disk or a folder it may not write included)
+    and 130 on Ctrl-C, keeping what it wrote.
     """

@@ -38,7 +38,8 @@ def doit_command(project: Path, args: tuple[str, ...]) -> None:
       mcpipechekr doit runs/run-20261202-001/bug_report.json
 
     The same as `doit ARGS` in a folder with the dodo.py that `mcpipechekr init`
-    writes. Exits with doit's status.
+    writes. Exits with doit's status: 0 done, 1 a step failed, 2 a problem in
+    the inputs (config.yaml, tasks.yaml, a flag) or the files, 130 on Ctrl-C.
     """
     raise SystemExit(run_doit(list(args), project))
 
@@ -57,6 +58,7 @@ def loop_command(project: Path, args: tuple[str, ...]) -> None:
 
     ARGS are the graph's flags (`mcpipechekr doit help loop` lists them). The
     baseline must exist: `mcpipechekr doit baseline` makes it. Exits with
-    doit's status.
+    doit's status: 0 done, 1 a step failed, 2 a problem in the inputs or the
+    files, 130 on Ctrl-C.
     """
     raise SystemExit(run_doit(["loop", *args], project))

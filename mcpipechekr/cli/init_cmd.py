@@ -19,9 +19,10 @@ from typing import Any
 
 import click
 import yaml
-from dotenv import dotenv_values, set_key
+from dotenv import set_key
 
 from mcpipechekr._util.commands import runnable
+from mcpipechekr._util.yamlsrc import read_dotenv
 from mcpipechekr.cli.common import server_flags, server_options
 from mcpipechekr.config import DEFAULT_CONFIG_FILE, ServerConfig
 from mcpipechekr.errors import UserError
@@ -89,6 +90,8 @@ def init_project(
     headers = {key: _reference(value, f"MCP_HEADER_{key}", secrets) for key, value in server.headers.items()}
     env = {key: _reference(value, key, secrets) for key, value in server.env.items()}
     cwd = os.path.relpath(server.cwd or Path.cwd(), target_dir.resolve()) if server.command else None
+    if secrets:
+        read_dotenv(target_dir / ".env")  # an unreadable .env stops init before it writes anything
 
     config_path.write_text(
         render_config(server, name=name, cwd=cwd, headers=headers, env=env), encoding="utf-8"
@@ -139,7 +142,7 @@ def _write_dotenv(path: Path, secrets: dict[str, str]) -> bool:
     """Add the secrets .env lacks; a key already there keeps its value. True if anything was written."""
     if not path.exists():
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-    present = dotenv_values(path)
+    present = read_dotenv(path)
     wrote = False
     for key, value in secrets.items():
         if key in present:

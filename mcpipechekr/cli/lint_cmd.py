@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from mcpipechekr._util.console import console, err_console
+from mcpipechekr._util.fields import MAX_REPEAT
 from mcpipechekr.artifacts.atomic import dumps_json
 from mcpipechekr.cli.common import (
     config_options,
@@ -23,7 +24,7 @@ from mcpipechekr.steps.lint import lint_step
 @provider_option("phase05")
 @click.option(
     "--repeat",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_REPEAT),
     default=1,
     show_default=True,
     help="Times each selection query is asked (a model's answers vary; lexical answers do not).",

@@ -8,6 +8,7 @@ import click
 from rich.table import Table
 
 from mcpipechekr._util.console import console
+from mcpipechekr._util.fields import MAX_CONCURRENCY, MAX_REPEAT
 from mcpipechekr.artifacts.trace import read_trace
 from mcpipechekr.cli.common import (
     config_options,
@@ -83,21 +84,21 @@ def _summary(paths: list[Path]) -> Table:
 )
 @click.option(
     "--repeat",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_REPEAT),
     default=1,
     show_default=True,
     help="Attempts per task and provider (models vary from one attempt to the next).",
 )
 @click.option(
     "--concurrency",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_CONCURRENCY),
     default=DEFAULT_CONCURRENCY,
     show_default=True,
     help="Attempts running at once.",
 )
 @click.option(
     "--max-requests",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=100_000),
     default=None,
     help="Model requests one attempt may make; reaching it ends that attempt as incomplete "
     "[default: timeouts.max_requests, 50].",

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from mcpipechekr._util.console import console
+from mcpipechekr._util.fields import MAX_REPEAT
 from mcpipechekr.cli.common import writes_project
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
@@ -44,7 +45,7 @@ from mcpipechekr.server.target import resolve_server
 )
 @click.option(
     "--attempts",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_REPEAT),
     help="Repeat the case this many times [default: sized from the finding's failure rate, at least 3].",
 )
 @click.option(

@@ -55,6 +55,7 @@ from mcpipechekr._util.leftover_processes import note_started, note_stopped
 from mcpipechekr._util.private_log import RedactingLog, UnsafeLogPath
 from mcpipechekr._util.project_lock import held_lock_file
 from mcpipechekr._util.redact import Redactor
+from mcpipechekr._util.stops import own_group, release_group
 from mcpipechekr.config import MASK, Config, LaunchSpec, ServerConfig
 from mcpipechekr.errors import ServerHalt, UserError
 from mcpipechekr.server.stdio_transport import StdioProcessTransport
@@ -467,6 +468,7 @@ def _start_http_process(start: LaunchSpec, log: int, redactor: Redactor) -> subp
                 "Check server.start in config.yaml."
             )
         ) from None
+    own_group(process.pid)  # ended on Ctrl-C even when the thread that started it never hears of it
     note_started(held_lock_file(), process.pid, "the HTTP server that server.start started")
     return process
 
@@ -476,22 +478,30 @@ def _kill_popen(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    release_group(process.pid)
     note_stopped(held_lock_file(), process.pid)
 
 
 def _stop_popen(process: subprocess.Popen[bytes]) -> None:
+    try:
+        _end_popen(process)
+    finally:
+        release_group(process.pid)
+        note_stopped(held_lock_file(), process.pid)
+
+
+def _end_popen(process: subprocess.Popen[bytes]) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if process.poll() is not None:
-            break
+            return
         try:
             os.killpg(process.pid, sig)
         except (ProcessLookupError, PermissionError):
-            break
+            return
         try:
             process.wait(timeout=3)
         except subprocess.TimeoutExpired:
             continue
-    note_stopped(held_lock_file(), process.pid)
 
 
 async def _wait_for_port(
@@ -572,9 +582,9 @@ class ServerUnderTest:
         )
         try:
             self._connection, self.health = self._session_cm.__enter__()
-        except BaseException:
+        except BaseException as exc:
             self._session_cm = None
-            self._close_portal()
+            self._close_portal(exc)
             self._remove_scratch()
             raise
         return self.health
@@ -607,10 +617,15 @@ class ServerUnderTest:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    def _close_portal(self) -> None:
+    def _close_portal(self, error: BaseException | None = None) -> None:
+        """Stop the portal's event loop; after an `error` (Ctrl-C during start-up) cancelling what still runs
+        there, rather than waiting for it (the health check's full timeout)."""
         portal_cm, self._portal_cm, self._portal = self._portal_cm, None, None
         if portal_cm is not None:
-            portal_cm.__exit__(None, None, None)
+            if error is None:
+                portal_cm.__exit__(None, None, None)
+            else:
+                portal_cm.__exit__(type(error), error, error.__traceback__)
 
     def _require(self) -> tuple[anyio.from_thread.BlockingPortal, Connection]:
         if self._connection is None or self._portal is None:

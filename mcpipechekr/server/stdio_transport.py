@@ -21,6 +21,8 @@ from anyio.streams.text import TextReceiveStream
 from mcp.shared.message import SessionMessage
 from mcp_types import jsonrpc_message_adapter
 
+from mcpipechekr._util.stops import own_group, release_group
+
 _STOP_GRACE_S = 2.0
 
 
@@ -51,6 +53,7 @@ class StdioProcessTransport:
         self.process = await anyio.open_process(
             self.argv, env=self.env, cwd=self.cwd, stderr=self.stderr, start_new_session=True
         )
+        own_group(self.process.pid)  # its own session: ended on Ctrl-C even if this thread never hears of it
         to_client_send, to_client_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         to_server_send, to_server_recv = anyio.create_memory_object_stream[SessionMessage](16)
         self._streams = (to_client_send, to_client_recv, to_server_send, to_server_recv)
@@ -113,7 +116,10 @@ class StdioProcessTransport:
     async def stop_process(self) -> None:
         """Close stdin, give the server a grace period, then SIGTERM and SIGKILL its process group."""
         process = self.process
-        if process is None or process.returncode is not None:
+        if process is None:
+            return
+        if process.returncode is not None:
+            release_group(process.pid)
             return
         if process.stdin is not None:
             with suppress(Exception):
@@ -125,4 +131,5 @@ class StdioProcessTransport:
             with anyio.move_on_after(_STOP_GRACE_S):
                 await process.wait()
             if process.returncode is not None:
+                release_group(process.pid)
                 return

@@ -36,6 +36,7 @@ from mcpipechekr._util.yamlsrc import (
     field_path,
     interpolate,
     plain_message,
+    read_text_file,
 )
 from mcpipechekr.config import ServerConfig
 from mcpipechekr.errors import UserError
@@ -213,14 +214,15 @@ def read_mcp_json(
     def fail(message: str, line: int | None = None, column: int | None = None) -> ConfigFileError:
         return ConfigFileError([Problem(shown, line, message, column)])
 
+    if not path.exists():
+        raise fail("mcp.json file not found (given by --from-mcp-json)")
+    text = read_text_file(path, what="mcp.json file")  # not UTF-8: the line of the bad byte
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise fail("mcp.json file not found (given by --from-mcp-json)") from None
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise fail(f"invalid JSON: {exc.msg}", exc.lineno, exc.colno) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise fail(f"cannot read the file: {exc}") from None
+    except RecursionError:
+        raise fail("lists and objects nested too deeply to read") from None
 
     servers = data.get("mcpServers", data.get("servers")) if isinstance(data, dict) else None
     if not isinstance(servers, dict) or not servers:

@@ -9,6 +9,7 @@ halted server or Ctrl-C never leaves a run that looks alive.
 
 from __future__ import annotations
 
+import shutil
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ from rich.console import Console
 
 from mcpipechekr._util.commands import runnable
 from mcpipechekr._util.console import console
+from mcpipechekr._util.stops import note_kept
 from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import Manifest, RunDir, read_model, write_model
 from mcpipechekr.artifacts.manifest import RunStatus
@@ -72,8 +74,14 @@ def _phase1_names(config: Config, providers: Sequence[ProviderSpec]) -> str:
 def open_planned_run(
     config: Config, plan: RunPlan, tasks: Sequence[Task], *, providers: Sequence[ProviderSpec] = ()
 ) -> Manifest:
-    """Create the planned run folder and its manifest, or return the manifest of the reused run."""
-    if claim_run_dir(plan):
+    """Create the planned run folder and its manifest, or return the manifest of the reused run.
+
+    The manifest is made before the folder (making it reads the inputs again,
+    which may fail), and a folder whose manifest cannot be written is removed:
+    a run folder never exists without its manifest.
+    """
+    manifest = None
+    if not plan.reused:
         manifest = new_manifest(
             config,
             plan.run_id,
@@ -82,9 +90,16 @@ def open_planned_run(
             parameters=plan.parameters,
             phase1=_phase1_names(config, providers),
         )
+    if manifest is not None and claim_run_dir(plan):
         created = manifest.finished("completed", "created; no step has run yet")
-        write_model(plan.run_dir.manifest, created)
+        try:
+            write_model(plan.run_dir.manifest, created)
+        except BaseException:
+            shutil.rmtree(plan.run_dir.root, ignore_errors=True)
+            raise
+        note_kept(plan.run_dir.root)
         return created
+    note_kept(plan.run_dir.root)
     return load_manifest(plan.run_dir)
 
 
@@ -101,6 +116,7 @@ def run_stage(config: Config, run_dir: RunDir, step: str) -> Iterator[Manifest |
     attempt is traced, once tracing has begun; otherwise the run is
     `interrupted` with the count of what is missing.
     """
+    note_kept(run_dir.root)
     if not run_dir.manifest.exists():
         yield None
         return

@@ -62,7 +62,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mcpipechekr._util.collector import collector_paused
+from mcpipechekr._util.stops import database_error_line, is_storage_failure
 from mcpipechekr.artifacts.atomic import TMP_MARKER, fsync_dir, temp_name_for
+from mcpipechekr.errors import UserError
 from mcpipechekr.findings.errors import EvidenceUnavailable, JournalRejected
 from mcpipechekr.findings.evidence.journal_rows import CALL_COLUMNS, CONTENT, LINE, SOURCE, Row, parse_lines
 from mcpipechekr.findings.evidence.records import MAX_RECORD_BYTES
@@ -706,6 +708,12 @@ def _full(home: Home, journals: list[_Journal], reason: str | None) -> IndexStat
             os.unlink(f"{target}-journal")  # a crashed refresh's rollback journal belongs to the old file
         os.replace(tmp, target)
         fsync_dir(target.parent)
+    except sqlite3.Error as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        if is_storage_failure(exc):  # a full disk names the file, not the temporary one
+            raise UserError(database_error_line(exc, target)) from exc
+        raise
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

@@ -57,6 +57,7 @@ from typing import Literal
 
 import orjson
 
+from mcpipechekr._util.stops import database_error_line, is_storage_failure
 from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.findings import Finding, FindingState
 from mcpipechekr.errors import UserError
@@ -138,17 +139,22 @@ def lifecycle_db(home: Home, *, autocommit: bool = True) -> Iterator[sqlite3.Con
     for writers that wrap each write in `with conn:` (the store).
     """
     home.root.mkdir(parents=True, exist_ok=True)
-    connection = sqlite3.connect(
-        home.lifecycle_db, timeout=BUSY_TIMEOUT_S, isolation_level=None if autocommit else ""
-    )
     try:
-        if not _ready(connection):
-            with lifecycle_setup_lock(home):
-                connection.execute("PRAGMA journal_mode=WAL")
-                migrate(connection)
-        yield connection
-    finally:
-        connection.close()
+        connection = sqlite3.connect(
+            home.lifecycle_db, timeout=BUSY_TIMEOUT_S, isolation_level=None if autocommit else ""
+        )
+        try:
+            if not _ready(connection):
+                with lifecycle_setup_lock(home):
+                    connection.execute("PRAGMA journal_mode=WAL")
+                    migrate(connection)
+            yield connection
+        finally:
+            connection.close()
+    except sqlite3.Error as exc:
+        if not is_storage_failure(exc):
+            raise
+        raise UserError(database_error_line(exc, home.lifecycle_db)) from exc  # a full disk names the file
 
 
 def _ready(connection: sqlite3.Connection) -> bool:
