@@ -11,7 +11,10 @@ temporary file is removed and the target keeps its previous content.
 
 Temporary files are named ``.<target>.tmp-<pid>-<random>``: hidden, never equal
 to the target's name, and traceable to the process that left them if it was
-killed before it could clean up.
+killed before it could clean up. A process killed with SIGKILL cannot clean
+up, so the next write of the same target removes the temporary files of
+writers that are gone (``remove_dead_temps``); those of live processes stay,
+as they may still be writing.
 
 Append-only journals are the exception to whole-file replacement: ``append_jsonl``
 adds one record per line and fsyncs each one; a record counts as written once its
@@ -24,6 +27,7 @@ import contextlib
 import json
 import json.decoder
 import os
+import re
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,6 +59,50 @@ def is_temp_file(path: str | Path) -> bool:
     return name.startswith(".") and TMP_MARKER in name
 
 
+def writer_pid(path: str | Path, target_name: str) -> int | None:
+    """The pid in the name of a temporary file of ``target_name``, or None for any other file."""
+    pattern = rf"\.{re.escape(target_name)}{re.escape(TMP_MARKER)}(\d+)-[0-9a-f]+"
+    found = re.fullmatch(pattern, Path(path).name)
+    return int(found.group(1)) if found else None
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id exists (one we may not signal exists too)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_dead_temps(target: str | Path) -> list[Path]:
+    """Delete the temporary files of ``target`` whose writer is gone; returns them.
+
+    A writer killed mid-write leaves its temporary file; nothing else ever
+    removes it. A live process with the same id (the writer itself, or one that
+    reused its id) keeps its file: a leftover is better than a write cut short.
+    """
+    folder = Path(target).parent
+    name = Path(target).name
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return []
+    for entry in entries:
+        pid = writer_pid(entry.name, name)
+        if pid is None or process_alive(pid):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(entry.path)
+            removed.append(Path(entry.path))
+    return removed
+
+
 def fsync_dir(folder: str | Path) -> None:
     """Make a rename or a new entry in ``folder`` durable; a no-op where folders cannot be opened."""
     try:
@@ -74,10 +122,12 @@ def atomic_open(path: str | Path) -> Iterator[IO[bytes]]:
     """Yield a binary handle whose content replaces ``path`` only if the block finishes.
 
     For writers that stream (large traces, archives); the helpers below use it
-    for whole values. The parent folder is created when missing.
+    for whole values. The parent folder is created when missing, and the
+    temporary files that killed writers of ``path`` left are removed.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    remove_dead_temps(target)
     tmp = target.parent / temp_name_for(target)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
