@@ -44,8 +44,9 @@ from mcpipechekr.tasks import load_tasks
 pytestmark = pytest.mark.slow
 
 RETRACED = (
-    "a trace completed before the kill is traced again on resume: doit's record of the finished "
-    "attempt dies with the process, so the rerun pays for it twice (run resume, being reworked)"
+    "a trace completed before the kill is traced again on resume: doit writes what it finished to "
+    "its dependency file only when the invocation ends, so the rerun pays for the attempt twice "
+    "(run resume, being reworked)"
 )
 
 LEFT_RUNNING = (
