@@ -17,6 +17,7 @@ are in fault_invariants.py.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -131,22 +132,25 @@ def run_step(
     reader.start()
     kill_at: float | None = None
     killed_in: str | None = None
-    while proc.poll() is None:
-        now = time.monotonic()
-        if now - started > timeout:
+    try:
+        while proc.poll() is None:
+            now = time.monotonic()
+            if now - started > timeout:
+                raise TimeoutError(f"{' '.join(argv)} ran over {timeout} s:\n{''.join(chunks)[-3000:]}")
+            if kill is not None and kill_at is None and kill.reached(project, "".join(chunks)):
+                kill_at = now + kill.delay_s
+            if kill_at is not None and now >= kill_at:
+                output = "".join(chunks)
+                killed_in = "review" if kill and kill.step == "review" else phase_of(output)
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                break
+            time.sleep(0.01)
+    except BaseException:  # a timeout, or Ctrl-C of whoever drives the session: the step goes too
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            reader.join(5)
-            raise TimeoutError(f"{' '.join(argv)} ran over {timeout} s:\n{''.join(chunks)[-3000:]}")
-        if kill is not None and kill_at is None and kill.reached(project, "".join(chunks)):
-            kill_at = now + kill.delay_s
-        if kill_at is not None and now >= kill_at:
-            output = "".join(chunks)
-            killed_in = "review" if kill is not None and kill.step == "review" else phase_of(output)
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            break
-        time.sleep(0.01)
+        proc.wait()
+        raise
     reader.join(10)
     return Step(argv, proc.wait(), "".join(chunks), killed_in, time.monotonic() - started)
 
