@@ -96,7 +96,7 @@ class Session:
     @property
     def transcript(self) -> str:
         return "\n".join(
-            f"$ {' '.join(step.argv[1:])}  # exit {step.returncode}\n{step.output}" for step in self.steps
+            f"$ {' '.join(step.argv[2:])}  # exit {step.returncode}\n{step.output}" for step in self.steps
         )
 
 
