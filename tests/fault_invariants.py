@@ -56,6 +56,7 @@ from mcpipechekr.artifacts import (
     trace_path,
 )
 from mcpipechekr.errors import UserError
+from mcpipechekr.graph import LOCK_FILE
 
 RUN_ARTIFACTS: dict[str, type[BaseModel]] = {
     "manifest.json": Manifest,
@@ -69,7 +70,6 @@ RUN_ARTIFACTS: dict[str, type[BaseModel]] = {
 """A run folder's JSON artifacts by file name; traces/*.json are Traces, runs/baseline.json a Baseline."""
 
 HOME = ".mcpipechekr"
-LOCK = Path(HOME) / "doit.lock"
 
 
 def model_for(path: Path, runs: Path) -> type[BaseModel] | None:
@@ -134,7 +134,7 @@ def no_temp_files(project: Path) -> list[str]:
 
 def lock_is_held(project: Path) -> bool:
     """Whether some live process holds the project's lock (the lock dies with its holder)."""
-    path = project / LOCK
+    path = project / LOCK_FILE
     if not path.exists():
         return False
     with path.open("a") as handle:
