@@ -63,11 +63,13 @@ class Phase:
 
 
 PHASES = [
-    Phase("tracing", "loop", "trace", 6.0),
+    Phase("tracing", "loop", "trace", 12.0),
     Phase("evaluation", "loop", "evaluate", 0.15),
-    Phase("review", "review", None, 1.5),
+    Phase("review", "review", None, 1.0),
     Phase("fix", "loop", "fix", 2.5),
 ]
+"""The delays span each phase on two busy cores: eight attempts at concurrency 4 take 4–10 s (a kill
+late in tracing finds some traces complete), `mcpipechekr review --approve` about a second."""
 
 
 def kill_point(cycle: int, rng: random.Random) -> KillPoint:
