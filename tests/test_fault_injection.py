@@ -49,6 +49,11 @@ RETRACED = (
     "(run resume, being reworked)"
 )
 
+ID_COLLISION = (
+    "the attempt traced again journals its calls under the event ids of the first try's records, "
+    "with other content, and `index --rebuild` refuses the duplicate ids (journal ids, being reworked)"
+)
+
 LEFT_RUNNING = (
     "a run killed in its fix step stays `running` once the rerun moves on to a new run (the fix "
     "changed the server's source), though nobody runs it (run states, being reworked)"
@@ -59,7 +64,7 @@ KILL_POINTS = [
     pytest.param(
         KillPoint("tracing", "loop", file_appeared("runs/*/traces/*.json")),
         {"trace"},
-        {"attempts_paid_once": RETRACED},
+        {"attempts_paid_once": RETRACED, "index_rebuilds": ID_COLLISION},
         id="tracing",
     ),
     pytest.param(
