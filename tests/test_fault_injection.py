@@ -55,8 +55,9 @@ ID_COLLISION = (
 )
 
 LEFT_RUNNING = (
-    "a run killed in its fix step stays `running` once the rerun moves on to a new run (the fix "
-    "changed the server's source), though nobody runs it (run states, being reworked)"
+    "a run killed in its fix step stays `running`, though nobody runs it: the killed fix left the "
+    "server's tree changed (uncommitted edits), so the rerun plans and traces a new run instead "
+    "(run states, being reworked)"
 )
 
 # Each case: where to kill, the phases the kill may land in, and the invariants known to fail there today.
