@@ -251,3 +251,25 @@ def test_jsonl_damaged_complete_line_names_file_and_line(tmp_path: Path) -> None
     with pytest.raises(UserError) as info:
         read_jsonl(journal)
     assert str(journal) in info.value.message and "line 2" in info.value.message
+
+
+def test_next_write_removes_the_temp_files_of_killed_writers_only(tmp_path: Path) -> None:
+    target = tmp_path / "bug_report.json"
+    atomic_write_json(target, {"payload": "old"})
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    dead_pid = int(gone.stdout)  # a writer killed mid-write leaves a temp file named with its pid
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        dead = tmp_path / f".bug_report.json.tmp-{dead_pid}-0123abcd"
+        alive = tmp_path / f".bug_report.json.tmp-{live.pid}-4567cdef"  # a writer still at work
+        other = tmp_path / f".tools.json.tmp-{dead_pid}-89ab0123"  # another target's: not this write's
+        for path in (dead, alive, other):
+            path.write_bytes(b'{"payload": ')
+
+        atomic_write_json(target, {"payload": "new"})
+
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([target.name, alive.name, other.name])
+        assert orjson.loads(target.read_bytes()) == {"payload": "new"}
+    finally:
+        live.kill()
+        live.wait()

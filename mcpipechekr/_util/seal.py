@@ -6,7 +6,8 @@ matter), and the HMAC-SHA256 of those bytes under the key is stored beside it.
 Changing one byte of the value, or writing a new one, needs the key.
 
 The key is 32 random bytes, kept hex-encoded in a file created on first use
-with mode 0600 (created exclusively, so two writers racing agree on one key).
+with mode 0600, whole or not at all (`once.py`: a writer killed meanwhile
+leaves no empty key, and two writers racing agree on one key).
 A seal proves nothing against someone who can read that file and run code as
 its owner: it guards against edits by hand and by scripts that go around the
 tool, not against the tool's own user.
@@ -16,12 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import secrets
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from mcpipechekr._util.once import create_once, replace_whole
 
 PREFIX = "hmac-sha256:"
 """How a seal starts, so a later change of algorithm stays readable."""
@@ -41,29 +43,32 @@ def seal_matches(key: bytes, value: Any, seal: str) -> bool:
 def read_key(path: Path) -> bytes | None:
     """The key stored at ``path``, or None when there is none (nothing sealed with it can be trusted)."""
     try:
-        text = path.read_text(encoding="ascii").strip()
+        return _parse_key(path.read_bytes())
     except FileNotFoundError:
-        return None
-    try:
-        return bytes.fromhex(text)
-    except ValueError:
         return None
 
 
 def ensure_key(path: Path) -> bytes:
-    """The key at ``path``, made (32 random bytes, mode 0600) when there is none yet."""
+    """The key at ``path``, made (32 random bytes, mode 0600) when there is none yet.
+
+    A key file that holds no key (left empty by a writer killed before it wrote,
+    as versions that created the file before writing it could) sealed nothing:
+    it is replaced.
+    """
     existing = read_key(path)
     if existing:
         return existing
-    path.parent.mkdir(parents=True, exist_ok=True)
     key = secrets.token_bytes(32)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another writer made it first: use theirs
-        raced = read_key(path)
-        if raced:
-            return raced
-        raise
-    with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(key.hex() + "\n")
+    data = (key.hex() + "\n").encode("ascii")
+    in_force = _parse_key(create_once(path, data))
+    if in_force:
+        return in_force  # ours, or another writer's that made it first
+    replace_whole(path, data)
     return key
+
+
+def _parse_key(raw: bytes) -> bytes | None:
+    try:
+        return bytes.fromhex(raw.decode("ascii").strip()) or None
+    except (UnicodeDecodeError, ValueError):
+        return None

@@ -11,7 +11,10 @@ temporary file is removed and the target keeps its previous content.
 
 Temporary files are named ``.<target>.tmp-<pid>-<random>``: hidden, never equal
 to the target's name, and traceable to the process that left them if it was
-killed before it could clean up.
+killed before it could clean up. A process killed with SIGKILL cannot clean
+up, so the next write of the same target removes the temporary files of
+writers that are gone (``remove_dead_temps``); those of live processes stay,
+as they may still be writing.
 
 Append-only journals are the exception to whole-file replacement: ``append_jsonl``
 adds one record per line and fsyncs each one; a record counts as written once its
@@ -24,7 +27,6 @@ import contextlib
 import json
 import json.decoder
 import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -33,27 +35,20 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from mcpipechekr._util.stops import FULL_DISK_ERRNOS, with_filename
+
+# Re-exported: the writers of artifacts find the temporary files' names here.
+from mcpipechekr._util.tempfiles import TMP_MARKER as TMP_MARKER
+from mcpipechekr._util.tempfiles import is_temp_file as is_temp_file
+from mcpipechekr._util.tempfiles import remove_dead_temps, temp_name_for
 from mcpipechekr.errors import UserError
 
 M = TypeVar("M", bound=BaseModel)
 
-TMP_MARKER = ".tmp-"
 MAX_REPORTED_ERRORS = 20
 
 # The stdlib decoder can start at any offset, which is what locating an error needs;
 # orjson stays the parser for reading.
 _DECODER = json.JSONDecoder()
-
-
-def temp_name_for(target: Path) -> str:
-    """A unique sibling name for ``target``; hidden and never equal to the target's own name."""
-    return f".{target.name}{TMP_MARKER}{os.getpid()}-{secrets.token_hex(4)}"
-
-
-def is_temp_file(path: str | Path) -> bool:
-    """True for a leftover of an interrupted atomic write (safe to delete once its writer is gone)."""
-    name = Path(path).name
-    return name.startswith(".") and TMP_MARKER in name
 
 
 def fsync_dir(folder: str | Path) -> None:
@@ -75,10 +70,12 @@ def atomic_open(path: str | Path) -> Iterator[IO[bytes]]:
     """Yield a binary handle whose content replaces ``path`` only if the block finishes.
 
     For writers that stream (large traces, archives); the helpers below use it
-    for whole values. The parent folder is created when missing.
+    for whole values. The parent folder is created when missing, and the
+    temporary files that killed writers of ``path`` left are removed.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    remove_dead_temps(target)
     tmp = target.parent / temp_name_for(target)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:

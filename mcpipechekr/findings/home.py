@@ -12,6 +12,8 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcpipechekr._util.once import create_once
+
 HOME_ENV = "MCPIPECHEKR_HOME"
 DEFAULT_HOME = Path(".mcpipechekr")
 CASES_FOLDER = "cases"
@@ -78,12 +80,5 @@ class Home:
         try:
             return self.salt_file.read_bytes()
         except FileNotFoundError:
-            self.root.mkdir(parents=True, exist_ok=True)
-            value = secrets.token_hex(32).encode()
-            try:
-                fd = os.open(self.salt_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            except FileExistsError:
-                return self.salt_file.read_bytes()  # another writer won the race: use its salt
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(value)
-            return value
+            # Whole or not at all, and the first writer's salt wins a race (`_util/once.py`).
+            return create_once(self.salt_file, secrets.token_hex(32).encode())

@@ -1,0 +1,270 @@
+"""What must hold in a project after any run of the loop was killed and the loop run again to the end.
+
+A kill (SIGKILL, a power cut, an out-of-memory killer) gives the program no
+chance to clean up, so what the files say afterwards is all the next
+invocation and the user have. Each check below reads a project folder as a
+user would find it once the loop finished, and returns the problems it sees,
+one line each, naming the file: an empty list means the invariant holds.
+
+- `artifacts_valid`: no half-written artifact. Every JSON file under runs/
+  parses and validates against its model (manifest, tools, check and tef
+  reports, traces, bug report, review, fix record, baseline); every complete
+  line of a JSON Lines journal (the runs' and the findings home's) parses. A
+  torn last line of a journal is not damage: `append_jsonl` never committed it.
+- `no_temp_files`: no leftover of an atomic write (`.<name>.tmp-<pid>-<hex>`)
+  under runs/ or the home folder.
+- `run_states_true`: no manifest says `running` while nobody holds the
+  project's lock (so nobody is running it), and every `completed` run has the
+  trace of each attempt it planned (task × Phase 1 model × repetition).
+- `index_rebuilds`: `mcpipechekr index --rebuild` exits 0 on the journals left.
+- `attempts_paid_once`: a trace that was complete when the loop was killed is
+  still there, byte for byte, after the rerun (it was not traced again), and no
+  attempt was traced in two runs of the same identity (a rerun that abandons
+  the interrupted run and starts the same run afresh pays for every attempt
+  twice).
+
+Blind spots: the checks read files only. They cannot tell a trace rewritten with
+the same bytes from one left alone, nor see money spent on an attempt whose
+trace was never written.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import orjson
+from pydantic import BaseModel
+
+from mcpipechekr.artifacts import (
+    Baseline,
+    BugReport,
+    CheckReport,
+    FixRecord,
+    Manifest,
+    Review,
+    TefReport,
+    ToolsSnapshot,
+    Trace,
+    is_temp_file,
+    read_jsonl,
+    read_model,
+    trace_path,
+)
+from mcpipechekr.errors import UserError
+from mcpipechekr.graph import LOCK_FILE
+
+RUN_ARTIFACTS: dict[str, type[BaseModel]] = {
+    "manifest.json": Manifest,
+    "tools.json": ToolsSnapshot,
+    "check_report.json": CheckReport,
+    "tef_report.json": TefReport,
+    "bug_report.json": BugReport,
+    "review.json": Review,
+    "fix.json": FixRecord,
+}
+"""A run folder's JSON artifacts by file name; traces/*.json are Traces, runs/baseline.json a Baseline."""
+
+HOME = ".mcpipechekr"
+
+
+def model_for(path: Path, runs: Path) -> type[BaseModel] | None:
+    """The model a JSON file under runs/ must validate against, or None for a file of no known format."""
+    relative = path.relative_to(runs).parts
+    if relative == ("baseline.json",):
+        return Baseline
+    if len(relative) == 3 and relative[1] == "traces":
+        return Trace
+    if len(relative) == 2:
+        return RUN_ARTIFACTS.get(relative[1])
+    return None
+
+
+def artifacts_valid(project: Path) -> list[str]:
+    """Every JSON artifact under runs/ validates; every committed journal line parses."""
+    runs = project / "runs"
+    problems: list[str] = []
+    for path in sorted(runs.rglob("*.json")):
+        if is_temp_file(path):
+            continue  # `no_temp_files` reports those
+        model = model_for(path, runs)
+        try:
+            if model is None:
+                parse_json(path)
+            else:
+                read_model(path, model, fast=model is Trace)
+        except (UserError, ValueError) as exc:
+            problems.append(first_line(exc, path, project))
+    for path in sorted([*runs.rglob("*.jsonl"), *(project / HOME / "journals").glob("*.jsonl")]):
+        try:
+            read_jsonl(path)
+        except UserError as exc:
+            problems.append(first_line(exc, path, project))
+    return problems
+
+
+def first_line(exc: Exception, path: Path, project: Path) -> str:
+    """An error's first line, starting with the file's path in the project (once)."""
+    relative = str(path.relative_to(project))
+    line = str(exc).splitlines()[0].replace(str(path), relative)
+    return line if line.startswith(relative) else f"{relative}: {line}"
+
+
+def parse_json(path: Path) -> None:
+    """Parse a JSON file of no known model, so that at least half a file is caught."""
+    try:
+        orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg})") from None
+
+
+def no_temp_files(project: Path) -> list[str]:
+    """No leftover of an interrupted atomic write under runs/ or the home folder (git's own files aside)."""
+    found = []
+    for top in (project / "runs", project / HOME):
+        for path in sorted(top.rglob("*")):
+            if ".git" not in path.relative_to(project).parts and is_temp_file(path):
+                found.append(f"{path.relative_to(project)}: left by an interrupted write")
+    return found
+
+
+def lock_is_held(project: Path) -> bool:
+    """Whether some live process holds the project's lock (the lock dies with its holder)."""
+    path = project / LOCK_FILE
+    if not path.exists():
+        return False
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
+
+
+def run_states_true(project: Path) -> list[str]:
+    """No `running` run without a live owner; every `completed` run has all its planned traces."""
+    problems: list[str] = []
+    owned = lock_is_held(project)
+    for manifest_path in sorted((project / "runs").glob("*/manifest.json")):
+        run_root = manifest_path.parent
+        try:
+            manifest = read_model(manifest_path, Manifest)
+        except UserError:
+            continue  # `artifacts_valid` reports it
+        if manifest.status == "running" and not owned:
+            problems.append(f"{run_root.name}: `running`, but nobody holds the project's lock")
+        if manifest.status == "completed":
+            missing = [path.name for path in planned_traces(run_root, manifest) if not path.exists()]
+            if missing:
+                problems.append(
+                    f"{run_root.name}: `completed` without {len(missing)} planned trace(s): "
+                    + ", ".join(missing[:3])
+                    + (" ..." if len(missing) > 3 else "")
+                )
+    return problems
+
+
+def planned_traces(run_root: Path, manifest: Manifest) -> list[Path]:
+    """The trace of every attempt a run planned: each task, by each Phase 1 model, each repetition."""
+    models = [m for m in (manifest.providers.phase1 or "").split(",") if m]
+    repeat = int(manifest.parameters.get("repeat", 1))
+    return [
+        trace_path(run_root, task, model, number)
+        for task in manifest.task_ids
+        for model in models
+        for number in range(1, repeat + 1)
+    ]
+
+
+def index_rebuilds(project: Path, env: Mapping[str, str]) -> list[str]:
+    """`mcpipechekr index --rebuild`, run in the project as a user would, exits 0."""
+    result = subprocess.run(
+        [sys.executable, "-m", "mcpipechekr", "index", "--rebuild"],
+        cwd=project,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    if result.returncode == 0:
+        return []
+    tail = (result.stdout + result.stderr).strip().splitlines()[-3:]
+    return [f"`mcpipechekr index --rebuild` exited {result.returncode}: " + " | ".join(tail)]
+
+
+TraceDigests = dict[str, str]
+"""A trace's path relative to the project -> the sha256 of its bytes."""
+
+
+def trace_digests(project: Path) -> TraceDigests:
+    """The complete traces in the project now (those that validate), to compare after a rerun."""
+    digests: TraceDigests = {}
+    for path in sorted((project / "runs").glob("*/traces/*.json")):
+        if is_temp_file(path):
+            continue
+        try:
+            read_model(path, Trace, fast=True)
+        except UserError:
+            continue
+        digests[str(path.relative_to(project))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return digests
+
+
+def attempts_paid_once(project: Path, at_kill: TraceDigests) -> list[str]:
+    """No trace complete at the kill was traced again, and no attempt was traced in two equal runs."""
+    problems: list[str] = []
+    for name, digest in sorted(at_kill.items()):
+        path = project / name
+        if not path.exists():
+            problems.append(f"{name}: complete when killed, gone after the rerun")
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            problems.append(f"{name}: complete when killed, traced again by the rerun")
+    by_identity: dict[str, dict[str, str]] = {}  # identity -> trace name -> first run that has it
+    for manifest_path in sorted((project / "runs").glob("*/manifest.json")):
+        try:
+            manifest = read_model(manifest_path, Manifest)
+        except UserError:
+            continue
+        if manifest.identity is None:
+            continue
+        run_id = manifest_path.parent.name
+        seen = by_identity.setdefault(manifest.identity, {})
+        for trace in sorted((manifest_path.parent / "traces").glob("*.json")):
+            if is_temp_file(trace):
+                continue
+            if trace.name in seen:
+                problems.append(
+                    f"{run_id}/traces/{trace.name}: traced again, though {seen[trace.name]} "
+                    "(the same server, tasks and models) already has it"
+                )
+            else:
+                seen[trace.name] = run_id
+    return problems
+
+
+INVARIANTS: dict[str, str] = {
+    "artifacts_valid": "every artifact parses and validates",
+    "no_temp_files": "no temp file left",
+    "run_states_true": "every run's status is true",
+    "index_rebuilds": "the findings index rebuilds",
+    "attempts_paid_once": "no attempt paid twice",
+}
+"""Invariant name -> what it says, in the order they are checked and reported."""
+
+
+def check_invariants(project: Path, env: Mapping[str, str], at_kill: TraceDigests) -> dict[str, list[str]]:
+    """Every invariant's problems (empty: it holds), by name, in `INVARIANTS` order."""
+    checks: dict[str, Callable[[], list[str]]] = {
+        "artifacts_valid": lambda: artifacts_valid(project),
+        "no_temp_files": lambda: no_temp_files(project),
+        "run_states_true": lambda: run_states_true(project),
+        "index_rebuilds": lambda: index_rebuilds(project, env),
+        "attempts_paid_once": lambda: attempts_paid_once(project, at_kill),
+    }
+    return {name: checks[name]() for name in INVARIANTS}
