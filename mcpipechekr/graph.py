@@ -833,15 +833,14 @@ def run_loop(**params: Any) -> None:
     from mcpipechekr.steps.trace import resume_line
 
     settings = current_settings()
-    inputs = graph_inputs.__wrapped__(settings)  # the first iteration's plan, without touching the cache
-    config, _, _ = inputs.require()  # config and task selection problems first
+    config, _, _ = graph_inputs.__wrapped__(settings).require()  # config and task selection problems first
     start_session(config, runner=settings.runner)  # before any cost: what would stop a later step
     session: list[RunDir] = []
     stop = ""
     for iteration in range(1, config.loop.max_iterations + 1):
-        if iteration > 1:  # a fix changed the server: plan this iteration's run afresh
-            inputs = graph_inputs.__wrapped__(settings)
-        _, _, plan = inputs.require()
+        # Planned only now, without touching the cache: the session's start may have restored the server's
+        # tree from a killed fix, and a fix changes the server; the run's identity is the tree as traced.
+        _, _, plan = graph_inputs.__wrapped__(settings).require()
         session.append(plan.run_dir)
         console.rule(f"iteration {iteration}: {plan.run_id}")
         if plan.reused and (resuming := resume_line(plan.run_dir)):

@@ -30,7 +30,6 @@ trace was never written.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import subprocess
 import sys
@@ -47,6 +46,7 @@ from mcpipechekr.artifacts import (
     FixRecord,
     Manifest,
     Review,
+    RunDir,
     TefReport,
     ToolsSnapshot,
     Trace,
@@ -55,8 +55,8 @@ from mcpipechekr.artifacts import (
     read_model,
     trace_path,
 )
+from mcpipechekr.artifacts.runstate import load_manifest
 from mcpipechekr.errors import UserError
-from mcpipechekr.graph import LOCK_FILE
 
 RUN_ARTIFACTS: dict[str, type[BaseModel]] = {
     "manifest.json": Manifest,
@@ -132,32 +132,22 @@ def no_temp_files(project: Path) -> list[str]:
     return found
 
 
-def lock_is_held(project: Path) -> bool:
-    """Whether some live process holds the project's lock (the lock dies with its holder)."""
-    path = project / LOCK_FILE
-    if not path.exists():
-        return False
-    with path.open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-    return False
-
-
 def run_states_true(project: Path) -> list[str]:
-    """No `running` run without a live owner; every `completed` run has all its planned traces."""
+    """No run `running` once nothing runs; every `completed` run has all its planned traces.
+
+    Each manifest is opened the way every command opens it (`load_manifest`),
+    which is where a run whose owner is gone becomes `interrupted`: a run still
+    `running` then has a live owner, and none may have one after the rerun.
+    """
     problems: list[str] = []
-    owned = lock_is_held(project)
     for manifest_path in sorted((project / "runs").glob("*/manifest.json")):
         run_root = manifest_path.parent
         try:
-            manifest = read_model(manifest_path, Manifest)
+            manifest = load_manifest(RunDir(run_root))
         except UserError:
             continue  # `artifacts_valid` reports it
-        if manifest.status == "running" and not owned:
-            problems.append(f"{run_root.name}: `running`, but nobody holds the project's lock")
+        if manifest.status == "running":
+            problems.append(f"{run_root.name}: `running`, though nothing runs any more")
         if manifest.status == "completed":
             missing = [path.name for path in planned_traces(run_root, manifest) if not path.exists()]
             if missing:

@@ -43,41 +43,21 @@ from mcpipechekr.tasks import load_tasks
 
 pytestmark = pytest.mark.slow
 
-RETRACED = (
-    "a trace completed before the kill is traced again on resume: doit writes what it finished to "
-    "its dependency file only when the invocation ends, so the rerun pays for the attempt twice "
-    "(run resume, being reworked)"
-)
-
-ID_COLLISION = (
-    "the attempt traced again journals its calls under the event ids of the first try's records, "
-    "with other content, and `index --rebuild` refuses the duplicate ids (journal ids, being reworked)"
-)
-
-LEFT_RUNNING = (
-    "a run killed in its fix step stays `running`, though nobody runs it: the killed fix left the "
-    "server's tree changed (uncommitted edits), so the rerun plans and traces a new run instead "
-    "(run states, being reworked)"
-)
-
-# Each case: where to kill, the phases the kill may land in, and the invariants known to fail there today.
+# Each case: where to kill, and the phases the kill may land in.
 KILL_POINTS = [
     pytest.param(
         KillPoint("tracing", "loop", file_appeared("runs/*/traces/*.json")),
         {"trace"},
-        {"attempts_paid_once": RETRACED, "index_rebuilds": ID_COLLISION},
         id="tracing",
     ),
     pytest.param(
         KillPoint("evaluation", "loop", file_appeared("runs/*/bug_report.json")),
         {"evaluate", "review"},
-        {},
         id="evaluation",
     ),
     pytest.param(
         KillPoint("fix", "loop", file_appeared("runs/*/fix/*.run-1.log")),
         {"fix"},
-        {"run_states_true": LEFT_RUNNING},
         id="fix",
     ),
 ]
@@ -115,27 +95,21 @@ def baselined(tmp_path_factory: pytest.TempPathFactory, loop_env: dict[str, str]
     return project
 
 
-@pytest.mark.parametrize(("point", "phases", "known"), KILL_POINTS)
+@pytest.mark.parametrize(("point", "phases"), KILL_POINTS)
 def test_a_loop_killed_and_run_again_leaves_a_sound_project(
     tmp_path: Path,
     baselined: Path,
     loop_env: dict[str, str],
     point: KillPoint,
     phases: set[str],
-    known: dict[str, str],
 ) -> None:
-    """`known`: invariants that fail today for a reason being reworked elsewhere; the case is then an
-    expected failure (as `xfail(strict=False)`), and passes by itself once they hold."""
     project = Path(shutil.copytree(baselined, tmp_path / "project", symlinks=True))
     session = drive_to_end(project, loop_env, point)
 
     assert session.killed_in in phases, session.transcript[-3000:]
     assert session.finished, f"{session.problem}\n{session.transcript[-3000:]}"
     problems = check_invariants(project, loop_env, session.at_kill)
-    failed = {name: found for name, found in problems.items() if found}
-    assert {name: found for name, found in failed.items() if name not in known} == {}
-    if failed:
-        pytest.xfail("; ".join(known[name] for name in failed))
+    assert {name: found for name, found in problems.items() if found} == {}
 
 
 # ---------------------------------------------------------------------------------------------------------
