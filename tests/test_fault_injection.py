@@ -34,8 +34,9 @@ from kill_resume import KillPoint, drive_to_end, file_appeared
 from project import copy_project, doit
 from trace_builder import call, make_trace
 
-from mcpipechekr.artifacts import Manifest, create_run_dir, read_model, write_model, write_trace
+from mcpipechekr.artifacts import Manifest, RunDir, create_run_dir, read_model, write_model, write_trace
 from mcpipechekr.artifacts.atomic import temp_name_for
+from mcpipechekr.artifacts.run_owner import take_run
 from mcpipechekr.config import load_config
 from mcpipechekr.findings.home import HOME_ENV
 from mcpipechekr.runplan import new_manifest
@@ -157,12 +158,19 @@ def test_a_leftover_temp_file_is_found(damaged: Path) -> None:
     assert artifacts_valid(damaged) == []  # a temp file is not an artifact
 
 
-def test_a_run_left_running_without_an_owner_is_untrue(damaged: Path) -> None:
-    manifest_path = the_run(damaged) / "manifest.json"
-    manifest = read_model(manifest_path, Manifest)
+def test_a_run_still_running_after_the_rerun_is_untrue(damaged: Path) -> None:
+    run = the_run(damaged)
+    manifest = read_model(run / "manifest.json", Manifest)
     running = Manifest.model_validate({**manifest.model_dump(), "status": "running", "finished_at": None})
-    write_model(manifest_path, running)
-    assert run_states_true(damaged) == [f"{manifest.run_id}: `running`, but nobody holds the project's lock"]
+    write_model(run / "manifest.json", running)
+    owner = take_run(RunDir(run))  # a live owner: the run reads `running`, which nothing may be by now
+    try:
+        assert run_states_true(damaged) == [f"{manifest.run_id}: `running`, though nothing runs any more"]
+    finally:
+        owner.release()
+    # Its owner gone, the check opens it as every command does: `interrupted`, and so written.
+    assert run_states_true(damaged) == []
+    assert read_model(run / "manifest.json", Manifest).status == "interrupted"
 
 
 def test_a_completed_run_short_of_a_planned_trace_is_untrue(damaged: Path) -> None:
