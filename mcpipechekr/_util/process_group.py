@@ -77,6 +77,25 @@ def group_running(pgid: int) -> bool:
     return True
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (one of another user, which we may not signal, too)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def process_start(pid: int) -> str | None:
+    """`pid`'s start time in clock ticks since boot (Linux's /proc), or None where it cannot be read."""
+    fields = _proc_stat(pid)
+    return fields[19] if fields is not None and len(fields) > 19 else None  # field 22 of stat
+
+
 def start_mark(pid: int) -> str | None:
     """The mark that tells process `pid` apart from a later one with its id; None when it is gone."""
     return _start_mark(pid)

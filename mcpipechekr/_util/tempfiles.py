@@ -17,6 +17,8 @@ import re
 import secrets
 from pathlib import Path
 
+from mcpipechekr._util.process_group import pid_alive
+
 TMP_MARKER = ".tmp-"
 
 
@@ -38,19 +40,6 @@ def writer_pid(path: str | Path, target_name: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
-def process_alive(pid: int) -> bool:
-    """Whether a process with this id exists (one we may not signal exists too)."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_dead_temps(target: str | Path) -> list[Path]:
     """Delete the temporary files of ``target`` whose writer is gone; returns them.
 
@@ -67,7 +56,7 @@ def remove_dead_temps(target: str | Path) -> list[Path]:
         return []
     for entry in entries:
         pid = writer_pid(entry.name, name)
-        if pid is None or process_alive(pid):
+        if pid is None or pid_alive(pid):
             continue
         with contextlib.suppress(FileNotFoundError):
             os.unlink(entry.path)

@@ -31,6 +31,7 @@ from typing import IO
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, ValidationError
 
+from mcpipechekr._util.process_group import pid_alive, process_start
 from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.rundir import RunDir
 from mcpipechekr.errors import UserError
@@ -51,33 +52,6 @@ class RunOwner(BaseModel):
 def owner_path(run_dir: RunDir) -> Path:
     """Where a run's owner lock lives."""
     return run_dir.root / OWNER_FILE
-
-
-def process_start(pid: int) -> str | None:
-    """The start time of `pid` as the kernel counts it (Linux), or None where it cannot be read.
-
-    The command name in /proc/<pid>/stat is in parentheses and may itself hold spaces
-    and parentheses, so the fields are counted after the last `)`.
-    """
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()
-    return fields[19] if len(fields) > 19 else None  # field 22; the list starts at field 3
-
-
-def pid_alive(pid: int) -> bool:
-    """True when a process with this pid exists (one of another user counts too)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def read_owner(run_dir: RunDir) -> RunOwner | None:
