@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -148,10 +149,26 @@ def test_an_http_server_left_by_a_killed_run_is_ended_by_the_next_command(
     assert listening(port)  # the killed run's server runs on
 
     gate.unlink()
-    again = mcpipechekr(project, env, "run")
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert "ended the HTTP server that server.start started" in again.stderr, again.stderr
-    deadline = time.monotonic() + 10
-    while listening(port):  # nothing of either run is left
-        assert time.monotonic() < deadline, "a server still listens after the second run"
-        time.sleep(0.1)
+    try:
+        again = mcpipechekr(project, env, "run")
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert "ended the HTTP server that server.start started" in again.stderr, again.stderr
+        deadline = time.monotonic() + 10
+        while listening(port):  # nothing of either run is left
+            assert time.monotonic() < deadline, "a server still listens after the second run"
+            time.sleep(0.1)
+    finally:  # whatever the outcome, no server of this test outlives it
+        for pid in servers_of(gate):
+            os.kill(pid, signal.SIGKILL)
+
+
+def servers_of(gate: Path) -> list[int]:
+    """The processes whose command line names this test's gate file: its servers."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(gate).encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
