@@ -90,6 +90,12 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def parent_pid(pid: int) -> int | None:
+    """The parent of `pid` from /proc; None where /proc cannot tell (gone, or no /proc)."""
+    fields = _proc_stat(pid)
+    return int(fields[1]) if fields is not None else None
+
+
 def process_start(pid: int) -> str | None:
     """`pid`'s start time in clock ticks since boot (Linux's /proc), or None where it cannot be read."""
     fields = _proc_stat(pid)

@@ -52,6 +52,7 @@ from pathlib import Path
 import orjson
 
 from mcpipechekr._util.leftover_processes import end_leftovers
+from mcpipechekr._util.process_group import parent_pid
 from mcpipechekr.errors import UserError
 
 LOCK_PATH = Path(".mcpipechekr") / "project.lock"
@@ -214,11 +215,10 @@ def _ancestors() -> set[int]:
     pid = os.getppid()
     while pid > 1 and pid not in found:
         found.add(pid)
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
+        parent = parent_pid(pid)
+        if parent is None:
             break
-        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state: the parent's pid
+        pid = parent
     return found
 
 

@@ -468,9 +468,20 @@ def _start_http_process(start: LaunchSpec, log: int, redactor: Redactor) -> subp
                 "Check server.start in config.yaml."
             )
         ) from None
-    own_group(process.pid)  # ended on Ctrl-C even when the thread that started it never hears of it
-    note_started(held_lock_file(), process.pid, "the HTTP server that server.start started")
+    _track(process.pid)
     return process
+
+
+def _track(pid: int) -> None:
+    """Note a started server's group: ended on Ctrl-C even when the thread that started it never hears
+    of it (`own_group`), and by the next command if this one is killed (`note_started`)."""
+    own_group(pid)
+    note_started(held_lock_file(), pid, "the HTTP server that server.start started")
+
+
+def _untrack(pid: int) -> None:
+    release_group(pid)
+    note_stopped(held_lock_file(), pid)
 
 
 def _kill_popen(process: subprocess.Popen[bytes]) -> None:
@@ -478,16 +489,14 @@ def _kill_popen(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    release_group(process.pid)
-    note_stopped(held_lock_file(), process.pid)
+    _untrack(process.pid)
 
 
 def _stop_popen(process: subprocess.Popen[bytes]) -> None:
     try:
         _end_popen(process)
     finally:
-        release_group(process.pid)
-        note_stopped(held_lock_file(), process.pid)
+        _untrack(process.pid)
 
 
 def _end_popen(process: subprocess.Popen[bytes]) -> None:
