@@ -30,6 +30,7 @@ from mcpipechekr.artifacts import (
     utc_now,
 )
 from mcpipechekr.artifacts.runstate import load_manifest
+from mcpipechekr.before_after import compare_runs
 from mcpipechekr.errors import UserError
 
 
@@ -58,6 +59,7 @@ def render_session_summary(runs: Sequence[RunDir], *, regressions: Iterable[str]
     lines += _what_ran(facts)
     lines += _what_was_found(facts)
     lines += _what_was_fixed(facts)
+    lines += _before_and_after(facts)
     lines += _costs(facts)
     listed = [line.strip() for line in regressions if line.strip()]
     if listed:
@@ -201,6 +203,24 @@ def _what_was_fixed(facts: list[_RunFacts]) -> list[str]:
             lines.append(
                 "The fix loop did not finish (interrupted or crashed); the record shows what it did."
             )
+        lines.append("")
+    return lines
+
+
+def _before_and_after(facts: list[_RunFacts]) -> list[str]:
+    """Each run against the one before it: every task whose calls, tokens or success changed."""
+    compared = [
+        comparison
+        for before, after in zip(facts, facts[1:], strict=False)
+        if (comparison := compare_runs(before.run, after.run)) is not None
+    ]
+    if not compared:
+        return []
+    lines = ["## Before and after", ""]
+    for comparison in compared:
+        head, *changes = comparison.lines()
+        lines.append(_md(head))
+        lines += [f"- {_md(change.strip())}" for change in changes]
         lines.append("")
     return lines
 

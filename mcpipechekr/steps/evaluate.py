@@ -45,8 +45,19 @@ def evaluate_step(
         report = evaluate_run(config, run_dir, notes=notes)
         for line in report_lines(report, run_dir):
             out.print(line, markup=False)
+        for line in before_after_lines(run_dir):
+            out.print(line, markup=False)
         register_and_verify(config, run_dir, report, out=out)
     return report
+
+
+def before_after_lines(run_dir: RunDir) -> list[str]:
+    """The run against the one whose fixes it was traced after (`before_after`): a line per changed task."""
+    from mcpipechekr.before_after import compare_runs, previous_run
+
+    before = previous_run(run_dir)
+    comparison = compare_runs(before, run_dir) if before is not None else None
+    return [] if comparison is None else comparison.lines()
 
 
 def report_lines(report: BugReport, run_dir: RunDir) -> list[str]:

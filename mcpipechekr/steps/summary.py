@@ -21,10 +21,15 @@ from mcpipechekr.steps.handoff import findings_home
 
 
 def summary_step(config: Config | None, runs: Sequence[RunDir], *, out: Console = console) -> Path:
-    """session_summary.md of the last of `runs`, covering them all; the regression rate comes from the
-    findings home (`config`'s, or the default one when the run is reviewed away from its project)."""
+    """session_summary.md of the last of `runs`, covering them all and the earlier runs whose fixes led to
+    the first of them (`before_after.run_chain`: a later invocation that only ends the session keeps what
+    the earlier ones fixed); the regression rate comes from the findings home (`config`'s, or the default
+    one when the run is reviewed away from its project)."""
+    from mcpipechekr.before_after import run_chain
     from mcpipechekr.findings.lifecycle.states import regression_stats
     from mcpipechekr.session_summary import write_session_summary
+
+    runs = run_chain(runs)
 
     started = [manifest.started_at for run in runs if (manifest := read_manifest(run)) is not None]
     stats = regression_stats(findings_home(config), since=min(started) if started else None)
