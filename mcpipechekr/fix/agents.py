@@ -223,11 +223,17 @@ class FixAgent:
         return shlex.join(arg.format(**values) for arg in self.argv)
 
     def run(
-        self, prompt: str, prompt_file: Path, bug_id: str, on_start: Callable[[int], None] | None = None
+        self,
+        prompt: str,
+        prompt_file: Path,
+        bug_id: str,
+        on_start: Callable[[int], None] | None = None,
+        on_line: Callable[[str], None] | None = None,
     ) -> AgentResult:
         """Run the agent once, in the repository, until it exits or `timeout_s` passes.
 
-        `on_start` gets the agent's pid, which is its process group's id, as soon as it runs.
+        `on_start` gets the agent's pid, which is its process group's id, as soon as it runs;
+        `on_line` each line it prints, as it prints it.
         """
         argv = self.command(prompt, prompt_file, bug_id)
         env = {**os.environ, **self.env, **AGENT_GIT_ENV}
@@ -245,6 +251,7 @@ class FixAgent:
                 stdin_text=None,
                 timeout_s=self.timeout_s,
                 on_start=on_start,
+                on_line=on_line,
             )
         )
         return AgentResult(

@@ -50,6 +50,7 @@ from pathlib import Path
 import git
 from rich.console import Console
 
+from mcpipechekr._util import progress
 from mcpipechekr._util.console import console as default_console
 from mcpipechekr.artifacts import RunDir, utc_now, write_model
 from mcpipechekr.artifacts.atomic import atomic_write_text
@@ -397,7 +398,12 @@ def _run_agent(
         write_model(context.run_dir.fix_record, context.record)
 
     for iteration in range(1, context.config.fix.max_iterations + 1):
-        last = agent.run(current, current_file, bug.id, on_start=started)
+        progress.detail(f"{bug.id}: agent run {iteration} started")
+
+        def said(line: str, run_number: int = iteration) -> None:  # the agent's latest line, live
+            progress.detail(f"{bug.id}: agent run {run_number}: {line}")
+
+        last = agent.run(current, current_file, bug.id, on_start=started, on_line=said)
         entry.iterations = iteration
         log = folder / f"{bug.id}.run-{iteration}.log"
         atomic_write_text(log, context.redactor.redact(_log_text(last)))
@@ -435,8 +441,10 @@ def _run_agent(
                 current = _prompt(context, bug, failure)
                 current_file = atomic_write_text(folder / f"{bug.id}.prompt-{iteration + 1}.md", current)
                 continue
+        progress.detail(f"{bug.id}: restarting the server with this change")
         run.health = _check_health(context.restart, context.repo)
         if run.health.healthy:
+            context.console.print(f"  run {iteration}: {_health_line(run.health)}", markup=False)
             return True, last
         run.health.error = context.redactor.redact(run.health.error or "")
         context.console.print(
@@ -582,6 +590,12 @@ def _check_health(restart: Callable[[], HealthReport], repo: git.Repo) -> FixHea
         after_commit=after,
         checked_at=utc_now(),
     )
+
+
+def _health_line(health: FixHealth) -> str:
+    """`server restarted: healthy, 3 tool(s) in 0.72s`: the restart after a change, as a line of its own."""
+    took = f" in {health.elapsed_s:.2f}s" if health.elapsed_s is not None else ""
+    return f"server restarted: healthy, {health.tools} tool(s){took}"
 
 
 def _broken_message(repo: git.Repo, health: FixHealth, run_dir: RunDir) -> str:

@@ -125,7 +125,12 @@ async def _stop(process: Process) -> None:
             await process.wait()
 
 
-async def _read_lines(stream: ByteReceiveStream | None, sink: list[str], max_bytes: int) -> None:
+async def _read_lines(
+    stream: ByteReceiveStream | None,
+    sink: list[str],
+    max_bytes: int,
+    on_line: Callable[[str], None] | None = None,
+) -> None:
     if stream is None:
         return
     buffer = b""
@@ -136,7 +141,12 @@ async def _read_lines(stream: ByteReceiveStream | None, sink: list[str], max_byt
             continue  # keep draining so the CLI never blocks on a full pipe
         buffer += chunk
         *complete, buffer = buffer.split(b"\n")
-        sink.extend(line.decode("utf-8", "replace") for line in complete)
+        lines = [line.decode("utf-8", "replace") for line in complete]
+        sink.extend(lines)
+        if on_line is not None:
+            for line in lines:
+                if line.strip():
+                    on_line(line)
     if buffer:
         sink.append(buffer.decode("utf-8", "replace"))
 
@@ -151,6 +161,7 @@ async def run_cli(
     max_output_bytes: int = 200_000_000,
     stdout_file: Path | None = None,
     on_start: Callable[[int], None] | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> CliResult:
     """Run an agent CLI to completion or until `timeout_s`, in its own process group.
 
@@ -160,6 +171,8 @@ async def run_cli(
     more than a pipe's 64 KiB unread loses the rest, a file loses nothing.
     `on_start` is called with the CLI's pid (its process group's id) as soon as it runs,
     so a caller can record the group for whoever must end it if this process cannot.
+    `on_line` is told each non-empty line of output (stdout and stderr) as it comes, for a
+    progress display.
     """
     stdout: list[str] = []
     stderr: list[str] = []
@@ -188,8 +201,8 @@ async def run_cli(
 
     async def drain() -> None:
         async with anyio.create_task_group() as readers:
-            readers.start_soon(_read_lines, process.stdout, stdout, max_output_bytes)
-            readers.start_soon(_read_lines, process.stderr, stderr, 1_000_000)
+            readers.start_soon(_read_lines, process.stdout, stdout, max_output_bytes, on_line)
+            readers.start_soon(_read_lines, process.stderr, stderr, 1_000_000, on_line)
         drained.set()
 
     timed_out = False
