@@ -46,10 +46,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from doit.exceptions import TaskFailed
 from doit.reporter import ConsoleReporter
 from doit.tools import config_changed
 
-from mcpipechekr._util import project_lock
+from mcpipechekr._util import progress, project_lock
 from mcpipechekr._util.console import console, err_console
 from mcpipechekr._util.fields import MAX_CONCURRENCY, MAX_REPEAT
 from mcpipechekr._util.hashing import sha256_json
@@ -134,6 +135,21 @@ PARAMS: list[dict[str, Any]] = [
         "default": False,
         "help": "`baseline`: baseline the selected tasks again, replacing their entries.",
     },
+    {
+        "name": "quiet",
+        "long": "quiet",
+        "type": bool,
+        "default": False,
+        "help": "No live progress display, and no line for a task found up to date.",
+    },
+    {
+        "name": "help",
+        "long": "help",
+        "short": "h",
+        "type": bool,
+        "default": False,
+        "help": "Show the task's flags and run nothing (as `doit help TASK`).",
+    },
     # One per phase, from the table the click options come from too.
     *[{"name": flag.dest, "long": flag.name, "default": "", "help": flag.help} for flag in PROVIDER_FLAGS],
 ]
@@ -155,6 +171,8 @@ class Settings:
     new_run: bool = False
     allow_incomplete: bool = False
     regenerate_baseline: bool = False
+    quiet: bool = False
+    help: bool = False
     providers: tuple[tuple[str, str], ...] = ()
 
     def given(self) -> dict[str, Any]:
@@ -169,8 +187,8 @@ class Settings:
 
 
 # Providers are recorded one flag per phase; regenerate_baseline concerns the baseline, allow_incomplete
-# what the later steps accept, not the run.
-_UNRECORDED = frozenset({"providers", "regenerate_baseline", "allow_incomplete"})
+# what the later steps accept, quiet and help what is printed, not the run.
+_UNRECORDED = frozenset({"providers", "regenerate_baseline", "allow_incomplete", "quiet", "help"})
 
 
 def settings_from_argv(argv: list[str]) -> Settings:
@@ -187,6 +205,9 @@ def settings_from_argv(argv: list[str]) -> Settings:
     while index < len(argv):
         word = argv[index]
         index += 1
+        if word == "-h":  # the one short flag, doit's own help flag for a task's parameters
+            found["help"] = True
+            continue
         if not word.startswith("--"):
             continue
         name, has_value, inline = word[2:].partition("=")
@@ -300,8 +321,9 @@ def _command(argv: list[str]) -> str:
 
 
 def _preparing() -> bool:
-    """True when this invocation may change things (not `doit list`, `doit help`, …)."""
-    return _command(doit_argv()) not in _READ_ONLY_COMMANDS
+    """True when this invocation may change things (not `doit list`, `doit help`, `doit loop --help`, …)."""
+    argv = doit_argv()
+    return _command(argv) not in _READ_ONLY_COMMANDS and not settings_from_argv(argv).help
 
 
 def open_project() -> None:
@@ -403,6 +425,7 @@ class _Ending:
     reported: bool = False  # the failure doit is about to report was printed already, as one line
     interrupted: bool = False
     nesting: int = 0  # doit invocations inside this one (the loop's `build`)
+    shown: set[str] = field(default_factory=set)  # tasks given their line in this iteration of the loop
 
 
 _ending = _Ending()
@@ -420,21 +443,73 @@ def stop_interrupted() -> None:
 
 
 class Reporter(ConsoleReporter):
-    """doit's console reporter, ending the way every MCPipeChekr command ends.
+    """doit's console reporter, with one line per task and the endings of every MCPipeChekr command.
 
-    A task that failed on a user error has printed its one line already, so
-    doit's "TaskFailed ... returned False" block is left out; when the error
-    was in the inputs (an `InputError`: a file, a flag, the disk), the
-    outermost doit exits with status 2 instead of doit's 1. Raising SystemExit
-    from `complete_run` is the one hook doit leaves for its status: it runs
-    after the dependency file is saved and the teardowns ran.
+    A task gets one line: `.  name` when it runs, `-- name` when it is up to
+    date. The loop builds each iteration in several doit invocations that
+    share their dependencies (the review depends on every trace), so a task
+    already given its line in this iteration is not listed again, and with
+    `--quiet` up-to-date tasks are not listed at all.
+
+    A failed task says why in words: a user error has printed its one line
+    already (`_action`), so doit's "TaskFailed ... returned False" block, with
+    the action's repr, is left out; a step that only returned False is named
+    as having stopped. An exception that is not a user error keeps doit's
+    traceback: it is a bug to report. When the error was in the inputs (an
+    `InputError`: a file, a flag, the disk), the outermost doit exits with
+    status 2 instead of doit's 1. Raising SystemExit from `complete_run` is the
+    one hook doit leaves for its status: it runs after the dependency file is
+    saved and the teardowns ran.
     """
 
-    desc = "console, with MCPipeChekr's exit statuses"
+    desc = "console, one line per task, with MCPipeChekr's exit statuses"
+
+    def __init__(self, outstream: Any, options: Any) -> None:
+        super().__init__(outstream, options)
+        progress.set_quiet(current_settings().quiet)
+        self._activities: dict[str, progress.Activity] = {}
+
+    def write(self, text: str) -> None:
+        """To doit's output, which is stdout as it is now when doit was given none: while the progress
+        line is up, stdout is its proxy, which clears the line first (`_util.progress`)."""
+        from doit.cmd_run import opt_outfile
+
+        (sys.stdout if self.outstream is opt_outfile["default"] else self.outstream).write(text)
+
+    def execute_task(self, task: Any) -> None:
+        if current_settings().help:  # the task prints its flags, nothing else
+            return
+        if task.actions and not task.name.startswith("_"):
+            _ending.shown.add(task.name)
+            self.write(f".  {task.title()}\n")
+        if task.actions and task.name.split(":")[0] not in _OWN_DISPLAY:
+            # elapsed time while the task works; the fix step adds its agent's last line (`progress.detail`)
+            activity = progress.Activity(task.name.lstrip("_"))
+            self._activities[task.name] = activity.__enter__()
+
+    def add_success(self, task: Any) -> None:
+        self._end_activity(task)
+
+    def _end_activity(self, task: Any) -> None:
+        activity = self._activities.pop(task.name, None)
+        if activity is not None:
+            activity.__exit__(None, None, None)
+
+    def skip_uptodate(self, task: Any) -> None:
+        if task.name.startswith("trace:") and (phase1 := progress.current()) is not None:
+            phase1.skipped()  # the loop's Phase 1 line counts only the attempts that run
+        if task.name.startswith("_") or task.name in _ending.shown or current_settings().quiet:
+            return
+        _ending.shown.add(task.name)
+        self.write(f"-- {task.title()}\n")
 
     def add_failure(self, task: Any, fail: Any) -> None:
+        self._end_activity(task)
         if _ending.reported:
             _ending.reported = False
+            return
+        if isinstance(fail, TaskFailed) and fail.report:  # an action returned False: its step said why
+            self.write(f"{task.name}: stopped (its reason is above)\n")
             return
         super().add_failure(task, fail)
 
@@ -443,6 +518,9 @@ class Reporter(ConsoleReporter):
         if _ending.failed_on_input and not _ending.interrupted and _ending.nesting == 0:
             raise SystemExit(UserError.exit_code)
 
+
+# Tasks that show their own progress (the loop's Phase 1 line counts the traces) or wait for a person.
+_OWN_DISPLAY = frozenset({"trace", "review", "loop"})
 
 DOIT_CONFIG["reporter"] = Reporter  # a class: doit takes one from DOIT_CONFIG, not from the command line
 
@@ -466,6 +544,42 @@ def _unavailable(name: str, doc: str | None, error: str) -> dict[str, Any]:
     return {"basename": name, "doc": doc, "actions": [_action(fail)], "params": PARAMS, "uptodate": [False]}
 
 
+def answers_help(creator: Callable[[], Any]) -> Callable[[], Any]:
+    """A task creator that, under `--help` (`-h`), makes a task printing the task's flags and nothing else.
+
+    doit reads a task's flags with the task's own parameters only (`params`), so `--help` after a task
+    name was an unknown option and ended in a parser error. It is one of the parameters now, and when
+    it is given every task is made without dependencies, targets or work: `doit loop --help` starts no
+    server and plans no run, and prints what `doit help loop` prints.
+    """
+
+    @functools.wraps(creator)
+    def create() -> Any:
+        if not current_settings().help:
+            return creator()
+        name = creator.__name__.removeprefix("task_")
+        return {
+            "basename": name,
+            "doc": creator.__doc__,
+            "actions": [(print_task_help, [name, creator.__doc__ or ""])],
+            "params": PARAMS,
+            "uptodate": [False],
+            "verbosity": 2,
+        }
+
+    return create
+
+
+def print_task_help(name: str, doc: str) -> None:
+    """The task's first docstring line and its flags, in `doit help TASK`'s words."""
+    from doit.cmdparse import CmdOption, TaskParse
+
+    summary = next((line.strip() for line in doc.splitlines() if line.strip()), "")
+    print(f"{name}  {summary}")
+    for option in TaskParse([CmdOption(param) for param in PARAMS]).options:
+        print("\n".join(option.help_doc()))
+
+
 def _p(path: str | Path) -> str:
     """A path as doit names it, relative to the project when inside it, so that
     `doit runs/run-20261202-001/bug_report.json` finds its task."""
@@ -483,6 +597,7 @@ def _snapshot() -> None:
     snapshot_step(config, plan, tasks)
 
 
+@answers_help
 def task__tools() -> dict[str, Any]:
     """The server's tool definitions, pinned for the run (rebuilt when the server's source changes)."""
     inputs = _inputs()
@@ -514,6 +629,7 @@ def _planned(module: str, step: str, *, incomplete: bool = False) -> Callable[[]
     return run
 
 
+@answers_help
 def task_check() -> dict[str, Any]:
     """Check the server: protocol compliance, functional cases, response sizes → check_report.json."""
     inputs = _inputs()
@@ -530,6 +646,7 @@ def task_check() -> dict[str, Any]:
     }
 
 
+@answers_help
 def task_lint() -> dict[str, Any]:
     """Phase 0.5: lint the tool descriptions → tef_report.json (stops the loop on unaccepted risks)."""
     inputs = _inputs()
@@ -557,6 +674,7 @@ def _attempt_digest(config: Config, task: Task, runner: str) -> str:
     )
 
 
+@answers_help
 def task_trace() -> Iterator[dict[str, Any]]:
     """Phase 1: run each task blind with the phase-1 model → runs/{run-id}/traces/ (one target each)."""
     inputs = _inputs()
@@ -578,14 +696,22 @@ def task_trace() -> Iterator[dict[str, Any]]:
                 from mcpipechekr.runners.engine import Attempt
                 from mcpipechekr.steps.trace import trace_step
 
-                trace_step(
-                    config,
-                    plan.run_dir,
-                    [Attempt(one, spec, number)],
-                    runner=inputs.settings.runner,
-                    keep_builtin_tools=inputs.settings.keep_builtin_tools,
-                    resume=resume,
-                )
+                planned = Attempt(one, spec, number)
+                phase1 = progress.current()  # the loop's Phase 1 line, when the loop runs this trace
+                if phase1 is not None:
+                    phase1.started()
+                try:
+                    trace_step(
+                        config,
+                        plan.run_dir,
+                        [planned],
+                        runner=inputs.settings.runner,
+                        keep_builtin_tools=inputs.settings.keep_builtin_tools,
+                        resume=resume,
+                    )
+                finally:
+                    if phase1 is not None:
+                        phase1.finished(failed=planned.state != "completed")
 
             yield {
                 "name": target.stem,
@@ -613,6 +739,7 @@ def _evaluate(run_root: str) -> None:
     )
 
 
+@answers_help
 def task_evaluate() -> Iterator[dict[str, Any]]:
     """Phase 2: a run's traces against the baseline → bug_report.json, phase2_narrative.md."""
     inputs = _inputs()
@@ -642,20 +769,24 @@ def task_evaluate() -> Iterator[dict[str, Any]]:
 
 
 def _review_is_current(run_dir: RunDir) -> Callable[[], bool]:
-    """Up to date only while review.json approves the bug report as it is now."""
+    """Up to date while review.json holds a decision (approve or exit) on the bug report as it is now.
+
+    A decided report is not asked about again: `exit` ends the loop there, `approve` lets the fix step
+    run. A review.json on another report, or one `record_decision` did not seal, decides nothing.
+    """
 
     def check() -> bool:
-        from mcpipechekr.review import require_approval
+        from mcpipechekr.review import current_review
 
         try:
-            require_approval(run_dir)
+            return current_review(run_dir) is not None
         except UserError:
             return False
-        return True
 
     return check
 
 
+@answers_help
 def task_review() -> dict[str, Any]:
     """Human review of the bug report: approve (with annotations) or exit → review.json."""
     inputs = _inputs()
@@ -671,6 +802,7 @@ def task_review() -> dict[str, Any]:
     }
 
 
+@answers_help
 def task_fix() -> dict[str, Any]:
     """Phase 3: fix the approved bugs, one commit each, restart the server → fix.json."""
     inputs = _inputs()
@@ -692,6 +824,7 @@ def _report(config: Config, run_dir: RunDir) -> None:
     summary_step(config, [run_dir])
 
 
+@answers_help
 def task_report() -> dict[str, Any]:
     """Write the run's session summary: what ran, what was found, what was fixed, costs."""
     inputs = _inputs()
@@ -762,6 +895,7 @@ def _stale_for_planned_run(baseline: Baseline, inputs: GraphInputs) -> bool:
     return any(task_id in selected for task_id in baseline.stale_tasks(tools_hash))
 
 
+@answers_help
 def task_baseline() -> dict[str, Any]:
     """Phase 0: the accepted answer of each task → runs/baseline.json (new or stale entries, unless asked)."""
     return {"actions": [_action(_baseline)], "uptodate": [_baseline_complete], "params": PARAMS}
@@ -840,12 +974,15 @@ def run_loop(**params: Any) -> None:
     for iteration in range(1, config.loop.max_iterations + 1):
         # Planned only now, without touching the cache: the session's start may have restored the server's
         # tree from a killed fix, and a fix changes the server; the run's identity is the tree as traced.
-        _, _, plan = graph_inputs.__wrapped__(settings).require()
+        _, tasks, plan = graph_inputs.__wrapped__(settings).require()
         session.append(plan.run_dir)
         console.rule(f"iteration {iteration}: {plan.run_id}")
+        _ending.shown.clear()  # a new run: each task gets its line again
         if plan.reused and (resuming := resume_line(plan.run_dir)):
             console.print(resuming, markup=False)
-        if build(["trace"], settings=settings, parallel=settings.concurrency) != 0:
+        with progress.Activity("phase 1", total=len(tasks) * settings.repeat):
+            traced = build(["trace"], settings=settings, parallel=settings.concurrency)
+        if traced != 0:
             raise UserError(f"the loop stopped in {plan.run_id} before evaluation (see above)")
         settings = replace(settings, new_run=False)  # the run exists now: later steps work in it
         # A fix may have changed the tools (a new sort parameter): entries made against the old ones
@@ -868,6 +1005,7 @@ def run_loop(**params: Any) -> None:
     console.print(f"loop finished: {stop}")
 
 
+@answers_help
 def task_loop() -> dict[str, Any]:
     """Run the loop on the configured server: lint, trace, evaluate, review, fix, restart, again."""
     return {"actions": [_action(run_loop)], "uptodate": [False], "params": PARAMS}
