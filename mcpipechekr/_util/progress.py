@@ -173,7 +173,6 @@ class Activity:
         return f"{self.label}: " + " · ".join(parts)
 
 
-
 _CLEAR = "\r\x1b[2K"  # to the line's start, and erase it
 
 
