@@ -5,11 +5,17 @@ sort and the `fts.rank` error; at the review a person annotates and approves;
 the demo fixer's patches are committed one per bug as `fix: {bug_id}`; the
 server restarts healthy; the next run finds the first Ron Chinn email in fewer
 calls and no longer reports the fixed bugs; `exit` writes the session summary.
+Then what the person sees on the way: the live progress line while the traces
+and the fix agent run, no doit repr anywhere, the improvement stated per task;
+and a second `doit loop` with nothing changed, which asks nothing and keeps
+the session summary whole. The loop runs once per module (`looped`).
 """
 
 from __future__ import annotations
 
+import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import git
@@ -35,22 +41,45 @@ def calls(run_root: Path, task_id: str) -> int:
     return read_trace(path).totals.tool_calls
 
 
-def test_loop_review_fix_restart_and_a_better_second_run(
-    tmp_path: Path, emailindex_env: dict[str, str]
-) -> None:
-    project = copy_project(tmp_path)
-    env = {**emailindex_env, "COLUMNS": "160", "TERM": "dumb", "NO_COLOR": "1"}
+@dataclass(frozen=True)
+class Looped:
+    """The project after `doit baseline`, one `doit loop` (annotate, approve, exit) and a second one."""
+
+    project: Path
+    status: int | None
+    transcript: str
+    again_status: int | None
+    again: str
+    summary_before_again: str
+
+
+@pytest.fixture(scope="module")
+def looped(tmp_path_factory: pytest.TempPathFactory, emailindex_env: dict[str, str]) -> Looped:
+    """Built once for the tests below: the slow part is the loop, not what they read from it."""
+    root = tmp_path_factory.mktemp("loop")
+    project = copy_project(root)
+    # A capable terminal (not TERM=dumb), so the live progress line is drawn as a person sees it.
+    env = {**emailindex_env, "COLUMNS": "160", "TERM": "xterm", "NO_COLOR": "1"}
     baseline = doit(project, env, "baseline")
     assert baseline.returncode == 0, baseline.stdout + baseline.stderr
-
     status, transcript = at_the_review_prompt(  # approved, fixed, restarted healthy: iteration 2
         [sys.executable, "-m", "doit", "loop"],
         project,
         env,
         [f"annotate {NOTE}", "approve", "exit"],
-        tmp_path / "loop.log",
+        root / "loop.log",
         timeout=400,
     )
+    (_, second) = list_runs(project / "runs")
+    summary = second.session_summary.read_text() if second.session_summary.exists() else ""
+    again_status, again = at_the_review_prompt(  # nothing changed: no question expected
+        [sys.executable, "-m", "doit", "loop"], project, env, [], root / "again.log", timeout=200
+    )
+    return Looped(project, status, transcript, again_status, again, summary)
+
+
+def test_loop_review_fix_restart_and_a_better_second_run(looped: Looped) -> None:
+    project, status, transcript = looped.project, looped.status, looped.transcript
     assert status == 0, transcript[-3000:]
 
     first, second = list_runs(project / "runs")
@@ -104,3 +133,41 @@ def test_loop_review_fix_restart_and_a_better_second_run(
     assert first.run_id in summary and second.run_id in summary
     assert all(bug in summary for bug in FIXED)
     assert "regression rate: 0 regression(s) for 2 fix(es) claimed" in summary
+
+
+def plain(transcript: str) -> str:
+    """The transcript as lines: escape sequences out, each carriage return a line break (the live line)."""
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", transcript).replace("\r", "\n")
+
+
+def test_what_the_person_sees_progress_no_repr_and_the_improvement_stated(looped: Looped) -> None:
+    text = plain(looped.transcript)
+    # the Phase 1 line, drawn while the traces ran: counts, elapsed time
+    assert re.search(r"^phase 1: \d+/8 done, \d+ running, \d+ failed · \d+:\d\d", text, re.M), text[-3000:]
+    # the fix step's line, and each restart after a change as a line of its own
+    assert re.search(r"^fix: \d+:\d\d", text, re.M)
+    assert "server restarted: healthy, 3 tool(s)" in text
+    for both in (looped.transcript, looped.again):
+        assert "TaskFailed" not in both and "<function" not in both and "Traceback" not in both
+    # one line per task and iteration: the first iteration's lint is listed once
+    first_iteration = text.split("iteration 2:", 1)[0]
+    assert len(re.findall(r"^(?:\.  |-- )lint$", first_iteration, re.M)) == 1
+    # the improvement, stated: the first Ron Chinn email in fewer calls and tokens, after the fixes
+    (statement,) = re.findall(r"^  find-first-email-ron-chinn: .*$", text, re.M)
+    assert re.match(r"  find-first-email-ron-chinn: 5 → 1 calls, 1,908 → 389 tokens, after fix: ", statement)
+    assert all(bug in statement for bug in FIXED)
+
+
+def test_a_second_loop_with_nothing_changed_asks_nothing_and_erases_nothing(looped: Looped) -> None:
+    assert looped.again_status == 0, looped.again[-3000:]
+    again = plain(looped.again)
+    assert "review> " not in again and "-- review" in again
+    assert "loop finished: you ended the loop at the review of" in again
+    first, second = list_runs(looped.project / "runs")
+    summary = second.session_summary.read_text()
+    assert first.run_id in summary and second.run_id in summary
+    assert "Nothing: no run of this session has a fix record" not in summary
+    assert all(f"| `{bug}` | committed |" in summary for bug in FIXED)
+    assert "## Before and after" in summary and "- find-first-email-ron-chinn: 5 → 1 calls" in summary
+    # the same summary as the first invocation wrote, but for the time it was written
+    assert summary.split("\n", 3)[3] == looped.summary_before_again.split("\n", 3)[3]
