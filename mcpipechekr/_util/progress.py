@@ -24,6 +24,7 @@ otherwise a no-op; so the library works the same with no display at all.
 
 from __future__ import annotations
 
+import atexit
 import sys
 import threading
 import time
@@ -201,10 +202,14 @@ class _LiveLine:
         sys.stdout = _Proxy(self, sys.stdout)  # type: ignore[assignment]
         sys.stderr = _Proxy(self, sys.stderr)  # type: ignore[assignment]
         self._thread.start()
+        atexit.register(self.stop)  # a task ended by Ctrl-C never reaches its reporter's end: clear here
 
     def stop(self) -> None:
+        """Erase the line and give the streams back; again, it does nothing."""
+        atexit.unregister(self.stop)
         self._stop.set()
-        self._thread.join(timeout=2)
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2)
         with self._lock:
             self._erase()
             if self._saved is not None:

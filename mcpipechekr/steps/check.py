@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from mcpipechekr._util import progress as live_progress
 from mcpipechekr._util.console import console
 from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import RunDir
@@ -36,7 +37,8 @@ def check_step(
     """Check the configured server (see `check.orchestrate.run_check` for the options) and return the report.
 
     With `run_dir`, the report becomes its check_report.json and one summary
-    line goes to `out`.
+    line goes to `out`. Without `progress`, what runs now goes to the live
+    progress line, if one is up (`_util.progress`: doit's `check` task).
     """
     from mcpipechekr.check.orchestrate import run_check, write_check_report
 
@@ -48,7 +50,7 @@ def check_step(
             cases_path=cases_path,
             expected_failures_path=expected_failures_path,
             call_timeout_s=call_timeout_s,
-            progress=progress,
+            progress=progress or live_progress.detail,
         )
         if run_dir is None:
             return report
