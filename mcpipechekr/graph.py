@@ -711,7 +711,8 @@ def task_trace() -> Iterator[dict[str, Any]]:
                     )
                 finally:
                     if phase1 is not None:
-                        phase1.finished(failed=planned.state != "completed")
+                        # "pending": traced before this process (a resumed run), not a failure
+                        phase1.finished(failed=planned.state not in ("completed", "pending"))
 
             yield {
                 "name": target.stem,
