@@ -26,6 +26,7 @@ from mcpipechekr.artifacts import BugReport, ToolsSnapshot, list_runs, read_mode
 from mcpipechekr.artifacts.baseline import Baseline
 from mcpipechekr.artifacts.fix_record import FixRecord
 from mcpipechekr.artifacts.review import Review
+from mcpipechekr.before_after import compare_runs, previous_run
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.store import load_findings
 from mcpipechekr.review import bugs_to_fix
@@ -171,3 +172,16 @@ def test_a_second_loop_with_nothing_changed_asks_nothing_and_erases_nothing(loop
     assert "## Before and after" in summary and "- find-first-email-ron-chinn: 5 → 1 calls" in summary
     # the same summary as the first invocation wrote, but for the time it was written
     assert summary.split("\n", 3)[3] == looped.summary_before_again.split("\n", 3)[3]
+
+
+def test_before_after_on_the_loops_own_run_folders(looped: Looped) -> None:
+    first, second = list_runs(looped.project / "runs")
+    assert previous_run(second) == first and previous_run(first) is None
+    comparison = compare_runs(first, second)
+    assert comparison is not None and sorted(comparison.fixes) == sorted(FIXED)
+    changed = {change.task_id: change for change in comparison.changes}
+    first_email = changed["find-first-email-ron-chinn"]
+    assert (first_email.calls_before, first_email.calls_after) == (5, 1)
+    assert first_email.tokens_after is not None and first_email.tokens_before is not None
+    assert first_email.tokens_after < first_email.tokens_before
+    assert "ron-chinn-history" not in changed  # the same calls and tokens: not listed
