@@ -6,7 +6,9 @@ answers the review prompt like a person would (an annotation, `approve`, and
 `exit` at the second review), and renders what the terminal showed with rich's
 SVG export. Lines that only repeat (doit's "up to date" lines, the demo fixer's
 retries, the narrative under the review table) are folded so the picture fits
-a screen; nothing is rewritten.
+a screen; nothing is rewritten. The live progress line is drawn over and over
+in place and erased before any output: the picture keeps what the terminal
+kept (`shown`), so the progress line is not in it.
 
 Run: .venv/bin/python docs/record_loop.py [--out docs/loop.svg] [--keep DIR]
 """
@@ -69,6 +71,14 @@ def record(project: Path) -> str:
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+ERASE = "\x1b[2K"
+
+
+def shown(line: str) -> str:
+    """What a terminal keeps of a line redrawn with carriage returns: its last drawing that was not erased."""
+    drawn = [part.replace(ERASE, "") for part in line.split("\r")]
+    kept = [part for part in drawn if ANSI.sub("", part).strip()]
+    return kept[-1] if kept else ""
 
 
 def fold(transcript: str) -> list[str]:
@@ -76,7 +86,8 @@ def fold(transcript: str) -> list[str]:
     kept: list[str] = []
     skipping_narrative = False
     retries = 0
-    for line in transcript.splitlines():
+    for raw in transcript.split("\n"):  # not splitlines(): a carriage return redraws, it ends no line
+        line = shown(raw)
         plain = ANSI.sub("", line)
         if plain.startswith("-- "):
             continue
@@ -89,7 +100,7 @@ def fold(transcript: str) -> list[str]:
                 skipping_narrative = False
             else:
                 continue
-        if re.match(r"\s+run \d+: ", plain):
+        if re.match(r"\s+run \d+: ", plain) and "server restarted" not in plain:
             retries += 1
             continue
         if retries:
