@@ -963,7 +963,7 @@ def build(targets: list[str], *, settings: Settings, parallel: int = 1) -> int:
 
 def run_loop(**params: Any) -> None:
     """lint → trace → evaluate → review → fix → restart, a new run each iteration, until exit or the cap."""
-    from mcpipechekr.steps.session import committed_fixes, exited_at_review, start_session
+    from mcpipechekr.steps.session import committed_fixes, ended_at_review, exited_at_review, start_session
     from mcpipechekr.steps.summary import summary_step
     from mcpipechekr.steps.trace import resume_line
 
@@ -993,7 +993,7 @@ def run_loop(**params: Any) -> None:
         if build([f"evaluate:{plan.run_id}", "review"], settings=settings) != 0:
             raise UserError(f"the loop stopped at review of {plan.run_id} (see above)")
         if exited_at_review(plan.run_dir):
-            stop = f"you ended the loop at the review of {plan.run_id}"
+            stop = ended_at_review(plan.run_dir)
             break
         if build(["fix"], settings=settings) != 0:
             raise UserError(f"the loop stopped in the fix step of {plan.run_id} (see above)")

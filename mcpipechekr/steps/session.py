@@ -37,6 +37,17 @@ def exited_at_review(run_dir: RunDir) -> bool:
     return read_model(run_dir.review, Review).decision == "exit"
 
 
+def ended_at_review(run_dir: RunDir) -> str:
+    """Why the loop stops at an `exit`, with who decided it and when: a later `doit loop` with nothing
+    changed stops there without asking, and says which decision it follows and how to change it."""
+    review = read_model(run_dir.review, Review)
+    when = review.decided_at.astimezone().strftime("%Y-%m-%d %H:%M")
+    return (
+        f"you ended the loop at the review of {run_dir.run_id} ({review.decided_by}, {when}); to fix its "
+        f"bugs after all: `mcpipechekr review {run_dir.run_id} --approve`, then `doit loop`"
+    )
+
+
 def committed_fixes(run_dir: RunDir) -> bool:
     """True when this run's fix step committed something: the server changed, and a new run is due."""
     return run_dir.fix_record.exists() and bool(read_fix_record(run_dir.fix_record).commits)
