@@ -12,6 +12,7 @@ from doit.task import Task
 from project import copy_project, doit
 
 from mcpipechekr import graph
+from mcpipechekr._util import progress
 
 
 @pytest.fixture
@@ -20,7 +21,12 @@ def reporter(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[graph.Reporter, 
     monkeypatch.setattr(graph, "_override", graph.Settings())
     monkeypatch.setattr(graph, "_ending", graph._Ending())
     out = io.StringIO()
-    yield graph.Reporter(out, {}), out
+    shown = graph.Reporter(out, {})
+    yield shown, out
+    for name in list(shown._activities):  # a task the test left running: its progress line ends here
+        shown._end_activity(task(name))
+    assert progress.current() is None
+    progress.set_quiet(False)  # the reporter set it from the flags: later tests start as a plain doit would
 
 
 def task(name: str) -> Task:
