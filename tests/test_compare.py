@@ -8,21 +8,29 @@ server is a small bookshop (not the bundled example), so nothing here is tuned t
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
+from click.testing import CliRunner, Result
 from trace_builder import call, make_trace
 
 from mcpipechekr.artifacts import RunDir, write_model
 from mcpipechekr.artifacts.baseline import Baseline, BaselineEntry
+from mcpipechekr.artifacts.comparison import Comparison
+from mcpipechekr.artifacts.schemas import schema_for
 from mcpipechekr.artifacts.trace import write_trace
+from mcpipechekr.cli import main
 from mcpipechekr.config import load_config
+from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate import evaluate_run
 from mcpipechekr.report.compare import compare_runs
 from mcpipechekr.report.compare_html import render_comparison_html
 from mcpipechekr.report.compare_stats import bootstrap_mean_difference, fisher_exact
+from mcpipechekr.report.compare_text import render_comparison_text
 from mcpipechekr.runplan import new_manifest
 from mcpipechekr.tasks import load_tasks
 
@@ -167,6 +175,10 @@ def git(repo: Path, *args: str) -> str:
     return subprocess.run(
         [*command, *args], cwd=repo, check=True, capture_output=True, text=True
     ).stdout.strip()
+
+
+def compare_cli(*args: str | Path) -> Result:
+    return CliRunner().invoke(main, ["compare", *map(str, args)], catch_exceptions=False)
 
 
 # --- the tests, exactly --------------------------------------------------------------------------
@@ -317,6 +329,9 @@ def test_other_servers_and_task_sets_are_compared_on_their_common_tasks(project:
     assert statuses["BUG-no-such-column-genre-count-books"] == "not_compared"
     assert statuses["COR-wrong-answer-first-edition-year"] == "unchanged"
     assert comparison.summary.bugs_fixed == 0 and comparison.summary.tasks_compared == 1
+    result = compare_cli(a, b, "--format", "json")
+    assert result.exit_code == 0
+    assert "warning: the runs tested different servers" in result.stderr
 
 
 def test_a_report_older_than_its_traces_is_warned_about(project: Path) -> None:
@@ -341,6 +356,77 @@ def test_a_task_nobody_could_check_is_not_tested_for_success(project: Path) -> N
     assert task.success_a.undecided == 10 and task.success_a.rate is None and task.p_value is None
     assert task.verdict == "no_significant_difference"
     assert task.reason.startswith("success not tested (a run has no checked or judged answer)")
+
+
+# --- the command -------------------------------------------------------------------------------------
+
+
+def test_text_output_ends_with_the_verdict(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before_fix(project)
+    after_fix(project, repeat_once=False)
+    monkeypatch.chdir(project)
+    result = compare_cli("run-20261201-001", "latest")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("A  run-20261201-001: server bookshop (source unknown), model demo, 2 task(s)")
+    assert lines[-1] == "B is better: 1 task improved significantly, 0 worse; 2 bugs fixed, 0 new"
+    row = next(line for line in lines if line.lstrip().startswith("count-scifi"))
+    assert row.split()[:5] == ["count-scifi", "0/10", "10/10", "1.1e-05", "2"]
+    assert row.rstrip().endswith("B better")
+    assert any(line.split()[:2] == ["fixed", "BUG-no-such-column-genre-count-books"] for line in lines)
+
+
+def test_json_output_is_the_model_and_validates_against_its_schema(project: Path) -> None:
+    a, b = before_fix(project), after_fix(project)
+    result = compare_cli(a, b, "--format", "json")
+    assert result.exit_code == 0, result.output
+    comparison = Comparison.model_validate_json(result.stdout)
+    assert comparison == compare_runs(a, b)
+    schema_file = Path(__file__).resolve().parents[1] / "docs" / "schemas" / "comparison.schema.json"
+    assert json.loads(schema_file.read_text()) == schema_for(Comparison)
+    jsonschema.validate(json.loads(result.stdout), schema_for(Comparison))
+    assert compare_cli(a, b, "--format", "json").stdout == result.stdout  # seeded: the same bytes
+
+
+def test_output_writes_the_file_and_the_verdict_to_stderr(project: Path, tmp_path: Path) -> None:
+    a, b = before_fix(project), after_fix(project, repeat_once=False)
+    out = tmp_path / "reports" / "compare.json"
+    out.parent.mkdir()
+    result = compare_cli(a, b, "--format", "json", "--output", out)
+    assert result.exit_code == 0 and result.stdout == ""
+    assert Comparison.model_validate_json(out.read_bytes()).verdict == "better"
+    assert (
+        result.stderr.strip()
+        == f"{out}: B is better: 1 task improved significantly, 0 worse; 2 bugs fixed, 0 new"
+    )
+    text = tmp_path / "compare.txt"
+    assert compare_cli(a, b, "--output", text).exit_code == 0
+    assert text.read_text() == render_comparison_text(compare_runs(a, b))
+    assert [path.name for path in out.parent.iterdir()] == ["compare.json"]  # no temp file left
+
+
+def test_what_is_not_an_evaluated_run_is_refused(project: Path, tmp_path: Path) -> None:
+    a = before_fix(project)
+    plain = tmp_path / "not-a-run"
+    plain.mkdir()
+    result = compare_cli(plain, a)
+    assert result.exit_code == 2
+    assert f"{plain}: not a run folder (it has no manifest.json)" in result.stderr
+    missing = tmp_path / "nowhere" / "run-20261201-009"
+    result = compare_cli(a, missing)
+    assert result.exit_code == 2 and f"{missing}: no such run folder" in result.stderr
+    unevaluated = make_run(project, "run-20261201-002", [cheapest_poetry(repetition=1)], evaluate=False)
+    result = compare_cli(a, unevaluated)
+    assert result.exit_code == 2
+    assert f"{unevaluated}: the run has no bug_report.json to compare" in result.stderr
+    assert "mcpipechekr evaluate run-20261201-002" in result.stderr
+    with pytest.raises(UserError, match="no such run folder"):
+        compare_runs(a, tmp_path / "gone")
+
+
+def test_help_names_the_arguments() -> None:
+    result = CliRunner().invoke(main, ["compare", "--help"])
+    assert result.exit_code == 0 and "RUN_A RUN_B" in result.output and "--output" in result.output
 
 
 # --- the HTML fragment -------------------------------------------------------------------------------
