@@ -5,10 +5,11 @@ Four groups, each check with a stable id (docs/check.md lists them all):
 - Discovery (PC-01…PC-08): the handshake, tools/list and each tool's definition
   (name format, description, input and output schemas, annotations), the tool
   set the config expects, and resources and prompts when the server declares them.
-- Tool calls (PC-10, PC-11): every tool a probe may call is called once with the
-  minimal arguments its inputSchema allows (or a case's arguments); the answer
-  must be a well-formed CallToolResult, and its structuredContent must match the
-  tool's outputSchema.
+- Tool calls (PC-10, PC-11): every tool a probe may call is called with
+  synthesized arguments until it answers (check/synthesis.py: a case's arguments
+  first); every answer must be a well-formed CallToolResult, a tool that only
+  refuses is "not reached", and a successful answer's structuredContent must
+  match the tool's outputSchema.
 - Error handling (PC-20…PC-24): an unknown tool, a missing required argument, a
   wrong argument type and an unknown resource must each get a structured error,
   and the server must still answer afterwards.
