@@ -289,6 +289,12 @@ def test_values_from_the_command_line_are_existing_paths_and_time_zones_never_ot
     assert [found.value for found in pool.time_zones] == ["Europe/Paris"]
     everything = [f.value for kind in (pool.directories, pool.files, pool.time_zones) for f in kind]
     assert "sk-secret-value-123" not in everything
+    # the server's own program is no argument for its tools
+    script = tmp_path / "server.py"
+    script.write_text("", encoding="utf-8")
+    launched = server_values(ServerConfig(name="y", command="python", args=[str(script), str(repo)]))
+    assert str(script.resolve()) not in [found.value for found in launched.files]
+    assert [found.value for found in launched.directories] == [str(repo.resolve())]
 
 
 def test_a_result_feeds_a_parameter_with_a_matching_name() -> None:
