@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from mcpipechekr.check.report import render
 from mcpipechekr.check.sources import ValuePool, harvest_result, server_values
 from mcpipechekr.check.synthesis import candidates, generate_matching
 from mcpipechekr.cli import main
-from mcpipechekr.config import Config, ServerConfig
+from mcpipechekr.config import MASK, Config, ServerConfig
 
 SERVERS = Path(__file__).resolve().parent / "servers"
 FED = [
@@ -253,6 +254,60 @@ def test_the_cli_json_report_carries_coverage_and_synthesis_can_be_turned_off(tm
     assert checks["PC-10:lookup_sku"].reason.startswith("cannot generate arguments")  # a pattern
     assert report.coverage is not None and report.coverage.reached == 4
     assert report.exit_code == 0  # the crash behind inspect_item's real ids is not reached
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.com",
+            "-c",
+            "commit.gpgsign=false",
+            *args,
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    return done.stdout.strip()
+
+
+def test_a_git_server_is_reached_through_its_repository_and_its_log(tmp_path: Path) -> None:
+    repo = tmp_path / "shop"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "README.md").write_text("shop\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "first stock list")
+    head = git(repo, "rev-parse", "HEAD")
+    server = ServerConfig(
+        name="gitlog",
+        command=sys.executable,
+        args=[str(SERVERS / "gitlog_server.py"), "--repository", str(repo)],
+        env={"GITLOG_TZ": "Pacific/Chatham"},
+    )
+    report = run_check(
+        Config(server=server), layers=["protocol"], call_timeout_s=10, log_path=tmp_path / "log"
+    )
+    checks = by_id(report)
+    log, show, hours = (checks[f"PC-10:{tool}"] for tool in ("git_log", "git_show", "office_hours"))
+    assert (log.status, log.details["arguments"]) == ("PASS", {"repo_path": str(repo.resolve())})
+    assert log.details["sources"] == {"repo_path": "server command line"}
+    # the log's `commit: <sha>` line feeds the revision
+    assert show.status == "PASS", show
+    assert show.details["arguments"] == {"repo_path": str(repo.resolve()), "revision": head}
+    assert show.details["sources"]["revision"] == "result of git_log"
+    # a time zone from the server's environment: used, and masked in the report like every env value
+    assert hours.status == "PASS", hours
+    assert hours.details["sources"] == {"timezone": "server environment"}
+    assert hours.details["arguments"] == {"timezone": MASK}
+    assert report.coverage is not None and (report.coverage.reached, report.coverage.callable_tools) == (3, 3)
+    assert "Pacific/Chatham" not in report.model_dump_json()
 
 
 # --- the parts, without a server ----------------------------------------------------------------------
