@@ -22,7 +22,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from mcpipechekr.artifacts.check_report import CheckReport, CheckResult
+from mcpipechekr.artifacts.check_report import CheckReport, CheckResult, Coverage
 from mcpipechekr.check.orchestrate import run_check
 from mcpipechekr.check.report import render
 from mcpipechekr.check.sources import ValuePool, harvest_result, server_values
@@ -225,6 +225,16 @@ def test_the_text_report_has_a_coverage_section(depot) -> None:
     )
     assert "Connection refused" in text[start + 4]
     assert text[-1].startswith("Summary: ")
+
+
+def test_the_text_report_says_so_when_no_tool_may_be_called(depot) -> None:
+    report, _ = depot
+    nothing = report.model_copy(update={"coverage": Coverage(callable_tools=0, reached=0)})
+    text = render(nothing, "text").splitlines()
+    assert text[text.index("Coverage") + 1] == (
+        "  no tool may be called: none is annotated read-only, none is opted in (see PC-10)"
+    )
+    assert "Coverage" not in render(report.model_copy(update={"coverage": None}), "text").splitlines()
 
 
 def test_the_cli_json_report_carries_coverage_and_synthesis_can_be_turned_off(tmp_path: Path) -> None:
