@@ -383,3 +383,21 @@ def test_a_result_feeds_a_parameter_with_a_matching_name() -> None:
     assert (first.arguments, first.sources) == ({"userId": "u-1"}, {"userId": "result of list_users"})
     assert {"userId": "u-2"} in [candidate.arguments for candidate in rest]
     assert len(rest) < 8
+
+
+def test_an_odd_schema_costs_its_synthesized_sets_not_the_check() -> None:
+    tool = mcp_types.Tool(
+        name="odd",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "count": {"type": "integer", "minimum": 2, "exclusiveMinimum": True},
+                "label": {"type": "string", "minLength": "three"},
+            },
+            "required": ["count"],
+        },
+    )
+    offered = candidates(tool, ValuePool(), limit=8)
+    assert offered[0].arguments == {"count": 2}
+    assert offered[0].sources == {"count": "schema bounds"}  # synthesized, not only the minimal fallback
+    assert all(isinstance(candidate.arguments["count"], int) for candidate in offered)

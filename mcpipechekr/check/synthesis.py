@@ -156,9 +156,33 @@ class _Value:
 def candidates(
     tool: mcp_types.Tool, pool: ValuePool, *, limit: int, case: Candidate | None = None
 ) -> list[Candidate]:
-    """Up to `limit` distinct argument sets for `tool`, best first (the case's, when given, first)."""
+    """Up to `limit` distinct argument sets for `tool`, best first (the case's, when given, first).
+
+    A schema too odd for the generator (a bound that is no number, a length that
+    is no integer) costs its synthesized sets, never the check: what was built
+    before it, and the minimal arguments, are still offered.
+    """
     schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
     out: list[Candidate] = [case] if case is not None else []
+    try:
+        _synthesize(tool, schema, pool, limit, out)
+    except (TypeError, ValueError, ArithmeticError, RecursionError):
+        pass
+    try:
+        minimal = minimal_arguments(schema)
+    except (TypeError, ValueError, ArithmeticError, RecursionError):
+        minimal = None
+    if minimal is not None and len(out) < limit:
+        candidate = Candidate(minimal, dict.fromkeys(minimal, MINIMAL))
+        if candidate.key() not in {existing.key() for existing in out}:
+            out.append(candidate)
+    return out
+
+
+def _synthesize(
+    tool: mcp_types.Tool, schema: dict[str, Any], pool: ValuePool, limit: int, out: list[Candidate]
+) -> None:
+    """Append to `out` the synthesized argument sets, best first, up to `limit` in all."""
     seen = {candidate.key() for candidate in out}
 
     def add(candidate: Candidate) -> None:
@@ -170,20 +194,20 @@ def candidates(
     try:
         root = resolve_ref(schema, schema)
     except Unsatisfiable:
-        return out
+        return
     properties = root.get("properties") if isinstance(root.get("properties"), dict) else {}
     required = [name for name in root.get("required") or [] if isinstance(name, str)]
     ranked: dict[str, list[_Value]] = {}
     for name in required:
-        values = parameter_values(name, properties.get(name, {}), schema, pool, tool.name)
+        values = _values_of(name, properties.get(name, {}), schema, pool, tool.name)
         if not values:
-            return out  # a required parameter nothing can fill
+            return  # a required parameter nothing can fill
         ranked[name] = values
     optional: dict[str, _Value] = {}
     for name, prop in properties.items():
         if name in required or not isinstance(name, str):
             continue
-        good = [value for value in parameter_values(name, prop, schema, pool, tool.name) if value.good]
+        good = [value for value in _values_of(name, prop, schema, pool, tool.name) if value.good]
         if good and good[0].source != "schema default":
             optional[name] = good[0]
 
@@ -201,10 +225,14 @@ def candidates(
     if optional:
         for name, index in _one_at_a_time(ranked):
             add(_candidate({**base, **optional, name: ranked[name][index]}))
-    minimal = minimal_arguments(schema)
-    if minimal is not None:
-        add(Candidate(minimal, dict.fromkeys(minimal, MINIMAL)))
-    return out
+
+
+def _values_of(name: str, schema: Any, root: dict[str, Any], pool: ValuePool, tool: str) -> list[_Value]:
+    """`parameter_values`, or none for a parameter whose schema the generator cannot read."""
+    try:
+        return parameter_values(name, schema, root, pool, tool)
+    except (TypeError, ValueError, ArithmeticError, RecursionError):
+        return []
 
 
 def _candidate(values: dict[str, _Value]) -> Candidate:
@@ -353,11 +381,10 @@ def _number_values(
     ]
     fed = [_Value(int(v.value), v.source) if isinstance(v.value, str) else v for v in fed]
     out = fed + values
-    low = schema.get("minimum")
-    if low is None and "exclusiveMinimum" in schema:
+    low, high = _number(schema.get("minimum")), _number(schema.get("maximum"))
+    if low is None and _number(schema.get("exclusiveMinimum")) is not None:
         low = schema["exclusiveMinimum"] + 1
-    high = schema.get("maximum")
-    if high is None and "exclusiveMaximum" in schema:
+    if high is None and _number(schema.get("exclusiveMaximum")) is not None:
         high = schema["exclusiveMaximum"] - 1
     if low is not None:
         out.append(_Value(low, "schema bounds"))
@@ -372,6 +399,11 @@ def _number_values(
         else v
         for v in out
     ]
+
+
+def _number(value: Any) -> int | float | None:
+    """A bound that is a number (Draft 4's boolean `exclusiveMinimum` is not one)."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _fits(value: Any, schema: dict[str, Any], kind: str) -> bool:
@@ -401,7 +433,7 @@ def _fits(value: Any, schema: dict[str, Any], kind: str) -> bool:
             ("exclusiveMinimum", lambda b: value > b),
             ("exclusiveMaximum", lambda b: value < b),
         ):
-            if isinstance(schema.get(bound), int | float) and not ok(schema[bound]):
+            if _number(schema.get(bound)) is not None and not ok(schema[bound]):
                 return False
         return True
     if kind == "boolean":
