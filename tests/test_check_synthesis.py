@@ -237,6 +237,22 @@ def test_the_text_report_says_so_when_no_tool_may_be_called(depot) -> None:
     assert "Coverage" not in render(report.model_copy(update={"coverage": None}), "text").splitlines()
 
 
+def test_the_quality_layer_alone_synthesizes_as_pc10_does(tmp_path: Path) -> None:
+    root = depot_root(tmp_path)
+    report = run_check(depot_config(root), layers=["quality"], call_timeout_s=10, log_path=tmp_path / "log")
+    checks = by_id(report)
+    assert {r.layer for r in report.checks} == {"quality"}
+    # the resources were listed for synthesis although PC-07 did not run
+    assert checks["QC-01:read_doc"].status == "PASS"
+    assert checks["QC-01:get_shelf"].status == "PASS"
+    assert checks["QC-01:search_archive"].reason.startswith("not reached: ")
+    assert report.coverage is not None and (report.coverage.reached, report.coverage.callable_tools) == (
+        11,
+        14,
+    )
+    assert report.exit_code == 0  # sizes are the quality layer's business; the crash is PC-10's
+
+
 def test_the_cli_json_report_carries_coverage_and_synthesis_can_be_turned_off(tmp_path: Path) -> None:
     root = depot_root(tmp_path)
     config = depot_config(root, synthesize=False)

@@ -741,6 +741,8 @@ def reach_tools(
     synthesize = settings.synthesize
     limit = settings.synthesis_max_calls if synthesize else 1
     pool = ctx.value_pool() if synthesize else ValuePool()
+    if synthesize and not pool.resources_listed:
+        _take_resources(ctx, pool)
     reaches: dict[str, ToolReach] = {}
     tried: dict[str, set[bytes]] = {}
     tried_at: dict[str, int] = {}
@@ -824,6 +826,27 @@ def reach_tools(
     ordered = {tool.name: reaches[tool.name] for tool in tools if tool.name in reaches}
     ctx.coverage.update(ordered)
     return ordered
+
+
+def _take_resources(ctx: CheckContext, pool: ValuePool) -> None:
+    """The first page of resources/list, when PC-07 did not list them (the quality layer alone).
+
+    Best effort: a server that fails here is judged by PC-07 when the protocol
+    layer runs, so a failure only costs the resource candidates.
+    """
+    pool.resources_listed = True
+    try:
+        if ctx.server_lost is not None or ctx.server.capabilities.resources is None:
+            return
+        page = ctx.server.request(
+            "during resources/list", lambda client: client.list_resources(), ctx.call_timeout_s
+        )
+    except ServerHalt:
+        ctx.recover()
+        return
+    except Exception:  # a JSON-RPC error or a malformed list: no resource candidates
+        return
+    pool.add_resources(list(page.resources))
 
 
 SAME_REFUSALS = 3
