@@ -59,8 +59,10 @@ from mcpipechekr.check.answers import (
     UNHANDLED,
     content_problem,
     first_line,
+    halt_reason,
     is_open_world,
     text_of,
+    validation_reason,
 )
 from mcpipechekr.check.argsgen import Unsatisfiable, minimal_arguments, resolve_ref
 from mcpipechekr.check.cases import CasesFile
@@ -679,11 +681,9 @@ def judge_call(ctx: CheckContext, tool: mcp_types.Tool, candidate: Candidate) ->
     if isinstance(error, StructuredContentMismatch):
         return attempt("reached", "answered", mismatch=first_line(str(error)))
     if isinstance(error, ServerHalt):
-        return attempt(
-            "failed", str(error).replace("\n  Its stderr is logged at", "\n  stderr log:"), halted=True
-        )
+        return attempt("failed", halt_reason(error), halted=True)
     if isinstance(error, pydantic.ValidationError):
-        return attempt("failed", f"malformed answer (tools/call {tool.name}): {_validation_reason(error)}")
+        return attempt("failed", f"malformed answer (tools/call {tool.name}): {validation_reason(error)}")
     if isinstance(error, MCPError):
         code, message = error.error.code, error.error.message
         text = f"JSON-RPC error {code} ({message})"
@@ -701,17 +701,6 @@ def judge_call(ctx: CheckContext, tool: mcp_types.Tool, candidate: Candidate) ->
     if problem := content_problem(result):
         return attempt("failed", problem, result=result)
     return attempt("reached", "answered", result=result)
-
-
-def _validation_reason(error: pydantic.ValidationError) -> str:
-    """The first of pydantic's errors (the others are usually the same mistake seen by other union arms)."""
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"])
-    value = first.get("input")
-    shown = f" (got {value!r})" if not isinstance(value, dict | list) else ""
-    return (
-        f"{error.error_count()} validation error(s) for {error.title}; first: {where}: {first['msg']}{shown}"
-    )
 
 
 CaseArguments = Callable[[mcp_types.Tool], tuple[dict[str, Any], str] | None]
