@@ -23,6 +23,7 @@ import yaml
 from click.testing import CliRunner
 
 from mcpipechekr.artifacts.check_report import CheckReport, CheckResult, Coverage
+from mcpipechekr.check.answers import NEEDS_NETWORK
 from mcpipechekr.check.orchestrate import run_check
 from mcpipechekr.check.report import render
 from mcpipechekr.check.sources import ValuePool, harvest_result, server_values
@@ -417,3 +418,25 @@ def test_an_odd_schema_costs_its_synthesized_sets_not_the_check() -> None:
     assert offered[0].arguments == {"count": 2}
     assert offered[0].sources == {"count": "schema bounds"}  # synthesized, not only the minimal fallback
     assert all(isinstance(candidate.arguments["count"], int) for candidate in offered)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cannot reach api.example.com: [Errno -2] Name or service not known",
+        "getaddrinfo ENOTFOUND registry.npmjs.org",
+        "Failed to fetch https://example.com/: ConnectError('[Errno 101] Network is unreachable')",
+        "request to https://api.github.com failed, reason: connect ECONNREFUSED 127.0.0.1:443",
+        "HTTPSConnectionPool(host='x', port=443): Read timed out. (read timeout=10)",
+        "[Errno -3] Temporary failure in name resolution",
+    ],
+)
+def test_errors_that_say_the_network_is_missing(text: str) -> None:
+    assert NEEDS_NETWORK.search(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["unknown item id 'a'", "access denied: a is outside the allowed directory", "no such repository"]
+)
+def test_ordinary_refusals_are_not_network_errors(text: str) -> None:
+    assert not NEEDS_NETWORK.search(text)
