@@ -782,6 +782,7 @@ def reach_tools(
                 break
             seen.add(option.key())
             attempt = judge_call(ctx, tool, option)
+            spent[tool.name] = time.monotonic() - started
             reach.attempts.append(attempt)
             if attempt.halted:
                 ctx.recover()
