@@ -79,7 +79,10 @@ def depot(tmp_path_factory: pytest.TempPathFactory) -> tuple[CheckReport, Path]:
     folder = tmp_path_factory.mktemp("depot")
     root = depot_root(folder)
     report = run_check(
-        depot_config(root), layers=["protocol", "quality"], call_timeout_s=10, log_path=folder / "log"
+        depot_config(root, synthesis_time_s=1),
+        layers=["protocol", "quality"],
+        call_timeout_s=10,
+        log_path=folder / "log",
     )
     return report, root
 
@@ -141,6 +144,14 @@ def test_a_tool_that_refuses_everything_is_not_reached_not_a_warning(depot) -> N
     assert entry.error == "Error executing tool search_archive: the archive is offline for maintenance"
 
 
+def test_a_slow_tool_gets_no_new_call_past_its_time_box(depot) -> None:
+    report, _ = depot
+    slow = by_id(report)["PC-10:slow_lookup"]
+    assert slow.status == "SKIP" and slow.reason.startswith("not reached: ")
+    # each refusal takes 0.4 s and quotes its value: only the 1 s time box stops the six enum values
+    assert 1 <= len(slow.details["attempts"]) <= 3
+
+
 def test_a_crash_only_synthesized_input_reaches_is_a_failure(depot) -> None:
     report, _ = depot
     crash = by_id(report)["PC-10:inspect_item"]
@@ -171,7 +182,7 @@ def test_coverage_figure_and_per_tool_lines_of_pc11_and_qc01(depot) -> None:
     checks = by_id(report)
     coverage = report.coverage
     assert coverage is not None
-    assert (coverage.reached, coverage.callable_tools) == (11, 14)
+    assert (coverage.reached, coverage.callable_tools) == (11, 15)
     assert [entry.tool for entry in coverage.tools][:3] == [
         "list_items",
         "get_shelf",
@@ -179,6 +190,7 @@ def test_coverage_figure_and_per_tool_lines_of_pc11_and_qc01(depot) -> None:
     ]  # listed order
     assert {entry.tool for entry in coverage.tools if entry.status != "reached"} == {
         "search_archive",
+        "slow_lookup",
         "inspect_item",
         "upstream_status",
     }
@@ -214,17 +226,21 @@ def test_the_text_report_has_a_coverage_section(depot) -> None:
     report, _ = depot
     text = render(report, "text").splitlines()
     start = text.index("Coverage")
-    assert text[start + 1].startswith("  11/14 callable tools reached")
-    assert text[start + 2 : start + 5] == [
+    assert text[start + 1].startswith("  11/15 callable tools reached")
+    assert text[start + 2 : start + 6] == [
         "  not reached: search_archive (Error executing tool search_archive: the archive is offline for "
         "maintenance)",
+        text[start + 3],
         "  failed: inspect_item (looks like an unhandled exception: Error executing tool inspect_item)",
-        text[start + 4],
+        text[start + 5],
     ]
-    assert text[start + 4].startswith(
+    assert text[start + 3].startswith(
+        "  not reached: slow_lookup (Error executing tool slow_lookup: no stock"
+    )
+    assert text[start + 5].startswith(
         "  needs network: upstream_status (Error executing tool upstream_status: cannot reach the supplier"
     )
-    assert "Connection refused" in text[start + 4]
+    assert "Connection refused" in text[start + 5]
     assert text[-1].startswith("Summary: ")
 
 
@@ -240,7 +256,8 @@ def test_the_text_report_says_so_when_no_tool_may_be_called(depot) -> None:
 
 def test_the_quality_layer_alone_synthesizes_as_pc10_does(tmp_path: Path) -> None:
     root = depot_root(tmp_path)
-    report = run_check(depot_config(root), layers=["quality"], call_timeout_s=10, log_path=tmp_path / "log")
+    config = depot_config(root, synthesis_time_s=1)
+    report = run_check(config, layers=["quality"], call_timeout_s=10, log_path=tmp_path / "log")
     checks = by_id(report)
     assert {r.layer for r in report.checks} == {"quality"}
     # the resources were listed for synthesis although PC-07 did not run
@@ -249,7 +266,7 @@ def test_the_quality_layer_alone_synthesizes_as_pc10_does(tmp_path: Path) -> Non
     assert checks["QC-01:search_archive"].reason.startswith("not reached: ")
     assert report.coverage is not None and (report.coverage.reached, report.coverage.callable_tools) == (
         11,
-        14,
+        15,
     )
     assert report.exit_code == 0  # sizes are the quality layer's business; the crash is PC-10's
 
