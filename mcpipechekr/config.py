@@ -451,6 +451,20 @@ class CheckConfig(StrictModel):
     tool_budgets: dict[str, Annotated[Count, Field(gt=0, le=100_000_000)]] = Field(
         default_factory=dict, description="Per-tool response budgets in estimated tokens, by tool name."
     )
+    synthesize: bool = Field(
+        default=True,
+        description="Synthesize arguments for PC-10 (schema, the server's paths, other tools' results) "
+        "until a read-only tool answers; false: one call with a case's or minimal arguments.",
+    )
+    synthesis_max_calls: Count = Field(
+        default=8, ge=1, le=100, description="Most argument sets PC-10 tries per tool (synthesis on)."
+    )
+    synthesis_time_s: Number = Field(
+        default=5.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="Seconds after which PC-10 starts no further argument set for a tool.",
+    )
 
     def resolve(self, base_dir: Path) -> CheckConfig:
         return self.model_copy(

@@ -11,15 +11,19 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types
 
 from mcpipechekr.artifacts.check_report import CheckResult, CheckStatus, Layer
+from mcpipechekr.check.sources import ValuePool, server_values
 from mcpipechekr.config import Config
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.server.annotations import write_risk
 from mcpipechekr.server.lifecycle import ServerUnderTest
+
+if TYPE_CHECKING:
+    from mcpipechekr.check.synthesis import ToolReach
 
 
 @dataclass
@@ -50,6 +54,10 @@ class CheckContext:
     """Set when the server halted and could not be restarted: later checks are SKIPs with this reason."""
     progress: Callable[[str], None] | None = None
     """Told what is running now (a check id, a tool call), for a progress display; None: silent."""
+    coverage: dict[str, ToolReach] = field(default_factory=dict)
+    """What argument synthesis got from each tool it considered (check/synthesis.py), by tool name."""
+    values: ValuePool | None = None
+    """Values synthesis may offer: the server's paths, its resources, results of tools; see value_pool()."""
 
     def record(
         self,
@@ -73,7 +81,7 @@ class CheckContext:
             reason=self.config.redactor.redact(reason),
             tool=tool,
             duration_ms=duration_ms,
-            details=details or {},
+            details=self.config.redactor.redact(details or {}),
         )
         self.results.append(result)
         return result
@@ -90,6 +98,12 @@ class CheckContext:
         for tool in listed:
             first.setdefault(tool.name, tool)
         self.tools = list(first.values())
+
+    def value_pool(self) -> ValuePool:
+        """The pool of values synthesis draws from, started from the server's command line and environment."""
+        if self.values is None:
+            self.values = server_values(self.config.server)
+        return self.values
 
     def observe(self, tool: str, source: str, result: mcp_types.CallToolResult) -> None:
         self.responses.append(ObservedResponse(tool, source, result))
