@@ -365,18 +365,22 @@ def git_state(repo: Path) -> dict[str, str]:
     }
 
 
+def _git_bookkeeping(path: Path) -> bool:
+    """`.git/index` and the mtime of `.git/` itself: what git rewrites when it only reads (below)."""
+    return path.name == ".git" or (path.name == "index" and path.parent.name == ".git")
+
+
 def snapshot(seeded: Seeded) -> Snapshot:
     """The state a check must leave as it found it.
 
-    The files of `.git/` count too, except `index`: git refreshes the stat
-    cache in it when it reads the working tree (`git status` does), and its
-    entries are compared through `git ls-files --stage` instead.
+    The files of `.git/` count too, except `index` and the folder's own mtime:
+    git refreshes the stat cache in the index whenever it reads the working
+    tree (`git status` run by a person does it too), writing a new index
+    through `index.lock` beside it. The index's entries are compared through
+    `git ls-files --stage` instead, so a staged or unstaged change still shows.
     """
-    state: Snapshot = {
-        "tree": tree_state(
-            seeded.folder, skip=lambda path: path.name == "index" and path.parent.name == ".git"
-        )
-    }
+    tree = tree_state(seeded.folder, skip=_git_bookkeeping)
+    state: Snapshot = {"tree": tree}
     if seeded.git_repo is not None:
         state["git"] = git_state(seeded.git_repo)
     return state
