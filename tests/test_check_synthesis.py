@@ -30,7 +30,17 @@ from mcpipechekr.cli import main
 from mcpipechekr.config import Config, ServerConfig
 
 SERVERS = Path(__file__).resolve().parent / "servers"
-FED = ["get_item", "get_order", "read_file", "convert", "events_on", "lookup_sku", "lookup_code", "read_doc"]
+FED = [
+    "get_shelf",
+    "get_item",
+    "get_order",
+    "read_file",
+    "convert",
+    "events_on",
+    "lookup_sku",
+    "lookup_code",
+    "read_doc",
+]
 
 
 def closed_port() -> int:
@@ -82,6 +92,13 @@ def test_each_tool_is_reached_with_the_argument_only_its_source_gives(depot) -> 
     # a list → get chain: the id came from structuredContent, the order number from JSON text
     assert arguments["get_item"]["item_id"] in {"it-7", "it-9"}
     assert sources["get_item"] == {"item_id": "result of list_items"}
+    # a tool listed before the one that feeds it is tried again once that one has answered
+    assert (arguments["get_shelf"], sources["get_shelf"]) == (
+        {"shelf_id": "s-3"},
+        {"shelf_id": "result of get_item"},
+    )
+    shelf_attempts = checks["PC-10:get_shelf"].details["attempts"]
+    assert [attempt["outcome"] for attempt in shelf_attempts][-2:] == ["refused", "reached"]
     assert (arguments["get_order"], sources["get_order"]) == (
         {"order_id": 31},
         {"order_id": "result of list_orders"},
@@ -151,8 +168,12 @@ def test_coverage_figure_and_per_tool_lines_of_pc11_and_qc01(depot) -> None:
     checks = by_id(report)
     coverage = report.coverage
     assert coverage is not None
-    assert (coverage.reached, coverage.callable_tools) == (10, 13)
-    assert [entry.tool for entry in coverage.tools][:2] == ["list_items", "get_item"]  # tools/list order
+    assert (coverage.reached, coverage.callable_tools) == (11, 14)
+    assert [entry.tool for entry in coverage.tools][:3] == [
+        "list_items",
+        "get_shelf",
+        "get_item",
+    ]  # listed order
     assert {entry.tool for entry in coverage.tools if entry.status != "reached"} == {
         "search_archive",
         "inspect_item",
@@ -190,7 +211,7 @@ def test_the_text_report_has_a_coverage_section(depot) -> None:
     report, _ = depot
     text = render(report, "text").splitlines()
     start = text.index("Coverage")
-    assert text[start + 1].startswith("  10/13 callable tools reached")
+    assert text[start + 1].startswith("  11/14 callable tools reached")
     assert text[start + 2 : start + 5] == [
         "  not reached: search_archive (Error executing tool search_archive: the archive is offline for "
         "maintenance)",
@@ -224,12 +245,12 @@ def test_the_cli_json_report_carries_coverage_and_synthesis_can_be_turned_off(tm
     # one call with minimal arguments: what the schema alone gives is reached, nothing fed is
     for tool in ("list_items", "list_orders", "events_on", "lookup_code"):
         assert checks[f"PC-10:{tool}"].status == "PASS", checks[f"PC-10:{tool}"]
-    for tool in ("get_item", "get_order", "read_file", "convert", "read_doc", "inspect_item"):
+    for tool in ("get_shelf", "get_item", "get_order", "read_file", "convert", "read_doc", "inspect_item"):
         assert checks[f"PC-10:{tool}"].status == "SKIP", checks[f"PC-10:{tool}"]
         assert checks[f"PC-10:{tool}"].reason.startswith("not reached: ")
         assert len(checks[f"PC-10:{tool}"].details["attempts"]) == 1
     assert checks["PC-10:lookup_sku"].reason.startswith("cannot generate arguments")  # a pattern
-    assert report.coverage is not None and report.coverage.reached < 10
+    assert report.coverage is not None and report.coverage.reached == 4
     assert report.exit_code == 0  # the crash behind inspect_item's real ids is not reached
 
 

@@ -273,7 +273,7 @@ def parameter_values(
     if "example" in schema:
         values.append(_Value(schema["example"], "schema example"))
     if kind == "string":
-        values = _string_values(name, schema, pool, values)
+        values = _string_values(name, schema, pool, values, tool)
     elif kind in ("integer", "number"):
         values = _number_values(name, schema, kind, pool, values)
     elif kind == "boolean":
@@ -299,7 +299,9 @@ def parameter_values(
     return _dedupe([value for value in values if _fits(value.value, schema, kind)])[:VALUES_PER_PARAMETER]
 
 
-def _string_values(name: str, schema: dict[str, Any], pool: ValuePool, values: list[_Value]) -> list[_Value]:
+def _string_values(
+    name: str, schema: dict[str, Any], pool: ValuePool, values: list[_Value], tool: str
+) -> list[_Value]:
     description = str(schema.get("description") or "")
     words = f"{name} {schema.get('title') or ''} {description}"
     fed = [_Value(f.value, f.source) for f in _matching(name, pool) if isinstance(f.value, str)]
@@ -323,7 +325,7 @@ def _string_values(name: str, schema: dict[str, Any], pool: ValuePool, values: l
         out.append(_Value("UTC", "a time zone"))
     if URIISH.search(name) or URIISH.search(schema.get("title") or ""):
         out += [_Value(f.value, f.source) for f in pool.resources if f.key == "uri"]
-    paths = _paths_for(words, pool)
+    paths = _paths_for(f"{words} {tool}", pool)
     if PATHISH.search(name) or PATHISH.search(schema.get("title") or ""):
         out += paths
     elif PATHISH.search(description):
@@ -431,6 +433,28 @@ def _words(text: str) -> list[str]:
     ]
 
 
+SAME_THING = {
+    "sha": "revision",
+    "commit": "revision",
+    "hash": "revision",
+    "ref": "revision",
+    "rev": "revision",
+    "url": "uri",
+    "link": "uri",
+    "href": "uri",
+    "filepath": "path",
+    "filename": "path",
+    "file": "path",
+    "identifier": "id",
+    "uuid": "id",
+}
+"""Last words of a key and a parameter that name the same thing (`commit` in a log, `revision` wanted)."""
+
+
+def _kind(words: list[str]) -> str:
+    return SAME_THING.get(words[-1], words[-1]) if words else ""
+
+
 def _word_in(word: str, name: str) -> bool:
     return word in _words(name)
 
@@ -447,11 +471,12 @@ def _matching(name: str, pool: ValuePool) -> list[Found]:
         have = _words(found.key)
         if not have:
             continue
+        same = _kind(have) == _kind(wanted)
         if have == wanted:
             score = 3
-        elif have[-1] == wanted[-1] and set(wanted[:-1]) <= set(have) | set(_words(found.context)):
+        elif same and set(wanted[:-1]) <= set(have) | set(_words(found.context)):
             score = 2
-        elif have[-1] == wanted[-1] or (len(wanted) > 1 and wanted[0] == have[-1] and len(have) == 1):
+        elif same or (len(wanted) > 1 and wanted[0] == have[-1] and len(have) == 1):
             score = 1
         else:
             continue
@@ -686,6 +711,7 @@ def reach_tools(
     reaches: dict[str, ToolReach] = {}
     tried: dict[str, set[bytes]] = {}
     tried_at: dict[str, int] = {}
+    spent: dict[str, float] = {}
     order: list[mcp_types.Tool] = []
     for tool in tools:
         if tool.name in ctx.coverage:
@@ -722,12 +748,13 @@ def reach_tools(
                 "cannot generate arguments from its inputSchema; give a case for it in the cases file"
             )
             return
-        started = time.monotonic()
+        started = time.monotonic() - spent.get(tool.name, 0.0)
         for option in options:
             if ctx.server_lost is not None:
                 reach.status, reach.reason = "not_called", ctx.server_lost
                 return
-            if reach.attempts and time.monotonic() - started > settings.synthesis_time_s:
+            spent[tool.name] = time.monotonic() - started
+            if reach.attempts and spent[tool.name] > settings.synthesis_time_s:
                 break
             seen.add(option.key())
             attempt = judge_call(ctx, tool, option)
@@ -774,7 +801,8 @@ def _needs_feeding(tool: mcp_types.Tool) -> int:
             count += 1
             continue
         intrinsic = any(key in prop for key in ("const", "enum", "default", "examples", "format", "pattern"))
-        if not intrinsic and prop.get("type") not in ("integer", "number", "boolean"):
+        names_a_thing = _kind(_words(name)) in ("id", "key", "revision", "uri", "path", "name")
+        if not intrinsic and (prop.get("type") in ("string", None) or names_a_thing):
             count += 1
     return count
 

@@ -5,7 +5,8 @@ published server rightly does, and answers only when given what its schema,
 its command line, its resources or another tool's result say:
 
 - `list_items` → structuredContent `{"items": [{"id": "it-7", …}, …]}`; `get_item(item_id)` answers
-  only an id `list_items` returned.
+  only an id `list_items` returned, with a `shelf: s-3` line; `get_shelf(shelf_id)`, listed before
+  `get_item`, answers only that shelf (reached on a second round, once `get_item` has answered).
 - `list_orders` → JSON in a text block `[{"order_id": 31, …}]`; `get_order(order_id)` answers only 31.
 - `read_file(path)`: only a file inside the directory given as `--root` on the command line.
 - `convert(unit)`: only the enum's last value, `inch`.
@@ -65,11 +66,18 @@ def list_items() -> ItemList:
     return ItemList(items=[Item(id=key, title=title) for key, title in ITEMS.items()])
 
 
+@app.tool(description="What a shelf holds.", annotations=READ_ONLY)
+def get_shelf(shelf_id: str) -> str:
+    if shelf_id != "s-3":
+        raise ToolError(f"unknown shelf {shelf_id!r}")
+    return "shelf s-3: lamps"
+
+
 @app.tool(description="Get one item by its id.", annotations=READ_ONLY)
 def get_item(item_id: str) -> str:
     if item_id not in ITEMS:
         raise ToolError(f"unknown item id {item_id!r}")
-    return f"{ITEMS[item_id]} ({item_id})"
+    return f"{ITEMS[item_id]} ({item_id})\nshelf: s-3"
 
 
 @app.tool(description="List the open orders as JSON.", annotations=READ_ONLY)
