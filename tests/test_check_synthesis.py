@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from mcpipechekr.check.report import render
 from mcpipechekr.check.sources import ValuePool, harvest_result, server_values
 from mcpipechekr.check.synthesis import candidates, generate_matching
 from mcpipechekr.cli import main
-from mcpipechekr.config import Config, ServerConfig
+from mcpipechekr.config import MASK, Config, ServerConfig
 
 SERVERS = Path(__file__).resolve().parent / "servers"
 FED = [
@@ -130,7 +131,8 @@ def test_a_tool_that_refuses_everything_is_not_reached_not_a_warning(depot) -> N
     assert refused.reason.startswith(
         "not reached: Error executing tool search_archive: the archive is offline for maintenance (after "
     )
-    assert 1 < len(refused.details["attempts"]) <= 8  # tried more than once, never past the bound
+    # the same message whatever the arguments, three times in a row: more arguments will not help
+    assert len(refused.details["attempts"]) == 3
     assert {attempt["outcome"] for attempt in refused.details["attempts"]} == {"refused"}
     assert [r.id for r in report.checks if r.status == "WARN" and r.id.startswith("PC-10")] == []
     entry = next(entry for entry in report.coverage.tools if entry.tool == "search_archive")
@@ -254,6 +256,60 @@ def test_the_cli_json_report_carries_coverage_and_synthesis_can_be_turned_off(tm
     assert report.exit_code == 0  # the crash behind inspect_item's real ids is not reached
 
 
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.com",
+            "-c",
+            "commit.gpgsign=false",
+            *args,
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    return done.stdout.strip()
+
+
+def test_a_git_server_is_reached_through_its_repository_and_its_log(tmp_path: Path) -> None:
+    repo = tmp_path / "shop"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "README.md").write_text("shop\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "first stock list")
+    head = git(repo, "rev-parse", "HEAD")
+    server = ServerConfig(
+        name="gitlog",
+        command=sys.executable,
+        args=[str(SERVERS / "gitlog_server.py"), "--repository", str(repo)],
+        env={"GITLOG_TZ": "Pacific/Chatham"},
+    )
+    report = run_check(
+        Config(server=server), layers=["protocol"], call_timeout_s=10, log_path=tmp_path / "log"
+    )
+    checks = by_id(report)
+    log, show, hours = (checks[f"PC-10:{tool}"] for tool in ("git_log", "git_show", "office_hours"))
+    assert (log.status, log.details["arguments"]) == ("PASS", {"repo_path": str(repo.resolve())})
+    assert log.details["sources"] == {"repo_path": "server command line"}
+    # the log's `commit: <sha>` line feeds the revision
+    assert show.status == "PASS", show
+    assert show.details["arguments"] == {"repo_path": str(repo.resolve()), "revision": head}
+    assert show.details["sources"]["revision"] == "result of git_log"
+    # a time zone from the server's environment: used, and masked in the report like every env value
+    assert hours.status == "PASS", hours
+    assert hours.details["sources"] == {"timezone": "server environment"}
+    assert hours.details["arguments"] == {"timezone": MASK}
+    assert report.coverage is not None and (report.coverage.reached, report.coverage.callable_tools) == (3, 3)
+    assert "Pacific/Chatham" not in report.model_dump_json()
+
+
 # --- the parts, without a server ----------------------------------------------------------------------
 
 
@@ -289,6 +345,12 @@ def test_values_from_the_command_line_are_existing_paths_and_time_zones_never_ot
     assert [found.value for found in pool.time_zones] == ["Europe/Paris"]
     everything = [f.value for kind in (pool.directories, pool.files, pool.time_zones) for f in kind]
     assert "sk-secret-value-123" not in everything
+    # the server's own program is no argument for its tools
+    script = tmp_path / "server.py"
+    script.write_text("", encoding="utf-8")
+    launched = server_values(ServerConfig(name="y", command="python", args=[str(script), str(repo)]))
+    assert str(script.resolve()) not in [found.value for found in launched.files]
+    assert [found.value for found in launched.directories] == [str(repo.resolve())]
 
 
 def test_a_result_feeds_a_parameter_with_a_matching_name() -> None:

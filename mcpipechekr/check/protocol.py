@@ -523,7 +523,7 @@ def _check_call(ctx: CheckContext, tool: mcp_types.Tool, reach: ToolReach) -> bo
     # failed: a crash, a hang, a malformed answer, an internal error or an unhandled exception
     reason = reach.reason
     if not decisive.halted:
-        reason = f"{reason} with {with_what}{tries}"
+        reason = f"{reason} (with {with_what}{tries})"
     else:
         reason = f"{reason}\n  with {with_what}{tries}"
     verdict("FAIL", reason)

@@ -6,9 +6,10 @@ right to. The values it accepts are usually in plain sight:
 - its own command line, environment and working directory (`config.server`, or
   `server.start` for an HTTP server we launch): a repository path, the
   directories a filesystem server was started with, a time zone. Only values
-  that are existing absolute paths (and a few entries inside directories) or
-  look like a time zone are taken: an environment variable may hold a secret,
-  and anything else in it is no argument;
+  that are existing paths (and a few entries inside directories) or look like
+  a time zone are taken: an environment variable may hold a secret, and
+  anything else in it is no argument; the server's own program file
+  (`server.py`, `dist/index.js`) is left out;
 - the resources it lists (their URIs and names);
 - the results of its other tools: ids, names, paths and URIs found in
   structuredContent or JSON text (with the key they sat under), else
@@ -112,7 +113,9 @@ def server_values(server: ServerConfig) -> ValuePool:
         launches.append((list(server.start.args), dict(server.start.env), server.start.cwd))
     for args, env, cwd in launches:
         base = Path(cwd) if cwd else Path.cwd()
-        for arg in args:
+        for index, arg in enumerate(args):
+            if index == _program_index(args):
+                continue  # `python server.py`: the server's own code is no argument for its tools
             for token in _tokens(arg):
                 _add_path(pool, token, base, "server command line")
                 _add_time_zone(pool, token, "server command line")
@@ -124,6 +127,18 @@ def server_values(server: ServerConfig) -> ValuePool:
         if cwd:
             _add_path(pool, cwd, base, "server working directory")
     return pool
+
+
+CODE_SUFFIXES = {".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".jar", ".rb", ".php", ".pl", ".sh", ".exe"}
+
+
+def _program_index(args: list[str]) -> int | None:
+    """The index of the first argument that is a program file (`server.py`, `dist/index.js`), if any."""
+    for index, arg in enumerate(args):
+        if arg.startswith("-"):
+            continue
+        return index if Path(arg).suffix.lower() in CODE_SUFFIXES else None
+    return None
 
 
 def _tokens(text: str) -> list[str]:

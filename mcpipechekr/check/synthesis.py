@@ -26,7 +26,8 @@ required parameters and those the schema alone satisfies first, then the
 others; a tool refused every time is tried once more when other tools have
 returned new values since. Each tool gets at most `check.synthesis_max_calls`
 calls within `check.synthesis_time_s` (a call under way is never cut short
-but by `check.call_timeout_s`), and stops at its first success.
+but by `check.call_timeout_s`), and stops at its first success, or after
+three refusals with one message that quotes none of the arguments.
 
 The verdict of each call (`judge_call`): a result without isError is a success;
 an isError with an ordinary message or a JSON-RPC error that names the client's
@@ -801,6 +802,8 @@ def reach_tools(
                 reach.status, reach.reason = attempt.outcome, attempt.message
                 return
             reach.status, reach.reason = "not_reached", attempt.message
+            if _refuses_regardless(reach.attempts):
+                return
 
     for tool in order:
         reach = ToolReach(tool, "not_reached")
@@ -813,11 +816,42 @@ def reach_tools(
                 reach.status == "not_reached"
                 and pool.version > tried_at.get(tool.name, 0)
                 and len(reach.attempts) < limit
+                and not _refuses_regardless(reach.attempts)
             ):
                 attempt_tool(tool, reach)
     ordered = {tool.name: reaches[tool.name] for tool in tools if tool.name in reaches}
     ctx.coverage.update(ordered)
     return ordered
+
+
+SAME_REFUSALS = 3
+"""Refusals in a row, with one message that names none of the arguments, after which a tool is left alone."""
+
+
+def _refuses_regardless(attempts: list[Attempt]) -> bool:
+    """True when the last refusals say the same thing whatever the arguments ("the archive is offline").
+
+    A message that quotes an argument ("unknown id 'a'") depends on it, and the
+    next value may be accepted; one that does not, repeated, will not change.
+    """
+    last = attempts[-SAME_REFUSALS:]
+    if len(last) < SAME_REFUSALS or any(attempt.outcome != "refused" for attempt in last):
+        return False
+    if len({attempt.message for attempt in last}) != 1:
+        return False
+    message = last[0].message
+    return not any(
+        _mentions(message, str(value)) for attempt in last for value in attempt.candidate.arguments.values()
+    )
+
+
+def _mentions(message: str, value: str) -> bool:
+    """Whether an error message quotes a value: quoted at any length, or as a whole word of 2+ characters."""
+    if not value:
+        return False
+    if any(f"{quote}{value}{quote}" in message for quote in ("'", '"', "`")):
+        return True
+    return len(value) > 1 and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", message) is not None
 
 
 def _needs_feeding(tool: mcp_types.Tool) -> int:
