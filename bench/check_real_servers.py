@@ -114,13 +114,15 @@ def print_server(measured: Measured) -> None:
 
 def markdown_table(rows: list[Measured]) -> str:
     lines = [
-        "| Server | Version | FAIL | WARN | Coverage | Time |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| Server | Version | Tools (callable) | FAIL | WARN | Coverage | Time |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for measured in rows:
+        listed = next(r for r in measured.report.checks if r.id == "PC-02").details.get("tools", [])
         lines.append(
-            f"| `{measured.server.package}` | {measured.server.version} | {len(measured.fails)} | "
-            f"{len(measured.warns)} | {_coverage_text(measured)} | {measured.seconds:.1f} s |"
+            f"| `{measured.server.package}` | {measured.server.version} | {len(listed)} "
+            f"({measured.coverage[1]}) | {len(measured.fails)} | {len(measured.warns)} | "
+            f"{_coverage_text(measured)} | {measured.seconds:.1f} s |"
         )
     return "\n".join(lines)
 
