@@ -226,8 +226,10 @@ def test_state_changing_tools_are_never_called_by_default(tmp_path: Path) -> Non
     assert "readOnlyHint: true" in checks["PC-10:lookup"].reason
     assert "opt_in" in checks["PC-10:lookup"].reason
     assert checks["PC-05:lookup"].status == "WARN"
-    # the tool annotated read-only is the one that is called
+    # the tool annotated read-only is the one that is called, and the only one coverage counts
     assert checks["PC-10:list_things"].status == "PASS"
+    assert report.coverage is not None
+    assert [(entry.tool, entry.status) for entry in report.coverage.tools] == [("list_things", "reached")]
     assert report.exit_code == 0
 
 

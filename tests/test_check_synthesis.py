@@ -22,7 +22,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from mcpipechekr.artifacts.check_report import CheckReport, CheckResult
+from mcpipechekr.artifacts.check_report import CheckReport, CheckResult, Coverage
+from mcpipechekr.check.answers import NEEDS_NETWORK
 from mcpipechekr.check.orchestrate import run_check
 from mcpipechekr.check.report import render
 from mcpipechekr.check.sources import ValuePool, harvest_result, server_values
@@ -78,7 +79,10 @@ def depot(tmp_path_factory: pytest.TempPathFactory) -> tuple[CheckReport, Path]:
     folder = tmp_path_factory.mktemp("depot")
     root = depot_root(folder)
     report = run_check(
-        depot_config(root), layers=["protocol", "quality"], call_timeout_s=10, log_path=folder / "log"
+        depot_config(root, synthesis_time_s=1),
+        layers=["protocol", "quality"],
+        call_timeout_s=10,
+        log_path=folder / "log",
     )
     return report, root
 
@@ -140,6 +144,14 @@ def test_a_tool_that_refuses_everything_is_not_reached_not_a_warning(depot) -> N
     assert entry.error == "Error executing tool search_archive: the archive is offline for maintenance"
 
 
+def test_a_slow_tool_gets_no_new_call_past_its_time_box(depot) -> None:
+    report, _ = depot
+    slow = by_id(report)["PC-10:slow_lookup"]
+    assert slow.status == "SKIP" and slow.reason.startswith("not reached: ")
+    # each refusal takes 0.4 s and quotes its value: only the 1 s time box stops the six enum values
+    assert 1 <= len(slow.details["attempts"]) <= 3
+
+
 def test_a_crash_only_synthesized_input_reaches_is_a_failure(depot) -> None:
     report, _ = depot
     crash = by_id(report)["PC-10:inspect_item"]
@@ -170,7 +182,7 @@ def test_coverage_figure_and_per_tool_lines_of_pc11_and_qc01(depot) -> None:
     checks = by_id(report)
     coverage = report.coverage
     assert coverage is not None
-    assert (coverage.reached, coverage.callable_tools) == (11, 14)
+    assert (coverage.reached, coverage.callable_tools) == (11, 15)
     assert [entry.tool for entry in coverage.tools][:3] == [
         "list_items",
         "get_shelf",
@@ -178,6 +190,7 @@ def test_coverage_figure_and_per_tool_lines_of_pc11_and_qc01(depot) -> None:
     ]  # listed order
     assert {entry.tool for entry in coverage.tools if entry.status != "reached"} == {
         "search_archive",
+        "slow_lookup",
         "inspect_item",
         "upstream_status",
     }
@@ -213,18 +226,49 @@ def test_the_text_report_has_a_coverage_section(depot) -> None:
     report, _ = depot
     text = render(report, "text").splitlines()
     start = text.index("Coverage")
-    assert text[start + 1].startswith("  11/14 callable tools reached")
-    assert text[start + 2 : start + 5] == [
+    assert text[start + 1].startswith("  11/15 callable tools reached")
+    assert text[start + 2 : start + 6] == [
         "  not reached: search_archive (Error executing tool search_archive: the archive is offline for "
         "maintenance)",
+        text[start + 3],
         "  failed: inspect_item (looks like an unhandled exception: Error executing tool inspect_item)",
-        text[start + 4],
+        text[start + 5],
     ]
-    assert text[start + 4].startswith(
+    assert text[start + 3].startswith(
+        "  not reached: slow_lookup (Error executing tool slow_lookup: no stock"
+    )
+    assert text[start + 5].startswith(
         "  needs network: upstream_status (Error executing tool upstream_status: cannot reach the supplier"
     )
-    assert "Connection refused" in text[start + 4]
+    assert "Connection refused" in text[start + 5]
     assert text[-1].startswith("Summary: ")
+
+
+def test_the_text_report_says_so_when_no_tool_may_be_called(depot) -> None:
+    report, _ = depot
+    nothing = report.model_copy(update={"coverage": Coverage(callable_tools=0, reached=0)})
+    text = render(nothing, "text").splitlines()
+    assert text[text.index("Coverage") + 1] == (
+        "  no tool may be called: none is annotated read-only, none is opted in (see PC-10)"
+    )
+    assert "Coverage" not in render(report.model_copy(update={"coverage": None}), "text").splitlines()
+
+
+def test_the_quality_layer_alone_synthesizes_as_pc10_does(tmp_path: Path) -> None:
+    root = depot_root(tmp_path)
+    config = depot_config(root, synthesis_time_s=1)
+    report = run_check(config, layers=["quality"], call_timeout_s=10, log_path=tmp_path / "log")
+    checks = by_id(report)
+    assert {r.layer for r in report.checks} == {"quality"}
+    # the resources were listed for synthesis although PC-07 did not run
+    assert checks["QC-01:read_doc"].status == "PASS"
+    assert checks["QC-01:get_shelf"].status == "PASS"
+    assert checks["QC-01:search_archive"].reason.startswith("not reached: ")
+    assert report.coverage is not None and (report.coverage.reached, report.coverage.callable_tools) == (
+        11,
+        15,
+    )
+    assert report.exit_code == 0  # sizes are the quality layer's business; the crash is PC-10's
 
 
 def test_the_cli_json_report_carries_coverage_and_synthesis_can_be_turned_off(tmp_path: Path) -> None:
@@ -373,3 +417,43 @@ def test_a_result_feeds_a_parameter_with_a_matching_name() -> None:
     assert (first.arguments, first.sources) == ({"userId": "u-1"}, {"userId": "result of list_users"})
     assert {"userId": "u-2"} in [candidate.arguments for candidate in rest]
     assert len(rest) < 8
+
+
+def test_an_odd_schema_costs_its_synthesized_sets_not_the_check() -> None:
+    tool = mcp_types.Tool(
+        name="odd",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "count": {"type": "integer", "minimum": 2, "exclusiveMinimum": True},
+                "label": {"type": "string", "minLength": "three"},
+            },
+            "required": ["count"],
+        },
+    )
+    offered = candidates(tool, ValuePool(), limit=8)
+    assert offered[0].arguments == {"count": 2}
+    assert offered[0].sources == {"count": "schema bounds"}  # synthesized, not only the minimal fallback
+    assert all(isinstance(candidate.arguments["count"], int) for candidate in offered)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cannot reach api.example.com: [Errno -2] Name or service not known",
+        "getaddrinfo ENOTFOUND registry.npmjs.org",
+        "Failed to fetch https://example.com/: ConnectError('[Errno 101] Network is unreachable')",
+        "request to https://api.github.com failed, reason: connect ECONNREFUSED 127.0.0.1:443",
+        "HTTPSConnectionPool(host='x', port=443): Read timed out. (read timeout=10)",
+        "[Errno -3] Temporary failure in name resolution",
+    ],
+)
+def test_errors_that_say_the_network_is_missing(text: str) -> None:
+    assert NEEDS_NETWORK.search(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["unknown item id 'a'", "access denied: a is outside the allowed directory", "no such repository"]
+)
+def test_ordinary_refusals_are_not_network_errors(text: str) -> None:
+    assert not NEEDS_NETWORK.search(text)

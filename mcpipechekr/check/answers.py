@@ -15,6 +15,9 @@ from __future__ import annotations
 import re
 
 import mcp_types
+import pydantic
+
+from mcpipechekr.errors import ServerHalt
 
 RESOURCE_NOT_FOUND = -32002
 SENSIBLE_ERROR_CODES = {
@@ -71,3 +74,19 @@ def content_problem(result: mcp_types.CallToolResult) -> str | None:
 def is_open_world(tool: mcp_types.Tool) -> bool:
     """True only for a tool annotated `openWorldHint: true` (a missing hint does not count here)."""
     return tool.annotations is not None and tool.annotations.open_world_hint is True
+
+
+def halt_reason(halt: ServerHalt) -> str:
+    """The halt's message: what happened, during which call, and the server's last stderr lines."""
+    return str(halt).replace("\n  Its stderr is logged at", "\n  stderr log:")
+
+
+def validation_reason(error: pydantic.ValidationError) -> str:
+    """The first of pydantic's errors (the others are usually the same mistake seen by other union arms)."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    value = first.get("input")
+    shown = f" (got {value!r})" if not isinstance(value, dict | list) else ""
+    return (
+        f"{error.error_count()} validation error(s) for {error.title}; first: {where}: {first['msg']}{shown}"
+    )

@@ -47,7 +47,9 @@ from mcpipechekr.check.answers import (
     SENSIBLE_ERROR_CODES,
     UNHANDLED,
     first_line,
+    halt_reason,
     text_of,
+    validation_reason,
 )
 from mcpipechekr.check.argsgen import minimal_arguments
 from mcpipechekr.check.context import CheckContext
@@ -205,28 +207,12 @@ def _attempt(ctx: CheckContext, call: Callable[[], T]) -> tuple[T | None, Except
 def _failed(ctx: CheckContext, verdict: Verdict, error: Exception, what: str) -> None:
     """FAIL for a request that halted the server, was malformed or was refused; restart after a halt."""
     if isinstance(error, ServerHalt):
-        verdict("FAIL", _halt_reason(error))
+        verdict("FAIL", halt_reason(error))
         ctx.recover()
     elif isinstance(error, pydantic.ValidationError):
-        verdict("FAIL", f"malformed answer ({what}): {_validation_reason(error)}")
+        verdict("FAIL", f"malformed answer ({what}): {validation_reason(error)}")
     else:
         verdict("FAIL", f"{what}: {error}")
-
-
-def _halt_reason(halt: ServerHalt) -> str:
-    """The halt's message: what happened, during which call, and the server's last stderr lines."""
-    return str(halt).replace("\n  Its stderr is logged at", "\n  stderr log:")
-
-
-def _validation_reason(error: pydantic.ValidationError) -> str:
-    """The first of pydantic's errors (the others are usually the same mistake seen by other union arms)."""
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"])
-    value = first.get("input")
-    shown = f" (got {value!r})" if not isinstance(value, dict | list) else ""
-    return (
-        f"{error.error_count()} validation error(s) for {error.title}; first: {where}: {first['msg']}{shown}"
-    )
 
 
 async def _all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:

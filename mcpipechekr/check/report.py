@@ -127,6 +127,9 @@ _NOT_REACHED = {
 def coverage_lines(coverage: Coverage) -> Iterator[Text]:
     """`Coverage: 7/9 callable tools reached`, then each tool not reached with its last error."""
     yield Text("Coverage", style="bold underline")
+    if not coverage.callable_tools:
+        yield Text("  no tool may be called: none is annotated read-only, none is opted in (see PC-10)")
+        return
     line = Text(f"  {coverage.reached}/{coverage.callable_tools} callable tools reached")
     line.append(" (answered a call without isError; read-only or opted-in tools)", style="dim")
     yield line

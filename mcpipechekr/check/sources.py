@@ -68,6 +68,8 @@ class ValuePool:
     harvested: list[Found] = field(default_factory=list)
     version: int = 0
     """Grows each time values are added: a tool refused before may be fed by what came since."""
+    resources_listed: bool = False
+    """Whether the server's resources were taken (by PC-07, or by synthesis when PC-07 did not run)."""
 
     def add_result(self, tool: str, result: mcp_types.CallToolResult) -> None:
         """Take ids, names, paths and URIs from a successful result of `tool`."""
@@ -84,6 +86,7 @@ class ValuePool:
             self.version += 1
 
     def add_resources(self, resources: list[mcp_types.Resource]) -> None:
+        self.resources_listed = True
         for resource in resources[:50]:
             self.resources.append(Found(str(resource.uri), "resource", "uri", resource.name or ""))
             if resource.name:

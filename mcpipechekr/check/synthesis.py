@@ -60,8 +60,10 @@ from mcpipechekr.check.answers import (
     UNHANDLED,
     content_problem,
     first_line,
+    halt_reason,
     is_open_world,
     text_of,
+    validation_reason,
 )
 from mcpipechekr.check.argsgen import Unsatisfiable, minimal_arguments, resolve_ref
 from mcpipechekr.check.cases import CasesFile
@@ -158,9 +160,33 @@ class _Value:
 def candidates(
     tool: mcp_types.Tool, pool: ValuePool, *, limit: int, case: Candidate | None = None
 ) -> list[Candidate]:
-    """Up to `limit` distinct argument sets for `tool`, best first (the case's, when given, first)."""
+    """Up to `limit` distinct argument sets for `tool`, best first (the case's, when given, first).
+
+    A schema too odd for the generator (a bound that is no number, a length that
+    is no integer) costs its synthesized sets, never the check: what was built
+    before it, and the minimal arguments, are still offered.
+    """
     schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
     out: list[Candidate] = [case] if case is not None else []
+    try:
+        _synthesize(tool, schema, pool, limit, out)
+    except (TypeError, ValueError, ArithmeticError, RecursionError):
+        pass
+    try:
+        minimal = minimal_arguments(schema)
+    except (TypeError, ValueError, ArithmeticError, RecursionError):
+        minimal = None
+    if minimal is not None and len(out) < limit:
+        candidate = Candidate(minimal, dict.fromkeys(minimal, MINIMAL))
+        if candidate.key() not in {existing.key() for existing in out}:
+            out.append(candidate)
+    return out
+
+
+def _synthesize(
+    tool: mcp_types.Tool, schema: dict[str, Any], pool: ValuePool, limit: int, out: list[Candidate]
+) -> None:
+    """Append to `out` the synthesized argument sets, best first, up to `limit` in all."""
     seen = {candidate.key() for candidate in out}
 
     def add(candidate: Candidate) -> None:
@@ -172,20 +198,20 @@ def candidates(
     try:
         root = resolve_ref(schema, schema)
     except Unsatisfiable:
-        return out
+        return
     properties = root.get("properties") if isinstance(root.get("properties"), dict) else {}
     required = [name for name in root.get("required") or [] if isinstance(name, str)]
     ranked: dict[str, list[_Value]] = {}
     for name in required:
-        values = parameter_values(name, properties.get(name, {}), schema, pool, tool.name)
+        values = _values_of(name, properties.get(name, {}), schema, pool, tool.name)
         if not values:
-            return out  # a required parameter nothing can fill
+            return  # a required parameter nothing can fill
         ranked[name] = values
     optional: dict[str, _Value] = {}
     for name, prop in properties.items():
         if name in required or not isinstance(name, str):
             continue
-        good = [value for value in parameter_values(name, prop, schema, pool, tool.name) if value.good]
+        good = [value for value in _values_of(name, prop, schema, pool, tool.name) if value.good]
         if good and good[0].source != "schema default":
             optional[name] = good[0]
 
@@ -203,10 +229,14 @@ def candidates(
     if optional:
         for name, index in _one_at_a_time(ranked):
             add(_candidate({**base, **optional, name: ranked[name][index]}))
-    minimal = minimal_arguments(schema)
-    if minimal is not None:
-        add(Candidate(minimal, dict.fromkeys(minimal, MINIMAL)))
-    return out
+
+
+def _values_of(name: str, schema: Any, root: dict[str, Any], pool: ValuePool, tool: str) -> list[_Value]:
+    """`parameter_values`, or none for a parameter whose schema the generator cannot read."""
+    try:
+        return parameter_values(name, schema, root, pool, tool)
+    except (TypeError, ValueError, ArithmeticError, RecursionError):
+        return []
 
 
 def _candidate(values: dict[str, _Value]) -> Candidate:
@@ -375,11 +405,10 @@ def _number_values(
     ]
     fed = [_Value(int(v.value), v.source) if isinstance(v.value, str) else v for v in fed]
     out = fed + values
-    low = schema.get("minimum")
-    if low is None and "exclusiveMinimum" in schema:
+    low, high = _number(schema.get("minimum")), _number(schema.get("maximum"))
+    if low is None and _number(schema.get("exclusiveMinimum")) is not None:
         low = schema["exclusiveMinimum"] + 1
-    high = schema.get("maximum")
-    if high is None and "exclusiveMaximum" in schema:
+    if high is None and _number(schema.get("exclusiveMaximum")) is not None:
         high = schema["exclusiveMaximum"] - 1
     if low is not None:
         out.append(_Value(low, "schema bounds"))
@@ -394,6 +423,11 @@ def _number_values(
         else v
         for v in out
     ]
+
+
+def _number(value: Any) -> int | float | None:
+    """A bound that is a number (Draft 4's boolean `exclusiveMinimum` is not one)."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _fits(value: Any, schema: dict[str, Any], kind: str) -> bool:
@@ -423,7 +457,7 @@ def _fits(value: Any, schema: dict[str, Any], kind: str) -> bool:
             ("exclusiveMinimum", lambda b: value > b),
             ("exclusiveMaximum", lambda b: value < b),
         ):
-            if isinstance(schema.get(bound), int | float) and not ok(schema[bound]):
+            if _number(schema.get(bound)) is not None and not ok(schema[bound]):
                 return False
         return True
     if kind == "boolean":
@@ -677,11 +711,9 @@ def judge_call(ctx: CheckContext, tool: mcp_types.Tool, candidate: Candidate) ->
     if isinstance(error, StructuredContentMismatch):
         return attempt("reached", "answered", mismatch=first_line(str(error)))
     if isinstance(error, ServerHalt):
-        return attempt(
-            "failed", str(error).replace("\n  Its stderr is logged at", "\n  stderr log:"), halted=True
-        )
+        return attempt("failed", halt_reason(error), halted=True)
     if isinstance(error, pydantic.ValidationError):
-        return attempt("failed", f"malformed answer (tools/call {tool.name}): {_validation_reason(error)}")
+        return attempt("failed", f"malformed answer (tools/call {tool.name}): {validation_reason(error)}")
     if isinstance(error, MCPError):
         code, message = error.error.code, error.error.message
         text = f"JSON-RPC error {code} ({message})"
@@ -699,17 +731,6 @@ def judge_call(ctx: CheckContext, tool: mcp_types.Tool, candidate: Candidate) ->
     if problem := content_problem(result):
         return attempt("failed", problem, result=result)
     return attempt("reached", "answered", result=result)
-
-
-def _validation_reason(error: pydantic.ValidationError) -> str:
-    """The first of pydantic's errors (the others are usually the same mistake seen by other union arms)."""
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"])
-    value = first.get("input")
-    shown = f" (got {value!r})" if not isinstance(value, dict | list) else ""
-    return (
-        f"{error.error_count()} validation error(s) for {error.title}; first: {where}: {first['msg']}{shown}"
-    )
 
 
 CaseArguments = Callable[[mcp_types.Tool], tuple[dict[str, Any], str] | None]
@@ -739,6 +760,8 @@ def reach_tools(
     synthesize = settings.synthesize
     limit = settings.synthesis_max_calls if synthesize else 1
     pool = ctx.value_pool() if synthesize else ValuePool()
+    if synthesize and not pool.resources_listed:
+        _take_resources(ctx, pool)
     reaches: dict[str, ToolReach] = {}
     tried: dict[str, set[bytes]] = {}
     tried_at: dict[str, int] = {}
@@ -789,6 +812,7 @@ def reach_tools(
                 break
             seen.add(option.key())
             attempt = judge_call(ctx, tool, option)
+            spent[tool.name] = time.monotonic() - started
             reach.attempts.append(attempt)
             if attempt.halted:
                 ctx.recover()
@@ -822,6 +846,27 @@ def reach_tools(
     ordered = {tool.name: reaches[tool.name] for tool in tools if tool.name in reaches}
     ctx.coverage.update(ordered)
     return ordered
+
+
+def _take_resources(ctx: CheckContext, pool: ValuePool) -> None:
+    """The first page of resources/list, when PC-07 did not list them (the quality layer alone).
+
+    Best effort: a server that fails here is judged by PC-07 when the protocol
+    layer runs, so a failure only costs the resource candidates.
+    """
+    pool.resources_listed = True
+    try:
+        if ctx.server_lost is not None or ctx.server.capabilities.resources is None:
+            return
+        page = ctx.server.request(
+            "during resources/list", lambda client: client.list_resources(), ctx.call_timeout_s
+        )
+    except ServerHalt:
+        ctx.recover()
+        return
+    except Exception:  # a JSON-RPC error or a malformed list: no resource candidates
+        return
+    pool.add_resources(list(page.resources))
 
 
 SAME_REFUSALS = 3

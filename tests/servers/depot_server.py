@@ -15,6 +15,7 @@ its command line, its resources or another tool's result say:
 - `lookup_code(code)`: only its schema's example `ZX-42`.
 - `read_doc(uri)`: only the URI of the resource the server lists.
 - `search_archive(query)`: refuses everything ("the archive is offline").
+- `slow_lookup(region)`: takes 0.4 s to refuse each of its six enum values (a time box stops it).
 - `inspect_item(item_id)`: refuses unknown ids, and crashes (an unhandled exception) on a real one.
 - `upstream_status(service)`: annotated openWorldHint: true; connects to 127.0.0.1:`--closed-port`,
   where nothing listens, and reports the refused connection as its error.
@@ -26,6 +27,7 @@ import argparse
 import datetime as dt
 import json
 import socket
+import time
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -145,6 +147,12 @@ def returns_policy() -> str:
 @app.tool(description="Search the archive of past orders.", annotations=READ_ONLY)
 def search_archive(query: str) -> str:
     raise ToolError("the archive is offline for maintenance")
+
+
+@app.tool(description="Look a region's stock up, slowly.", annotations=READ_ONLY)
+def slow_lookup(region: Literal["north", "south", "east", "west", "centre", "islands"]) -> str:
+    time.sleep(0.4)
+    raise ToolError(f"no stock figures for {region!r} yet")
 
 
 @app.tool(description="Inspect an item's stock history.", annotations=READ_ONLY)
