@@ -308,3 +308,10 @@ def test_annotations_warn_only_where_a_client_lacks_a_hint_it_needs(hints_report
     )
     assert "readOnlyHint absent" in pc05["merge"].reason
     assert pc05["erase"].reason.startswith("no annotations")
+    # read-only and destructive: no hint is missing, but check still does not call it
+    peek = checks["PC-05:peek"]
+    assert peek.status == "PASS"
+    assert (
+        "destructiveHint=true means nothing for a read-only tool, but check does not call it" in peek.reason
+    )
+    assert checks["PC-10:peek"].status == "SKIP"

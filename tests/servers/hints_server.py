@@ -10,6 +10,7 @@ No SDK: an SDK refuses to list one name twice, and this server does. Its tools:
 - `tag`: annotations with a title only (readOnlyHint's default, false, applies).
 - `merge`: no readOnlyHint, but destructiveHint and idempotentHint both given.
 - `erase`: no annotations at all.
+- `peek`: readOnlyHint true and destructiveHint true (the second means nothing beside the first).
 
 Every call answers "ok"; none changes anything.
 """
@@ -39,6 +40,10 @@ TOOLS = [
     _tool("tag", {"title": "Tag"}),
     _tool("merge", {"destructiveHint": False, "idempotentHint": True, "openWorldHint": False}),
     _tool("erase", None),
+    _tool(
+        "peek",
+        {"readOnlyHint": True, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False},
+    ),
     _tool("find", None, None, properties={"q": {"type": "string"}}, required=["q"]),
 ]
 
