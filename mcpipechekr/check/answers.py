@@ -45,7 +45,7 @@ NEEDS_NETWORK = re.compile(
     r"|getaddrinfo|\bENOTFOUND\b|\bEAI_AGAIN\b|could not resolve|failed to resolve|name resolution"
     r"|network is unreachable|\bENETUNREACH\b|no route to host|host is unreachable|\bEHOSTUNREACH\b"
     r"|timed out|\btimeout\b|\bETIMEDOUT\b|failed to establish a new connection|\bConnectError\b"
-    r"|connection error|unable to connect|could not connect|cannot connect|fetch failed",
+    r"|connection error|connection issue|unable to connect|could not connect|cannot connect|fetch failed",
     re.IGNORECASE,
 )
 """Error texts of a call that could not reach another host (for tools annotated openWorldHint: true)."""

@@ -43,6 +43,9 @@ class CheckContext:
     server: ServerUnderTest
     call_timeout_s: float
     tools: list[mcp_types.Tool] = field(default_factory=list)
+    """One definition per distinct name, the first tools/list gave (`use_tools`): per-tool checks run once."""
+    listed_names: list[str] = field(default_factory=list)
+    """Every name as tools/list gave it, duplicates included, for the check that judges names (PC-04)."""
     results: list[CheckResult] = field(default_factory=list)
     responses: list[ObservedResponse] = field(default_factory=list)
     opted_in: set[str] = field(default_factory=set)
@@ -82,6 +85,19 @@ class CheckContext:
         )
         self.results.append(result)
         return result
+
+    def use_tools(self, listed: list[mcp_types.Tool]) -> None:
+        """Keep the listed tools, the first definition of a duplicated name only.
+
+        A name listed twice is one FAIL of its own (PC-04); checking both
+        definitions would give two verdicts the same id (`PC-03:NAME` twice), and
+        a client that calls the name reaches one definition anyway.
+        """
+        self.listed_names = [tool.name for tool in listed]
+        first: dict[str, mcp_types.Tool] = {}
+        for tool in listed:
+            first.setdefault(tool.name, tool)
+        self.tools = list(first.values())
 
     def value_pool(self) -> ValuePool:
         """The pool of values synthesis draws from, started from the server's command line and environment."""

@@ -72,7 +72,7 @@ def run_check(
         ctx = CheckContext(config=config, server=server, call_timeout_s=timeout_s, progress=progress)
         if cases is not None:
             ctx.opted_in |= cases.opt_in_tools
-        ctx.tools = server.list_tools(timeout_s=timeout_s)
+        ctx.use_tools(server.list_tools(timeout_s=timeout_s))
         if "protocol" in selected:
             run_protocol(ctx, arguments_for=case_arguments(cases))
         if "functional" in selected:

@@ -71,6 +71,9 @@ HINTS = (
     ("open_world_hint", "openWorldHint"),
 )
 
+STATE_CHANGE_HINTS = {"destructiveHint": "true", "idempotentHint": "false"}
+"""The hints the MCP specification gives meaning only when readOnlyHint is false, with their defaults."""
+
 UNKNOWN_TOOL = "mcpipechekr_no_such_tool"
 UNKNOWN_RESOURCE = "mcpipechekr://no-such-resource/"
 
@@ -260,8 +263,8 @@ def _check_tools_list(ctx: CheckContext) -> bool:
     if error is not None or tools is None:
         _failed(ctx, verdict, error or RuntimeError("no answer"), "tools/list")
         return False
-    ctx.tools = tools
-    names = [tool.name for tool in tools]
+    ctx.use_tools(tools)
+    names = ctx.listed_names
     if names:
         verdict("PASS", f"{len(names)} tool(s)", details={"tools": names})
     else:
@@ -303,33 +306,65 @@ def _check_definition(ctx: CheckContext, tool: mcp_types.Tool) -> None:
 
 
 def _check_tool_names(ctx: CheckContext) -> None:
-    """PC-04: every name follows the spec's format, and no two tools share one."""
-    names = [tool.name for tool in ctx.tools]
-    bad = [name for name in names if not TOOL_NAME.match(name)]
+    """PC-04: every name follows the spec's format, and no two tools share one.
+
+    A duplicated name is this one FAIL; the per-tool checks judge its first
+    definition only (`CheckContext.use_tools`), so each of their ids appears once.
+    """
+    names = ctx.listed_names
+    bad = list(dict.fromkeys(name for name in names if not TOOL_NAME.match(name)))
     duplicates = sorted({name for name in names if names.count(name) > 1})
     problems = []
     if bad:
         problems.append("not 1-64 characters of A-Za-z0-9_./-: " + ", ".join(repr(name) for name in bad))
     if duplicates:
-        problems.append("listed more than once: " + ", ".join(duplicates))
+        counted = ", ".join(f"{name} ({names.count(name)} times)" for name in duplicates)
+        problems.append(
+            f"listed more than once: {counted}; a client reaches only one of them, and the other "
+            "checks judge the first definition of each name"
+        )
     verdict = _verdict(ctx, "PC-04", details={"invalid": bad, "duplicates": duplicates})
     verdict("FAIL", "; ".join(problems)) if problems else verdict("PASS", f"{len(names)} valid, unique names")
 
 
 def _check_annotations(ctx: CheckContext, tool: mcp_types.Tool) -> None:
-    """PC-05: the four behaviour hints are present, so clients (and our own probes) know what a call does."""
+    """PC-05: the hints a client needs to know what a call does, as the MCP specification defines them.
+
+    WARN for a tool with no annotations at all, or for one that may change state
+    (readOnlyHint false or absent, whose default is false) without
+    destructiveHint or idempotentHint: their defaults (destructive, not
+    idempotent) make clients ask before every call and retries unsafe. The
+    specification gives those two hints meaning only when readOnlyHint is false,
+    so a read-only tool need not declare them; a missing openWorldHint (default
+    true) is only a note, since a client's decision to call rarely turns on it.
+    """
     verdict = _verdict(ctx, "PC-05", tool.name)
     annotations = tool.annotations
     if annotations is None:
-        verdict("WARN", "no annotations (" + ", ".join(wire for _, wire in HINTS) + ")")
+        verdict("WARN", "no annotations: clients must assume it writes, destroys and reaches the outside")
         return
-    missing = [wire for attr, wire in HINTS if getattr(annotations, attr) is None]
-    if missing:
-        verdict("WARN", "missing " + ", ".join(missing))
+    hints = {wire: getattr(annotations, attr) for attr, wire in HINTS}
+    notes = []
+    missing = []
+    if hints["readOnlyHint"] is True:
+        if hints["destructiveHint"] is True:
+            notes.append(
+                "destructiveHint=true means nothing for a read-only tool, but check does not call it"
+            )
     else:
-        verdict(
-            "PASS", ", ".join(f"{wire}={str(getattr(annotations, attr)).lower()}" for attr, wire in HINTS)
+        if hints["readOnlyHint"] is None:
+            notes.append("readOnlyHint absent (default false: it may change state)")
+        missing = [wire for wire in STATE_CHANGE_HINTS if hints[wire] is None]
+    if hints["openWorldHint"] is None:
+        notes.append("openWorldHint absent (default true)")
+    if missing:
+        said = ", ".join(f"{wire} (default {STATE_CHANGE_HINTS[wire]})" for wire in missing)
+        verdict("WARN", "; ".join([f"may change state but leaves out {said}", *notes]))
+    else:
+        declared = ", ".join(
+            f"{wire}={str(value).lower()}" for wire, value in hints.items() if value is not None
         )
+        verdict("PASS", "; ".join([declared or "no hints", *notes]))
 
 
 def _check_expected_tools(ctx: CheckContext) -> None:

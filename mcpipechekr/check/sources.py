@@ -38,6 +38,7 @@ from mcpipechekr.config import ServerConfig
 
 MAX_VALUES_PER_RESULT = 200
 MAX_CHILDREN = 6
+MAX_DEPTH, MAX_VISITED = 3, 40
 MAX_TEXT_VALUE = 300
 TIME_ZONE = re.compile(r"^(?:UTC|GMT|Etc/[A-Za-z0-9+-]+|[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z0-9_+-]+){1,2})$")
 ABSOLUTE_PATH = re.compile(r"(?<![\w:/.])(/[^\s'\"`,;()<>\[\]{}]+|[A-Za-z]:\\[^\s'\"`,;()<>\[\]{}]*)")
@@ -179,8 +180,35 @@ def _add_path(pool: ValuePool, token: str, base: Path, source: str) -> None:
         for child in children[:MAX_CHILDREN]:
             target = pool.files if child.is_file() else pool.directories
             target.append(Found(str(child), f"{source} (inside {path.name or path})"))
+        if not any(child.is_file() for child in children[:MAX_CHILDREN]):
+            for deeper in _files_below(path):
+                pool.files.append(Found(str(deeper), f"{source} (inside {path.name or path})"))
     elif path.is_file() and str(path) not in {found.value for found in pool.files}:
         pool.files.append(Found(str(path), source))
+
+
+def _files_below(top: Path) -> list[Path]:
+    """A few files in the folders under `top`, nearest first, for a directory whose top level has none.
+
+    A server started on a folder of folders (`docs/`, `src/`, `data/`) reads files
+    only deeper down; a bounded breadth-first walk (MAX_DEPTH levels, MAX_VISITED
+    folders) finds some without reading a whole tree.
+    """
+    found: list[Path] = []
+    queue, visited = [(top, 0)], 0
+    while queue and len(found) < MAX_CHILDREN and visited < MAX_VISITED:
+        folder, depth = queue.pop(0)
+        visited += 1
+        try:
+            children = sorted(child for child in folder.iterdir() if not child.name.startswith("."))
+        except OSError:
+            continue
+        for child in children:
+            if child.is_file() and depth > 0 and len(found) < MAX_CHILDREN:
+                found.append(child)
+            elif child.is_dir() and not child.is_symlink() and depth < MAX_DEPTH:
+                queue.append((child, depth + 1))
+    return found
 
 
 def _add_time_zone(pool: ValuePool, token: str, source: str) -> None:
@@ -239,6 +267,6 @@ def _from_text(text: str, tool: str, source: str, out: list[Found]) -> None:
             out.append(Found(pair.group(2).strip().strip("'\"`"), source, pair.group(1).strip(), tool))
         for path in ABSOLUTE_PATH.findall(stripped):
             if _looks_like_path(path):
-                out.append(Found(path.rstrip("."), source, "path", tool))
+                out.append(Found(path.rstrip(".:,;"), source, "path", tool))
         if not pair and " " not in stripped.strip("-* "):
             out.append(Found(stripped.strip("-* "), source, None, tool))

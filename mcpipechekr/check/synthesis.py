@@ -45,6 +45,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import mcp_types
@@ -89,6 +90,7 @@ QUOTED = re.compile(
     re.IGNORECASE,
 )
 QUOTED_VALUE = re.compile(r"""['"`]([^'"`\n]{1,80})['"`]""")
+QUOTED_WORD = re.compile(r"[A-Za-z0-9_.:/-]{1,40}")
 TEMPLATES = (
     ("YYYY-MM-DDTHH:MM:SS", "2020-01-01T12:00:00"),
     ("YYYY-MM-DD", "2020-01-01"),
@@ -336,6 +338,11 @@ def _string_values(
     description = str(schema.get("description") or "")
     words = f"{name} {schema.get('title') or ''} {description}"
     fed = [_Value(f.value, f.source) for f in _matching(name, pool) if isinstance(f.value, str)]
+    paths = _paths_for(f"{words} {tool}", pool)
+    if DIRISH.search(name):
+        fed, not_directories = _directories_first(fed)
+    else:
+        not_directories = []
     out = fed + values
     out += [_Value(value, "parameter description") for value in _described_examples(description)]
     fmt = schema.get("format")
@@ -356,17 +363,32 @@ def _string_values(
         out.append(_Value("UTC", "a time zone"))
     if URIISH.search(name) or URIISH.search(schema.get("title") or ""):
         out += [_Value(f.value, f.source) for f in pool.resources if f.key == "uri"]
-    paths = _paths_for(f"{words} {tool}", pool)
     if PATHISH.search(name) or PATHISH.search(schema.get("title") or ""):
         out += paths
     elif PATHISH.search(description):
         out += paths[:2]
+    out += not_directories
     out += [_Value(f.value, f.source) for f in pool.resources if f.key == "name" and _word_in("name", name)]
     out += _loose(pool)
     length = max(1, int(schema.get("minLength") or 1))
     out.append(_Value("a" * length, MINIMAL, good=False))
     out += [_Value(path.value, path.source, good=False) for path in paths[:1]]
     return out
+
+
+def _directories_first(fed: list[_Value]) -> tuple[list[_Value], list[_Value]]:
+    """Split values fed to a parameter that names a directory (`repo_path`, `root_dir`): those that may be
+    one, and those that cannot (a file name from a status line, `/dev/null` from a diff header), which
+    rank after the directories the server was started with."""
+    may, cannot = [], []
+    for value in fed:
+        text = str(value.value)
+        local = Path(text)
+        if not local.is_absolute() or (local.exists() and not local.is_dir()):
+            cannot.append(value)
+        else:
+            may.append(value)
+    return may, cannot
 
 
 def _number_values(
@@ -520,16 +542,22 @@ def _matching(name: str, pool: ValuePool) -> list[Found]:
 
 
 def _loose(pool: ValuePool) -> list[_Value]:
-    """A few values seen under id- or name-like keys, or alone in text, for a parameter nothing matched."""
-    out: list[_Value] = []
+    """A few values seen under id- or name-like keys, or alone in text, for a parameter nothing matched.
+
+    Values under a key that names an identifier (`id`, `key`, `uri`, or a commit, sha or hash) come
+    first: a `target` or `ref` parameter no key matches by name still takes a commit a log listed.
+    """
+    identifiers: list[_Value] = []
+    others: list[_Value] = []
     for found in pool.harvested:
         if not isinstance(found.value, str):
             continue
-        if found.key is None or _words(found.key)[-1:] in (["id"], ["name"], ["key"], ["uri"]):
-            out.append(_Value(found.value, found.source, good=False))
-        if len(out) >= 3:
-            break
-    return out
+        kind = _kind(_words(found.key)) if found.key is not None else None
+        if kind in ("id", "key", "uri", "revision"):
+            identifiers.append(_Value(found.value, found.source, good=False))
+        elif found.key is None or kind == "name":
+            others.append(_Value(found.value, found.source, good=False))
+    return _dedupe(identifiers)[:3] + _dedupe(others)[:3]
 
 
 def _paths_for(words: str, pool: ValuePool) -> list[_Value]:
@@ -541,11 +569,13 @@ def _paths_for(words: str, pool: ValuePool) -> list[_Value]:
 
 
 def _described_examples(description: str) -> list[str]:
-    """Values quoted after "e.g." or "for example" in a parameter's description."""
+    """Values quoted after "e.g." or "for example" in a parameter's description, then any other single
+    word it quotes (`'local'`, `'remote'` or `'all'`: the values of an enum the schema does not declare)."""
     out: list[str] = []
     for match in QUOTED.finditer(description):
         out.extend(QUOTED_VALUE.findall(match.group(1)))
-    return out[:4]
+    out += [value for value in QUOTED_VALUE.findall(description) if QUOTED_WORD.fullmatch(value)]
+    return list(dict.fromkeys(out))[:6]
 
 
 def generate_matching(pattern: str) -> str | None:
