@@ -175,6 +175,7 @@ def test_offline_selection_figures_are_notes_that_say_how_to_get_a_model_s(tmp_p
     assert "lexical selection precision" in notes and "no reason to change the description" in notes
     assert "`providers: {phase05: PROVIDER/MODEL}` in config.yaml" in text
     assert "`--phase05-provider PROVIDER/MODEL`" in text
+    assert text.rstrip().endswith("selection note(s)")
     json_run = CliRunner().invoke(main, ["lint", "--config", str(config), "--format", "json"])
     report = TefReport.model_validate_json(json_run.stdout)
     assert report.selection_cases == 4 and report.selector == "lexical-bm25"

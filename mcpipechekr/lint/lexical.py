@@ -107,7 +107,6 @@ VERB_FAMILIES = _family(
     "list enumerate",
     "save write store",
     "add insert append",
-    "switch checkout",
     "compare diff difference",
 )
 """A verb that opens a request also looks for the words of its family (only in that position)."""

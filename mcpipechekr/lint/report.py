@@ -212,11 +212,13 @@ def render_text(report: TefReport, *, precision_threshold: float, reused: bool =
             [f"  {r.tool or 'every tool'}: {r.rule_id} ({r.reason})" for r in report.accepted_risks],
         )
     s = report.summary
+    selection = len(selection_findings(report, precision_threshold))
+    kind = "note" if is_lexical(report) else "warning"
     out += [
         "",
         f"{s.errors} error(s), {s.warnings} warning(s), {s.infos} note(s), {s.security_findings} security "
         f"finding(s), {s.misleading_tools} misleading tool(s), {s.overlaps} overlapping pair(s), "
-        f"{s.drift_changes} drift change(s)",
+        f"{s.drift_changes} drift change(s)" + (f", {selection} selection {kind}(s)" if selection else ""),
     ]
     return "\n".join(out)
 
