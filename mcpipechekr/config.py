@@ -366,7 +366,8 @@ class ThresholdsConfig(StrictModel):
         default=0.7,
         ge=0,
         le=1,
-        description="Warn about a tool whose selection precision (description evaluation) is below this.",
+        description="Warn about a tool whose selection precision (description evaluation) is below this; "
+        "without a model (the lexical selector) it is a note instead.",
     )
     open_ended_divergence: Number = Field(
         default=0.2,
