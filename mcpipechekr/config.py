@@ -79,6 +79,21 @@ from mcpipechekr.providers import (
 DEFAULT_CONFIG_FILE = "config.yaml"
 MASK = "***"
 
+_SECRET_WORDS = (
+    "KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIALS", "AUTH", "COOKIE", "DSN",
+)
+_SECRET_ENDINGS = ("APIKEY", "TOKEN", "PASSWORD", "SECRET")
+
+
+def secret_name(name: str) -> bool:
+    """Whether an environment variable's name says its value is a secret (`GITHUB_TOKEN`, `DB_PASSWORD`).
+
+    Judged by the name's `_`-separated words, so `API_KEY`, `APIKEY` and `PGPASSWORD` are
+    secrets and `KEYBOARD_LAYOUT` or `HOCKEY_TEAM` are not.
+    """
+    words = name.upper().replace("-", "_").split("_")
+    return any(word in _SECRET_WORDS or word.endswith(_SECRET_ENDINGS) for word in words)
+
 
 @dataclass(frozen=True)
 class ProviderFlag:
@@ -676,11 +691,20 @@ class Config(StrictModel):
         return masked + list(self._secrets)
 
     def _environment_secret_pairs(self) -> list[tuple[str, str]]:
-        """`.env` values and provider keys: secrets whether or not config.yaml names them."""
+        """`.env` values, provider keys and environment variables named like secrets.
+
+        The server under test inherits the process environment, and a server
+        may echo it (a `get_env` tool, an error that prints its settings), so a
+        `GITHUB_TOKEN` or `DB_PASSWORD` that config.yaml never names is still a
+        secret of every file this run writes.
+        """
         pairs = [(value, f"${{{name}}}") for name, value in sorted(self._dotenv.items()) if value]
         environ = self.environ
         pairs += [
             (environ[name], f"${{{name}}}") for name in self.providers.key_env_names() if environ.get(name)
+        ]
+        pairs += [
+            (value, f"${{{name}}}") for name, value in sorted(environ.items()) if value and secret_name(name)
         ]
         return pairs
 
