@@ -144,6 +144,7 @@ def test_the_loops_report_covers_its_iterations_in_one_self_contained_file(
     ]
     assert page.requests == [(second.root / REPORT_FILE).as_uri()]  # nothing fetched: no CDN, no font
     assert page.errors == []
+    page.page.set_viewport_size({"width": 1280, "height": 1180})  # the runs, the charts and their legend
     page.screenshot(tmp_path / "report.png", record=True)
     assert (tmp_path / "report.png").stat().st_size > 0
 
