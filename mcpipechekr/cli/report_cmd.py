@@ -16,7 +16,6 @@ from mcpipechekr.steps.report import report_step
 @config_option
 @click.option(
     "--output",
-    "-o",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
     help="Where to write the HTML file [default: runs/<run>/report.html for one RUN, "
