@@ -142,6 +142,8 @@ def test_the_loops_report_covers_its_iterations_in_one_self_contained_file(
         first.run_id,
         second.run_id,
     ]
+    compared = page.page.locator("#compare section.mcpc-compare")  # `mcpipechekr compare`, first → last
+    assert compared.count() == 1 and f"{first.run_id} → {second.run_id}" in compared.inner_text()
     assert page.requests == [(second.root / REPORT_FILE).as_uri()]  # nothing fetched: no CDN, no font
     assert page.errors == []
     page.page.set_viewport_size({"width": 1280, "height": 1180})  # the runs, the charts and their legend

@@ -10,7 +10,7 @@ sections, each a function from the report's data to a fragment: `Section` and
 `DEFAULT_SECTIONS` are how another part of the report is added.
 
 The comparison of two runs (`compare`, `compare_stats`, `compare_text`,
-`compare_html`) is `mcpipechekr compare`.
+`compare_html`) is `mcpipechekr compare`, and a section of the HTML report.
 """
 
 from mcpipechekr.report._data import ReportData, RunData, TraceData, load_report_data

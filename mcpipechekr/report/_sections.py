@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC
 
 from mcpipechekr.artifacts import Bug
+from mcpipechekr.errors import UserError
 from mcpipechekr.report._charts import legend, line_chart
 from mcpipechekr.report._data import ReportData, RunData
 from mcpipechekr.report._html import dom_id, esc, number, tag, text
@@ -157,6 +158,22 @@ def _change(fmt: Callable[[float], str], was: float | None, now: float | None) -
     return shown if was != now else f"{shown} (same)"
 
 
+def compared(data: ReportData) -> str | None:
+    """The first and the last evaluated run compared as `mcpipechekr compare` does (docs/compare.md)."""
+    from mcpipechekr.report.compare import compare_runs
+    from mcpipechekr.report.compare_html import render_comparison_html
+
+    evaluated = data.evaluated
+    if len(evaluated) < 2:
+        return None
+    first, last = evaluated[0], evaluated[-1]
+    try:
+        comparison = compare_runs(first.run, last.run)
+    except UserError as exc:  # a run the comparison cannot read: said, and the rest of the report stays
+        return tag("p", esc(exc.message.splitlines()[0]), class_="muted")
+    return render_comparison_html(comparison, heading=f"{first.run_id} → {last.run_id}")
+
+
 def runs(data: ReportData) -> str:
     """Each run: its problems, checks and lint, tools, bug table, and every trace step by step."""
     return "".join(_run(run) for run in data.runs)
@@ -287,6 +304,7 @@ DEFAULT_SECTIONS: tuple[Section, ...] = (
     Section("overview", "Runs", overview),
     Section("charts", "Per task across iterations", charts),
     Section("changes", "Changes between iterations", changes),
+    Section("compare", "First and last iteration compared", compared),
     Section("runs", "Bugs and traces", runs),
 )
 """The sections of every report, in order; see the module docstring to add one."""
