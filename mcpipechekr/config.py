@@ -79,6 +79,21 @@ from mcpipechekr.providers import (
 DEFAULT_CONFIG_FILE = "config.yaml"
 MASK = "***"
 
+_SECRET_WORDS = (
+    "KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIALS", "AUTH", "COOKIE", "DSN",
+)
+_SECRET_ENDINGS = ("APIKEY", "TOKEN", "PASSWORD", "SECRET")
+
+
+def secret_name(name: str) -> bool:
+    """Whether an environment variable's name says its value is a secret (`GITHUB_TOKEN`, `DB_PASSWORD`).
+
+    Judged by the name's `_`-separated words, so `API_KEY`, `APIKEY` and `PGPASSWORD` are
+    secrets and `KEYBOARD_LAYOUT` or `HOCKEY_TEAM` are not.
+    """
+    words = name.upper().replace("-", "_").split("_")
+    return any(word in _SECRET_WORDS or word.endswith(_SECRET_ENDINGS) for word in words)
+
 
 @dataclass(frozen=True)
 class ProviderFlag:
@@ -366,7 +381,8 @@ class ThresholdsConfig(StrictModel):
         default=0.7,
         ge=0,
         le=1,
-        description="Warn about a tool whose selection precision (description evaluation) is below this.",
+        description="Warn about a tool whose selection precision (description evaluation) is below this; "
+        "without a model (the lexical selector) it is a note instead.",
     )
     open_ended_divergence: Number = Field(
         default=0.2,
@@ -450,6 +466,20 @@ class CheckConfig(StrictModel):
     )
     tool_budgets: dict[str, Annotated[Count, Field(gt=0, le=100_000_000)]] = Field(
         default_factory=dict, description="Per-tool response budgets in estimated tokens, by tool name."
+    )
+    synthesize: bool = Field(
+        default=True,
+        description="Synthesize arguments for PC-10 (schema, the server's paths, other tools' results) "
+        "until a read-only tool answers; false: one call with a case's or minimal arguments.",
+    )
+    synthesis_max_calls: Count = Field(
+        default=8, ge=1, le=100, description="Most argument sets PC-10 tries per tool (synthesis on)."
+    )
+    synthesis_time_s: Number = Field(
+        default=5.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="Seconds after which PC-10 starts no further argument set for a tool.",
     )
 
     def resolve(self, base_dir: Path) -> CheckConfig:
@@ -661,11 +691,20 @@ class Config(StrictModel):
         return masked + list(self._secrets)
 
     def _environment_secret_pairs(self) -> list[tuple[str, str]]:
-        """`.env` values and provider keys: secrets whether or not config.yaml names them."""
+        """`.env` values, provider keys and environment variables named like secrets.
+
+        The server under test inherits the process environment, and a server
+        may echo it (a `get_env` tool, an error that prints its settings), so a
+        `GITHUB_TOKEN` or `DB_PASSWORD` that config.yaml never names is still a
+        secret of every file this run writes.
+        """
         pairs = [(value, f"${{{name}}}") for name, value in sorted(self._dotenv.items()) if value]
         environ = self.environ
         pairs += [
             (environ[name], f"${{{name}}}") for name in self.providers.key_env_names() if environ.get(name)
+        ]
+        pairs += [
+            (value, f"${{{name}}}") for name, value in sorted(environ.items()) if value and secret_name(name)
         ]
         return pairs
 

@@ -963,6 +963,7 @@ def build(targets: list[str], *, settings: Settings, parallel: int = 1) -> int:
 
 def run_loop(**params: Any) -> None:
     """lint → trace → evaluate → review → fix → restart, a new run each iteration, until exit or the cap."""
+    from mcpipechekr.steps.report import report_step
     from mcpipechekr.steps.session import committed_fixes, ended_at_review, exited_at_review, start_session
     from mcpipechekr.steps.summary import summary_step
     from mcpipechekr.steps.trace import resume_line
@@ -990,7 +991,10 @@ def run_loop(**params: Any) -> None:
         # are rebuilt before this run is judged, so no trace beats a stale minimum.
         if build(["baseline"], settings=replace(settings, regenerate_baseline=False)) != 0:
             raise UserError(f"the loop stopped rebuilding the stale baseline for {plan.run_id} (see above)")
-        if build([f"evaluate:{plan.run_id}", "review"], settings=settings) != 0:
+        if build([f"evaluate:{plan.run_id}"], settings=settings) != 0:
+            raise UserError(f"the loop stopped evaluating {plan.run_id} (see above)")
+        report_step(session)  # the HTML report, there before the review asks
+        if build(["review"], settings=settings) != 0:
             raise UserError(f"the loop stopped at review of {plan.run_id} (see above)")
         if exited_at_review(plan.run_dir):
             stop = ended_at_review(plan.run_dir)

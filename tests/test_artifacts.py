@@ -63,6 +63,15 @@ from mcpipechekr.artifacts import (
     write_model,
     write_trace,
 )
+from mcpipechekr.artifacts.comparison import (
+    BugComparison,
+    ComparedRun,
+    Comparison,
+    ComparisonSummary,
+    MeanComparison,
+    SuccessCounts,
+    TaskComparison,
+)
 from mcpipechekr.artifacts.fieldtables import models_in_order, refresh_doc_text
 from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.artifacts.fix_record import AgentRun, BugFix, FixHealth, FixRecord
@@ -472,6 +481,72 @@ def make_call_record() -> CallRecord:
     )
 
 
+def make_comparison() -> Comparison:
+    def side(run_id: str, sha: str) -> ComparedRun:
+        return ComparedRun(
+            run_id=run_id,
+            server="emailindex",
+            server_sha=sha,
+            phase1_provider="demo",
+            task_file_hash="sha256:" + "b" * 64,
+            harness_version="0.1.0",
+            tasks=1,
+            attempts=10,
+            bugs=1,
+        )
+
+    return Comparison(
+        a=side("run-20250114-001", "a" * 40),
+        b=side("run-20250114-002", "c" * 40),
+        alpha=0.05,
+        bootstrap_resamples=2000,
+        bootstrap_seed="mcpipechekr-compare",
+        changes=["server source: aaaaaaaaaaaa → cccccccccccc"],
+        tasks=[
+            TaskComparison(
+                task_id="find-first",
+                present_in="both",
+                success_a=SuccessCounts(runs=10, successes=0, failures=10, undecided=0, rate=0.0),
+                success_b=SuccessCounts(runs=10, successes=10, failures=0, undecided=0, rate=1.0),
+                p_value=1.0825e-05,
+                calls=MeanComparison(
+                    mean_a=5.0, mean_b=1.0, difference=-4.0, low=-4.0, high=-4.0, significant=True
+                ),
+                changed=["success", "calls"],
+                verdict="better",
+                reason="success 0/10 → 10/10 (Fisher p = 1.1e-05)",
+            )
+        ],
+        bugs=[
+            BugComparison(
+                id="GAP-no-date-sort-query-email-database",
+                status="fixed",
+                type="feature_gap",
+                severity="high",
+                tool="query_email_database",
+                fixable_by="server",
+                occurrences_a=10,
+                occurrences_b=0,
+                token_cost_of_gap_a=1800,
+            )
+        ],
+        summary=ComparisonSummary(
+            tasks_compared=1,
+            tasks_better=1,
+            tasks_worse=0,
+            tasks_mixed=0,
+            tasks_only_a=0,
+            tasks_only_b=0,
+            bugs_fixed=1,
+            bugs_new=0,
+            bugs_unchanged=0,
+            bugs_not_compared=0,
+        ),
+        verdict="better",
+        verdict_line="B is better: 1 task improved significantly, 0 worse; 1 bug fixed, 0 new",
+    )
+
+
 SAMPLES = {
     "manifest": make_manifest,
     "baseline": make_baseline,
@@ -484,6 +559,7 @@ SAMPLES = {
     "fix_record": make_fix_record,
     "call_record": make_call_record,
     "findings": make_findings_list,
+    "comparison": make_comparison,
 }
 
 

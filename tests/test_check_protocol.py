@@ -226,8 +226,10 @@ def test_state_changing_tools_are_never_called_by_default(tmp_path: Path) -> Non
     assert "readOnlyHint: true" in checks["PC-10:lookup"].reason
     assert "opt_in" in checks["PC-10:lookup"].reason
     assert checks["PC-05:lookup"].status == "WARN"
-    # the tool annotated read-only is the one that is called
+    # the tool annotated read-only is the one that is called, and the only one coverage counts
     assert checks["PC-10:list_things"].status == "PASS"
+    assert report.coverage is not None
+    assert [(entry.tool, entry.status) for entry in report.coverage.tools] == [("list_things", "reached")]
     assert report.exit_code == 0
 
 
@@ -253,3 +255,63 @@ def test_a_cases_file_opts_a_destructive_tool_in(tmp_path: Path) -> None:
     assert checks["PC-10:delete_everything"].status == "PASS"
     assert checks["PC-10:delete_everything"].details["arguments_source"] == "wipe"
     assert not (markers / "write_note").exists() and not (markers / "purge_cache").exists()
+
+
+# --- annotations and duplicated names -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hints_report(tmp_path_factory: pytest.TempPathFactory) -> CheckReport:
+    server = ServerConfig(name="hints", command=sys.executable, args=[str(SERVERS / "hints_server.py")])
+    log = tmp_path_factory.mktemp("hints") / "server.stderr.log"
+    return run_check(Config(server=server), layers=["protocol"], log_path=log)
+
+
+def test_a_duplicated_name_is_one_fail_and_its_first_definition_is_checked(hints_report) -> None:
+    checks = by_id(hints_report)  # asserts that no id appears twice
+    names = checks["PC-04"]
+    assert names.status == "FAIL"
+    assert "listed more than once: find (2 times)" in names.reason
+    assert "the other checks judge the first definition" in names.reason
+    assert names.details["duplicates"] == ["find"]
+    assert checks["PC-02"].details["tools"].count("find") == 2  # tools/list as the server gave it
+    for check_id in ("PC-03", "PC-05", "PC-10"):
+        assert len([r for r in hints_report.checks if r.id == f"{check_id}:find"]) == 1
+    # the first definition: described, annotated read-only, nothing required (the second has none of these)
+    assert checks["PC-03:find"].status == "PASS"
+    assert checks["PC-05:find"].status == "PASS"
+    assert checks["PC-10:find"].status == "PASS" and checks["PC-10:find"].details["arguments"] == {}
+    assert "PC-21:find" not in checks
+    failed = {r.id for r in hints_report.checks if r.status == "FAIL"}
+    assert failed == {"PC-04"}
+
+
+def test_annotations_warn_only_where_a_client_lacks_a_hint_it_needs(hints_report) -> None:
+    checks = by_id(hints_report)
+    pc05 = {tool: checks[f"PC-05:{tool}"] for tool in ("find", "count", "save", "tag", "merge", "erase")}
+    assert {tool: r.status for tool, r in pc05.items()} == {
+        "find": "PASS",  # read-only: destructive/idempotent mean nothing, openWorldHint is only a note
+        "count": "PASS",
+        "save": "WARN",  # may change state, idempotentHint left out
+        "tag": "WARN",  # annotations without readOnlyHint: the default false applies
+        "merge": "PASS",  # readOnlyHint left out, but both hints that matter for a writer given
+        "erase": "WARN",  # no annotations at all
+    }
+    assert pc05["find"].reason == "readOnlyHint=true; openWorldHint absent (default true)"
+    assert pc05["count"].reason == (
+        "readOnlyHint=true, destructiveHint=false, idempotentHint=true, openWorldHint=false"
+    )
+    assert pc05["save"].reason == "may change state but leaves out idempotentHint (default false)"
+    assert pc05["tag"].reason == (
+        "may change state but leaves out destructiveHint (default true), idempotentHint (default false); "
+        "readOnlyHint absent (default false: it may change state); openWorldHint absent (default true)"
+    )
+    assert "readOnlyHint absent" in pc05["merge"].reason
+    assert pc05["erase"].reason.startswith("no annotations")
+    # read-only and destructive: no hint is missing, but check still does not call it
+    peek = checks["PC-05:peek"]
+    assert peek.status == "PASS"
+    assert (
+        "destructiveHint=true means nothing for a read-only tool, but check does not call it" in peek.reason
+    )
+    assert checks["PC-10:peek"].status == "SKIP"

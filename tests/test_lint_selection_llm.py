@@ -103,6 +103,12 @@ def test_model_choices_give_metrics_and_a_misleading_tool(llm_setup) -> None:
     code, again = lint_json(config)
     assert code == 1 and len(fake.requests) == 5
     assert again.tools == report.tools
+    # A model's low precision stays a warning (the lexical selector's would be a note).
+    result = CliRunner().invoke(main, ["lint", "--config", str(config)], catch_exceptions=False)
+    assert len(fake.requests) == 5
+    warning = "Selection warnings:\n  tool 'find_customers' selection precision 0.33 is below 0.70"
+    assert warning in result.output
+    assert "lexical selection" not in result.output and "--phase05-provider" not in result.output
     # Accepting the misleading tool unblocks, still without asking the model.
     code, accepted = lint_json(config, "--accept-risk", "find_customers", "--reason", "reviewed")
     assert code == 0 and len(fake.requests) == 5

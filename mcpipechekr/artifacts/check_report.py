@@ -53,6 +53,43 @@ class ResponseSize(ArtifactModel):
     over_budget: bool = Field(description="True when tokens_estimated exceeds budget_tokens.")
 
 
+ReachStatus = Literal["reached", "not_reached", "failed", "needs_network", "no_arguments", "not_called"]
+
+
+class ToolCoverage(ArtifactModel):
+    """Whether PC-10 got one successful answer from a tool, with what, or the error it got instead."""
+
+    tool: str = Field(min_length=1, description="The tool.")
+    status: ReachStatus = Field(
+        description="reached (a result without isError), not_reached (every argument set was refused "
+        "with a clear error), failed (a crash, hang, malformed or unhandled-error answer: PC-10 FAIL), "
+        "needs_network (an open-world tool that could not reach its host), no_arguments (none could be "
+        "made from its inputSchema), not_called (a tool check may not call, or the server was lost)."
+    )
+    calls: int = Field(default=0, ge=0, description="Calls made to reach it.")
+    arguments: dict[str, Any] | None = Field(
+        default=None, description="The arguments of the successful call (reached), or of the last call."
+    )
+    sources: dict[str, str] = Field(
+        default_factory=dict,
+        description="Where each of those arguments came from: `schema enum`, `schema example`, `server "
+        "command line`, `resource`, `result of <tool>`, `case <id>`, `minimal`, ….",
+    )
+    error: str | None = Field(default=None, description="The last error, when it was not reached.")
+
+
+class Coverage(ArtifactModel):
+    """How many of the tools check may call answered a call with synthesized arguments (PC-10)."""
+
+    callable_tools: int = Field(
+        ge=0, description="Tools check may call: annotated read-only and not destructive, or opted in."
+    )
+    reached: int = Field(ge=0, description="Of those, the tools that answered a call without isError.")
+    tools: list[ToolCoverage] = Field(
+        default_factory=list, description="One entry per tool, in tools/list order."
+    )
+
+
 class CheckSummary(ArtifactModel):
     """Counts for the summary line and CI badges."""
 
@@ -79,6 +116,11 @@ class CheckReport(ArtifactModel):
     checks: list[CheckResult] = Field(default_factory=list, description="Every verdict, in run order.")
     sizes: list[ResponseSize] = Field(
         default_factory=list, description="Response sizes, largest first (quality layer)."
+    )
+    coverage: Coverage | None = Field(
+        default=None,
+        description="Which tools PC-10 reached and with what arguments; none when neither the protocol "
+        "nor the quality layer called tools.",
     )
     summary: CheckSummary = Field(description="Counts by status.")
     exit_code: Literal[0, 1, 2] = Field(

@@ -18,6 +18,7 @@ from mcpipechekr.artifacts.baseline import Baseline
 from mcpipechekr.artifacts.bug_report import BugReport
 from mcpipechekr.artifacts.call_record import CallRecord
 from mcpipechekr.artifacts.check_report import CheckReport
+from mcpipechekr.artifacts.comparison import Comparison
 from mcpipechekr.artifacts.findings import FindingsList
 from mcpipechekr.artifacts.fix_record import FixRecord
 from mcpipechekr.artifacts.manifest import Manifest
@@ -40,6 +41,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "fix_record": FixRecord,
     "findings": FindingsList,
     "call_record": CallRecord,
+    "comparison": Comparison,
 }
 """File-format name -> model; each becomes `<name>.schema.json`."""
 

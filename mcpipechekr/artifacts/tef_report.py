@@ -174,11 +174,13 @@ class TefReport(ArtifactModel):
     tools_hash: Sha256 = Field(description="Hash of the tool list (names, descriptions, schemas) evaluated.")
     selector: str = Field(
         pattern=r"^(lexical-bm25|llm:.+)$",
-        description="What picked tools in the selection test: `lexical-bm25` or `llm:<provider>`.",
+        description="What picked tools in the selection test: `lexical-bm25` (word overlap, no model: its "
+        "low precisions are notes) or `llm:<provider>` (a model: they are warnings).",
     )
     selection_cases: NonNegativeInt = Field(
         default=0,
-        description="Queries in the selection test: tasks with an `expected_tool`, and `selection_cases`.",
+        description="Queries in the selection test: tasks with an `expected_tool` or reference calls, "
+        "and `selection_cases`.",
     )
     repeat: PositiveInt = Field(default=1, description="Samples the selector was asked for per query.")
     tools: list[ToolEvaluation] = Field(default_factory=list, description="One entry per tool.")

@@ -38,7 +38,8 @@ def minimal_arguments(input_schema: dict[str, Any]) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+def resolve_ref(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    """The schema a local `$ref` (`#/$defs/Item`) points to, or `schema` itself; Unsatisfiable otherwise."""
     ref = schema.get("$ref")
     if not isinstance(ref, str):
         return schema
@@ -61,7 +62,7 @@ def _value(schema: Any, root: dict[str, Any], depth: int) -> Any:
         return "x"
     if not isinstance(schema, dict):
         raise Unsatisfiable("schema is not an object")
-    schema = _resolve(schema, root)
+    schema = resolve_ref(schema, root)
     for key in ("const",):
         if key in schema:
             return schema[key]
@@ -79,7 +80,7 @@ def _value(schema: Any, root: dict[str, Any], depth: int) -> Any:
     if isinstance(schema.get("allOf"), list):
         merged: dict[str, Any] = {}
         for part in schema["allOf"]:
-            merged.update(_resolve(part, root) if isinstance(part, dict) else {})
+            merged.update(resolve_ref(part, root) if isinstance(part, dict) else {})
         return _value({**merged, **{k: v for k, v in schema.items() if k != "allOf"}}, root, depth + 1)
     kind = schema.get("type")
     if isinstance(kind, list):

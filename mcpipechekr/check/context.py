@@ -11,15 +11,19 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types
 
 from mcpipechekr.artifacts.check_report import CheckResult, CheckStatus, Layer
+from mcpipechekr.check.sources import ValuePool, server_values
 from mcpipechekr.config import Config
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.server.annotations import write_risk
 from mcpipechekr.server.lifecycle import ServerUnderTest
+
+if TYPE_CHECKING:
+    from mcpipechekr.check.synthesis import ToolReach
 
 
 @dataclass
@@ -39,6 +43,9 @@ class CheckContext:
     server: ServerUnderTest
     call_timeout_s: float
     tools: list[mcp_types.Tool] = field(default_factory=list)
+    """One definition per distinct name, the first tools/list gave (`use_tools`): per-tool checks run once."""
+    listed_names: list[str] = field(default_factory=list)
+    """Every name as tools/list gave it, duplicates included, for the check that judges names (PC-04)."""
     results: list[CheckResult] = field(default_factory=list)
     responses: list[ObservedResponse] = field(default_factory=list)
     opted_in: set[str] = field(default_factory=set)
@@ -47,6 +54,10 @@ class CheckContext:
     """Set when the server halted and could not be restarted: later checks are SKIPs with this reason."""
     progress: Callable[[str], None] | None = None
     """Told what is running now (a check id, a tool call), for a progress display; None: silent."""
+    coverage: dict[str, ToolReach] = field(default_factory=dict)
+    """What argument synthesis got from each tool it considered (check/synthesis.py), by tool name."""
+    values: ValuePool | None = None
+    """Values synthesis may offer: the server's paths, its resources, results of tools; see value_pool()."""
 
     def record(
         self,
@@ -70,10 +81,29 @@ class CheckContext:
             reason=self.config.redactor.redact(reason),
             tool=tool,
             duration_ms=duration_ms,
-            details=details or {},
+            details=self.config.redactor.redact(details or {}),
         )
         self.results.append(result)
         return result
+
+    def use_tools(self, listed: list[mcp_types.Tool]) -> None:
+        """Keep the listed tools, the first definition of a duplicated name only.
+
+        A name listed twice is one FAIL of its own (PC-04); checking both
+        definitions would give two verdicts the same id (`PC-03:NAME` twice), and
+        a client that calls the name reaches one definition anyway.
+        """
+        self.listed_names = [tool.name for tool in listed]
+        first: dict[str, mcp_types.Tool] = {}
+        for tool in listed:
+            first.setdefault(tool.name, tool)
+        self.tools = list(first.values())
+
+    def value_pool(self) -> ValuePool:
+        """The pool of values synthesis draws from, started from the server's command line and environment."""
+        if self.values is None:
+            self.values = server_values(self.config.server)
+        return self.values
 
     def observe(self, tool: str, source: str, result: mcp_types.CallToolResult) -> None:
         self.responses.append(ObservedResponse(tool, source, result))

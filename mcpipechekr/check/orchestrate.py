@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-import mcp_types
-
 from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.atomic import write_model
 from mcpipechekr.artifacts.check_report import (
@@ -22,6 +20,7 @@ from mcpipechekr.artifacts.check_report import (
     CheckReport,
     CheckResult,
     CheckSummary,
+    Coverage,
     Layer,
     ResponseSize,
 )
@@ -32,6 +31,7 @@ from mcpipechekr.check.expected import apply_expected_failures, load_expected_fa
 from mcpipechekr.check.functional import run_functional
 from mcpipechekr.check.protocol import run_protocol
 from mcpipechekr.check.quality import run_quality
+from mcpipechekr.check.synthesis import case_arguments, coverage_of
 from mcpipechekr.config import Config
 from mcpipechekr.server.lifecycle import describe_target, server_under_test
 from mcpipechekr.server.workspace import prepare_repo
@@ -72,9 +72,9 @@ def run_check(
         ctx = CheckContext(config=config, server=server, call_timeout_s=timeout_s, progress=progress)
         if cases is not None:
             ctx.opted_in |= cases.opt_in_tools
-        ctx.tools = server.list_tools(timeout_s=timeout_s)
+        ctx.use_tools(server.list_tools(timeout_s=timeout_s))
         if "protocol" in selected:
-            run_protocol(ctx, arguments_for=_case_arguments(cases))
+            run_protocol(ctx, arguments_for=case_arguments(cases))
         if "functional" in selected:
             if cases is None:
                 ctx.record(
@@ -88,8 +88,9 @@ def run_check(
             else:
                 run_functional(ctx, cases)
         if "quality" in selected:
-            sizes = run_quality(ctx, cases)
+            sizes = run_quality(ctx, cases, arguments_for=case_arguments(cases))
         results = ctx.results
+        coverage = coverage_of(ctx.coverage, ctx.tools)
 
     stale = apply_expected_failures(results, expected)
     results.extend(_stale_result(listed, expected[listed], results, expected_path) for listed in stale)
@@ -102,23 +103,17 @@ def run_check(
         layers=selected,
         checks=results,
         sizes=sizes,
+        coverage=_redacted(coverage, config),
         summary=summary,
         exit_code=1 if summary.failed or summary.stale_expected_failures else 0,
     )
 
 
-def _case_arguments(
-    cases: CasesFile | None,
-) -> Callable[[mcp_types.Tool], tuple[dict, str] | None] | None:
-    """The protocol layer's source of known-good arguments: the first plain success case of each tool."""
-    if cases is None:
+def _redacted(coverage: Coverage | None, config: Config) -> Coverage | None:
+    """The coverage section with every secret of the config masked (arguments may hold env values)."""
+    if coverage is None:
         return None
-
-    def arguments_for(tool: mcp_types.Tool) -> tuple[dict, str] | None:
-        case = cases.case_for_tool(tool.name)
-        return (dict(case.arguments), case.id) if case is not None else None
-
-    return arguments_for
+    return Coverage.model_validate(config.redactor.redact(coverage.model_dump(mode="json")))
 
 
 def _stale_result(listed: str, reason: str, results: list[CheckResult], path: Path | None) -> CheckResult:

@@ -5,10 +5,11 @@ Four groups, each check with a stable id (docs/check.md lists them all):
 - Discovery (PC-01…PC-08): the handshake, tools/list and each tool's definition
   (name format, description, input and output schemas, annotations), the tool
   set the config expects, and resources and prompts when the server declares them.
-- Tool calls (PC-10, PC-11): every tool a probe may call is called once with the
-  minimal arguments its inputSchema allows (or a case's arguments); the answer
-  must be a well-formed CallToolResult, and its structuredContent must match the
-  tool's outputSchema.
+- Tool calls (PC-10, PC-11): every tool a probe may call is called with
+  synthesized arguments until it answers (check/synthesis.py: a case's arguments
+  first); every answer must be a well-formed CallToolResult, a tool that only
+  refuses is "not reached", and a successful answer's structuredContent must
+  match the tool's outputSchema.
 - Error handling (PC-20…PC-24): an unknown tool, a missing required argument, a
   wrong argument type and an unknown resource must each get a structured error,
   and the server must still answer afterwards.
@@ -41,8 +42,18 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcpipechekr.artifacts.check_report import CheckStatus
+from mcpipechekr.check.answers import (
+    RESOURCE_NOT_FOUND,
+    SENSIBLE_ERROR_CODES,
+    UNHANDLED,
+    first_line,
+    halt_reason,
+    text_of,
+    validation_reason,
+)
 from mcpipechekr.check.argsgen import minimal_arguments
 from mcpipechekr.check.context import CheckContext
+from mcpipechekr.check.synthesis import CaseArguments, ToolReach, attempts_detail, reach_tools
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.server.lifecycle import StructuredContentMismatch
 
@@ -60,25 +71,8 @@ HINTS = (
     ("open_world_hint", "openWorldHint"),
 )
 
-RESOURCE_NOT_FOUND = -32002
-SENSIBLE_ERROR_CODES = {
-    mcp_types.INVALID_PARAMS: "invalid params",
-    mcp_types.METHOD_NOT_FOUND: "method not found",
-    mcp_types.INVALID_REQUEST: "invalid request",
-    RESOURCE_NOT_FOUND: "resource not found",
-}
-"""JSON-RPC error codes that tell a client what it did wrong (as opposed to -32603, internal error)."""
-
-UNHANDLED = re.compile(
-    r"Traceback \(most recent call last\)"
-    r"|^Error executing tool [^\s:]+\s*$"  # the Python SDK's text for a crash it caught (no detail)
-    r"|\binternal (server )?error\b"
-    r"|\b(KeyError|TypeError|AttributeError|NameError|IndexError|ZeroDivisionError|UnboundLocalError"
-    r"|AssertionError|RecursionError)\b"
-    r"|object has no attribute|'NoneType' object",
-    re.IGNORECASE | re.MULTILINE,
-)
-"""Error texts that look like an exception the tool did not handle, rather than an error it reports."""
+STATE_CHANGE_HINTS = {"destructiveHint": "true", "idempotentHint": "false"}
+"""The hints the MCP specification gives meaning only when readOnlyHint is false, with their defaults."""
 
 UNKNOWN_TOOL = "mcpipechekr_no_such_tool"
 UNKNOWN_RESOURCE = "mcpipechekr://no-such-resource/"
@@ -124,8 +118,10 @@ CHECKS: dict[str, CheckSpec] = {
 }
 """Every Layer 1 check, in run order. Per-tool checks are recorded as `PC-10:TOOL`."""
 
-ArgumentsFor = Callable[[mcp_types.Tool], tuple[dict[str, Any], str] | None]
-"""Arguments a cases file gives for a tool (used instead of generated ones) and the case id, or None."""
+ArgumentsFor = CaseArguments
+"""Arguments a cases file gives for a tool (tried before synthesized ones) and the case id, or None."""
+
+__all__ = ["CHECKS", "RESOURCE_NOT_FOUND", "SENSIBLE_ERROR_CODES", "UNHANDLED", "CheckSpec", "run_protocol"]
 
 
 def run_protocol(ctx: CheckContext, *, arguments_for: ArgumentsFor | None = None) -> None:
@@ -142,9 +138,11 @@ def run_protocol(ctx: CheckContext, *, arguments_for: ArgumentsFor | None = None
     _check_resources(ctx)
     _check_prompts(ctx)
 
+    reaches = reach_tools(ctx, ctx.tools, arguments_for)
     halted: set[str] = set()
     for tool in ctx.tools:
-        if not _check_call(ctx, tool, arguments_for):
+        reach = reaches.get(tool.name) or ctx.coverage.get(tool.name)
+        if reach is None or not _check_call(ctx, tool, reach):
             halted.add(tool.name)
 
     _check_unknown_tool(ctx)
@@ -209,36 +207,12 @@ def _attempt(ctx: CheckContext, call: Callable[[], T]) -> tuple[T | None, Except
 def _failed(ctx: CheckContext, verdict: Verdict, error: Exception, what: str) -> None:
     """FAIL for a request that halted the server, was malformed or was refused; restart after a halt."""
     if isinstance(error, ServerHalt):
-        verdict("FAIL", _halt_reason(error))
+        verdict("FAIL", halt_reason(error))
         ctx.recover()
     elif isinstance(error, pydantic.ValidationError):
-        verdict("FAIL", f"malformed answer ({what}): {_validation_reason(error)}")
+        verdict("FAIL", f"malformed answer ({what}): {validation_reason(error)}")
     else:
         verdict("FAIL", f"{what}: {error}")
-
-
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else ""
-
-
-def _halt_reason(halt: ServerHalt) -> str:
-    """The halt's message: what happened, during which call, and the server's last stderr lines."""
-    return str(halt).replace("\n  Its stderr is logged at", "\n  stderr log:")
-
-
-def _validation_reason(error: pydantic.ValidationError) -> str:
-    """The first of pydantic's errors (the others are usually the same mistake seen by other union arms)."""
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"])
-    value = first.get("input")
-    shown = f" (got {value!r})" if not isinstance(value, dict | list) else ""
-    return (
-        f"{error.error_count()} validation error(s) for {error.title}; first: {where}: {first['msg']}{shown}"
-    )
-
-
-def _text_of(result: mcp_types.CallToolResult) -> str:
-    return "\n".join(block.text for block in result.content if isinstance(block, mcp_types.TextContent))
 
 
 async def _all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
@@ -289,8 +263,8 @@ def _check_tools_list(ctx: CheckContext) -> bool:
     if error is not None or tools is None:
         _failed(ctx, verdict, error or RuntimeError("no answer"), "tools/list")
         return False
-    ctx.tools = tools
-    names = [tool.name for tool in tools]
+    ctx.use_tools(tools)
+    names = ctx.listed_names
     if names:
         verdict("PASS", f"{len(names)} tool(s)", details={"tools": names})
     else:
@@ -332,33 +306,65 @@ def _check_definition(ctx: CheckContext, tool: mcp_types.Tool) -> None:
 
 
 def _check_tool_names(ctx: CheckContext) -> None:
-    """PC-04: every name follows the spec's format, and no two tools share one."""
-    names = [tool.name for tool in ctx.tools]
-    bad = [name for name in names if not TOOL_NAME.match(name)]
+    """PC-04: every name follows the spec's format, and no two tools share one.
+
+    A duplicated name is this one FAIL; the per-tool checks judge its first
+    definition only (`CheckContext.use_tools`), so each of their ids appears once.
+    """
+    names = ctx.listed_names
+    bad = list(dict.fromkeys(name for name in names if not TOOL_NAME.match(name)))
     duplicates = sorted({name for name in names if names.count(name) > 1})
     problems = []
     if bad:
         problems.append("not 1-64 characters of A-Za-z0-9_./-: " + ", ".join(repr(name) for name in bad))
     if duplicates:
-        problems.append("listed more than once: " + ", ".join(duplicates))
+        counted = ", ".join(f"{name} ({names.count(name)} times)" for name in duplicates)
+        problems.append(
+            f"listed more than once: {counted}; a client reaches only one of them, and the other "
+            "checks judge the first definition of each name"
+        )
     verdict = _verdict(ctx, "PC-04", details={"invalid": bad, "duplicates": duplicates})
     verdict("FAIL", "; ".join(problems)) if problems else verdict("PASS", f"{len(names)} valid, unique names")
 
 
 def _check_annotations(ctx: CheckContext, tool: mcp_types.Tool) -> None:
-    """PC-05: the four behaviour hints are present, so clients (and our own probes) know what a call does."""
+    """PC-05: the hints a client needs to know what a call does, as the MCP specification defines them.
+
+    WARN for a tool with no annotations at all, or for one that may change state
+    (readOnlyHint false or absent, whose default is false) without
+    destructiveHint or idempotentHint: their defaults (destructive, not
+    idempotent) make clients ask before every call and retries unsafe. The
+    specification gives those two hints meaning only when readOnlyHint is false,
+    so a read-only tool need not declare them; a missing openWorldHint (default
+    true) is only a note, since a client's decision to call rarely turns on it.
+    """
     verdict = _verdict(ctx, "PC-05", tool.name)
     annotations = tool.annotations
     if annotations is None:
-        verdict("WARN", "no annotations (" + ", ".join(wire for _, wire in HINTS) + ")")
+        verdict("WARN", "no annotations: clients must assume it writes, destroys and reaches the outside")
         return
-    missing = [wire for attr, wire in HINTS if getattr(annotations, attr) is None]
-    if missing:
-        verdict("WARN", "missing " + ", ".join(missing))
+    hints = {wire: getattr(annotations, attr) for attr, wire in HINTS}
+    notes = []
+    missing = []
+    if hints["readOnlyHint"] is True:
+        if hints["destructiveHint"] is True:
+            notes.append(
+                "destructiveHint=true means nothing for a read-only tool, but check does not call it"
+            )
     else:
-        verdict(
-            "PASS", ", ".join(f"{wire}={str(getattr(annotations, attr)).lower()}" for attr, wire in HINTS)
+        if hints["readOnlyHint"] is None:
+            notes.append("readOnlyHint absent (default false: it may change state)")
+        missing = [wire for wire in STATE_CHANGE_HINTS if hints[wire] is None]
+    if hints["openWorldHint"] is None:
+        notes.append("openWorldHint absent (default true)")
+    if missing:
+        said = ", ".join(f"{wire} (default {STATE_CHANGE_HINTS[wire]})" for wire in missing)
+        verdict("WARN", "; ".join([f"may change state but leaves out {said}", *notes]))
+    else:
+        declared = ", ".join(
+            f"{wire}={str(value).lower()}" for wire, value in hints.items() if value is not None
         )
+        verdict("PASS", "; ".join([declared or "no hints", *notes]))
 
 
 def _check_expected_tools(ctx: CheckContext) -> None:
@@ -406,6 +412,7 @@ def _check_resources(ctx: CheckContext) -> None:
     if error is not None or lists is None:
         _failed(ctx, verdict, error or RuntimeError("no answer"), "declares resources, but resources/list")
         return
+    ctx.value_pool().add_resources(lists[0])  # their URIs and names are arguments for synthesis
     verdict("PASS", f"{len(lists[0])} resource(s), {len(lists[1])} template(s)", duration_ms=ms)
 
 
@@ -441,72 +448,73 @@ def _check_prompts(ctx: CheckContext) -> None:
 # --- Tool calls -----------------------------------------------------------------------------------
 
 
-def _content_problem(result: mcp_types.CallToolResult) -> str | None:
-    """What the SDK's model accepts but a client still cannot use: media without data or type."""
-    for index, block in enumerate(result.content):
-        if isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
-            if not block.data:
-                return f"content[{index}] ({block.type}) has no data"
-            if not block.mime_type:
-                return f"content[{index}] ({block.type}) has no mimeType"
-    return None
-
-
-def _check_call(ctx: CheckContext, tool: mcp_types.Tool, arguments_for: ArgumentsFor | None) -> bool:
-    """PC-10 (and PC-11): one call with minimal arguments. False when the call halted the server."""
+def _check_call(ctx: CheckContext, tool: mcp_types.Tool, reach: ToolReach) -> bool:
+    """PC-10 and PC-11 from what synthesis got from the tool. False when a call halted the server."""
     verdict = _verdict(ctx, "PC-10", tool.name)
-    if _lost(ctx, verdict):
-        return False
-    allowed, why_not = ctx.may_call(tool)
-    if not allowed:
-        verdict("SKIP", f"not called: {why_not}")
+    structured = _verdict(ctx, "PC-11", tool.name)
+    no_schema = "declares no outputSchema"
+    if reach.status == "not_called":
+        verdict("SKIP", reach.reason)
+        structured("SKIP", no_schema if tool.output_schema is None else reach.reason)
         return True
-    from_case = arguments_for(tool) if arguments_for is not None else None
-    arguments, source = (
-        from_case if from_case is not None else (minimal_arguments(tool.input_schema), "generated")
-    )
-    if arguments is None:
-        verdict(
-            "SKIP", "cannot generate arguments from its inputSchema; give a case for it in the cases file"
-        )
+    if reach.status == "no_arguments":
+        verdict("SKIP", reach.reason)
+        structured("SKIP", no_schema if tool.output_schema is None else "not called: " + reach.reason)
         return True
-    ctx.step(f"PC-10 calling {tool.name}")
-    result, error, ms = _attempt(ctx, lambda: ctx.server.call_tool(tool.name, arguments, ctx.call_timeout_s))
+    decisive = reach.decisive
+    assert decisive is not None
+    candidate = decisive.candidate
+    calls = len(reach.attempts)
+    tries = f" (call {calls} of {calls})" if calls > 1 else ""
     verdict = _verdict(
-        ctx, "PC-10", tool.name, duration_ms=ms, details={"arguments": arguments, "arguments_source": source}
+        ctx,
+        "PC-10",
+        tool.name,
+        duration_ms=sum(attempt.ms for attempt in reach.attempts),
+        details={
+            "arguments": candidate.arguments,
+            "arguments_source": candidate.origin,
+            "sources": candidate.sources,
+            "attempts": attempts_detail(reach),
+        },
     )
-    if isinstance(error, StructuredContentMismatch):
-        verdict("PASS", "answered (its structured content: see PC-11)")
-        _verdict(ctx, "PC-11", tool.name)("FAIL", _first_line(str(error)))
+    with_what = candidate.describe()
+    if reach.status == "reached":
+        result = decisive.result
+        if result is None:  # the client refused its structured content: it answered, PC-11 says the rest
+            verdict("PASS", f"answered with {with_what}{tries} (its structured content: see PC-11)")
+        else:
+            kinds = ", ".join(sorted({block.type for block in result.content})) or "none"
+            verdict(
+                "PASS",
+                f"{len(result.content)} content block(s) ({kinds}) in {decisive.ms:.0f} ms "
+                f"with {with_what}{tries}",
+            )
+        if decisive.mismatch is not None:
+            structured("FAIL", decisive.mismatch)
+        elif tool.output_schema is None:
+            structured("SKIP", no_schema)
+        elif result is not None:
+            _check_structured(ctx, tool, result)
         return True
-    if isinstance(error, MCPError):
-        code = error.error.code
-        status: CheckStatus = "WARN" if code in SENSIBLE_ERROR_CODES else "FAIL"
-        verdict(status, f"JSON-RPC error {code} ({error.error.message}) with {_arguments_from(source)}")
+    if reach.status == "needs_network":
+        verdict("SKIP", f"needs network: {first_line(reach.reason)} (with {with_what})")
+        structured("SKIP", no_schema if tool.output_schema is None else "not reached: it needs network")
         return True
-    if error is not None or result is None:
-        _failed(ctx, verdict, error or RuntimeError("no answer"), f"tools/call {tool.name}")
-        return not isinstance(error, ServerHalt)
-    ctx.observe(tool.name, source, result)
-    text = _text_of(result)
-    if result.is_error and UNHANDLED.search(text):
-        verdict("FAIL", f"looks like an unhandled exception: {_first_line(text)}")
-    elif result.is_error:
-        verdict(
-            "WARN", f"isError with {source} arguments (they may be semantically wrong): {_first_line(text)}"
-        )
-    elif problem := _content_problem(result):
-        verdict("FAIL", problem)
+    if reach.status == "not_reached":
+        last = f"after {calls} call(s), the last with {with_what}"
+        verdict("SKIP", f"not reached: {first_line(reach.reason)} ({last})")
+        structured("SKIP", no_schema if tool.output_schema is None else "not reached (see PC-10)")
+        return True
+    # failed: a crash, a hang, a malformed answer, an internal error or an unhandled exception
+    reason = reach.reason
+    if not decisive.halted:
+        reason = f"{reason} (with {with_what}{tries})"
     else:
-        kinds = ", ".join(sorted({block.type for block in result.content})) or "none"
-        verdict("PASS", f"{len(result.content)} content block(s) ({kinds}) in {ms:.0f} ms")
-    if tool.output_schema is not None and not result.is_error:
-        _check_structured(ctx, tool, result)
-    return True
-
-
-def _arguments_from(source: str) -> str:
-    return "generated arguments" if source == "generated" else f"the arguments of case {source!r}"
+        reason = f"{reason}\n  with {with_what}{tries}"
+    verdict("FAIL", reason)
+    structured("SKIP", no_schema if tool.output_schema is None else "no successful result (PC-10 failed)")
+    return not decisive.halted
 
 
 def _check_structured(ctx: CheckContext, tool: mcp_types.Tool, result: mcp_types.CallToolResult) -> None:
@@ -556,11 +564,11 @@ def _probe(
     elif error is not None:
         _failed(ctx, verdict, error, during)
     elif isinstance(answer, mcp_types.CallToolResult) and answer.is_error:
-        text = _text_of(answer)
+        text = text_of(answer)
         if UNHANDLED.search(text):
-            verdict("WARN", f"isError, but it looks like an unhandled exception: {_first_line(text)}")
+            verdict("WARN", f"isError, but it looks like an unhandled exception: {first_line(text)}")
         else:
-            verdict("PASS", f"isError: {_first_line(text)}")
+            verdict("PASS", f"isError: {first_line(text)}")
     else:
         verdict(*on_success)
 

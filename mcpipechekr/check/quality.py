@@ -1,19 +1,22 @@
 """The quality layer: how much of an agent's context each tool response takes, and its shape.
 
-Sizes come from responses the other layers already received (`ctx.responses`),
-so a tool is not called twice for the same answer. When the layer runs alone
-there are none, and it calls each tool the context allows (`ctx.may_call`)
-itself: first the single-call cases that carry a `quality:` block, then, for
-every tool still unseen, a case's known-good arguments or minimal arguments
-generated from its schema.
+Sizes come from the successful responses the other layers already received
+(`ctx.responses`), so a tool is not called twice for the same answer; an error
+message says nothing about what a tool's answers cost an agent, so it is not
+measured. When the layer runs alone there are none, and it calls each tool the
+context allows (`ctx.may_call`) itself: first the single-call cases that carry
+a `quality:` block, then, for every tool still unseen, arguments synthesized as
+PC-10 does (check/synthesis.py: a case's known-good arguments first).
 
 A response's size is what the wire puts in front of a model: its text blocks,
 its structured content as compact JSON, and any other block as JSON. Tokens are
 estimated by `mcpipechekr._util.tokens.estimate_tokens`, the project's one
 estimator. Checks:
 
-- `QC-01:<tool>`: the tool's largest response against its budget
+- `QC-01:<tool>`: the tool's largest successful response against its budget
   (`check.tool_budgets[tool]`, else `check.budget_tokens`); over is a WARN.
+  Every listed tool gets a line: a SKIP that says why when no call of it
+  succeeded (not callable, not reached, failed).
 - `QC-02:<source>` has_headers, `QC-03:<source>` list_formatting,
   `QC-04:<source>` consistent_items: a case's `quality:` block; FAIL or PASS.
   `<source>` is the case id, or `case/step` for a workflow step.
@@ -29,7 +32,7 @@ import orjson
 
 from mcpipechekr._util.tokens import estimate_tokens
 from mcpipechekr.artifacts.check_report import ResponseSize
-from mcpipechekr.check.argsgen import minimal_arguments
+from mcpipechekr.check.answers import first_line
 from mcpipechekr.check.cases import CasesFile
 from mcpipechekr.check.context import CheckContext, ObservedResponse
 from mcpipechekr.check.pointer import (
@@ -39,6 +42,7 @@ from mcpipechekr.check.pointer import (
     result_document,
     result_text,
 )
+from mcpipechekr.check.synthesis import CaseArguments, ToolReach, case_arguments, reach_tools
 from mcpipechekr.errors import ServerHalt
 
 SIZE_GROUP = "Response size"
@@ -84,32 +88,47 @@ def measure(ctx: CheckContext, response: ObservedResponse) -> ResponseSize:
     )
 
 
-def run_quality(ctx: CheckContext, cases: CasesFile | None) -> list[ResponseSize]:
-    """Size every response, warn about tools over budget, run the cases' structural checks.
+def run_quality(
+    ctx: CheckContext, cases: CasesFile | None, *, arguments_for: CaseArguments | None = None
+) -> list[ResponseSize]:
+    """Size every successful response, warn about tools over budget, run the cases' structural checks.
 
-    Returns the sizes largest first: the responses most likely to crowd an agent's context lead the table.
+    `arguments_for` gives known-good arguments when the layer calls tools itself
+    (default: the cases file's). Returns the sizes largest first: the responses
+    most likely to crowd an agent's context lead the table.
     """
-    responses = list(ctx.responses) or _probe(ctx, cases)
+    unsized: dict[str, str] = {}
+    if ctx.responses:
+        responses = list(ctx.responses)
+    else:
+        responses = _probe(ctx, cases, arguments_for or case_arguments(cases), unsized)
     # The protocol layer may reuse a case's arguments, so the same call can be observed twice:
     # one row per tool and source, keeping the larger answer.
     by_source: dict[tuple[str, str], ResponseSize] = {}
-    for size in (measure(ctx, response) for response in responses):
+    successes = [response for response in responses if not response.result.is_error]
+    for size in (measure(ctx, response) for response in successes):
         key = (size.tool, size.source)
         if key not in by_source or size.tokens_estimated > by_source[key].tokens_estimated:
             by_source[key] = size
     sizes = list(by_source.values())
-    _record_budgets(ctx, sizes)
+    _record_budgets(ctx, sizes, unsized)
     if cases is not None:
         _record_structure(ctx, cases, responses)
     return sorted(sizes, key=lambda size: (-size.tokens_estimated, -size.chars, size.tool, size.source))
 
 
-def _record_budgets(ctx: CheckContext, sizes: list[ResponseSize]) -> None:
+def _record_budgets(ctx: CheckContext, sizes: list[ResponseSize], unsized: dict[str, str]) -> None:
+    """One QC-01 line per tool: its largest successful response against the budget, or why none."""
     largest: dict[str, ResponseSize] = {}
     for size in sizes:
         if size.tool not in largest or size.tokens_estimated > largest[size.tool].tokens_estimated:
             largest[size.tool] = size
-    for tool, size in largest.items():
+    listed = [tool.name for tool in ctx.tools]
+    for tool in listed + [name for name in largest if name not in listed]:
+        size = largest.get(tool)
+        if size is None:
+            _skip(ctx, tool, unsized.get(tool) or _why_unsized(ctx, tool))
+            continue
         _, setting = budget_for(ctx, tool)
         seen = (
             f"largest response {size.tokens_estimated:,} estimated tokens "
@@ -276,51 +295,57 @@ def consistent_items_failure(document: Any, pointer: str) -> str:
 # --- calling tools when no other layer did -------------------------------------------------------
 
 
-def _probe(ctx: CheckContext, cases: CasesFile | None) -> list[ObservedResponse]:
-    """Call what the quality layer needs itself: cases with quality blocks, then every unseen tool once."""
+def _why_unsized(ctx: CheckContext, tool: str) -> str:
+    """Why a tool has no successful response to size, from what PC-10's synthesis got (if it ran)."""
+    reach: ToolReach | None = ctx.coverage.get(tool)
+    if reach is None:
+        return "no successful response was received (only successful answers are sized)"
+    reason = first_line(reach.reason)
+    if reach.status == "reached":
+        return "its answer was refused by the client (structuredContent, see PC-11): nothing to size"
+    if reach.status == "not_reached":
+        return f"not reached: {reason}"
+    if reach.status == "failed":
+        return f"no successful response (PC-10 failed: {reason})"
+    if reach.status == "needs_network":
+        return f"needs network: {reason}"
+    return reason
+
+
+def _probe(
+    ctx: CheckContext, cases: CasesFile | None, arguments_for: CaseArguments | None, unsized: dict[str, str]
+) -> list[ObservedResponse]:
+    """Call what the quality layer needs itself: cases with quality blocks, then every unseen tool."""
     tools = {tool.name: tool for tool in ctx.tools}
     if cases is not None:
         ctx.opted_in |= cases.opt_in_tools
-    responses: list[ObservedResponse] = []
     planned: list[tuple[str, str, dict[str, Any]]] = []
     if cases is not None:
         for case in cases.cases:
             if case.single and case.quality is not None and case.tool in tools:
                 planned.append((case.tool, case.id, case.arguments))
-    for name, tool in tools.items():
-        if any(planned_tool == name for planned_tool, _, _ in planned):
-            continue
-        case = cases.case_for_tool(name) if cases is not None else None
-        if case is not None:
-            planned.append((name, case.id, case.arguments))
-            continue
-        arguments = minimal_arguments(tool.input_schema)
-        if arguments is None:
-            _skip(ctx, name, "no arguments could be generated from its inputSchema; add a case for it")
-            continue
-        planned.append((name, "generated", arguments))
     for name, source, arguments in planned:
         if ctx.server_lost is not None:
-            _skip(ctx, name, f"not called: {ctx.server_lost}")
+            unsized[name] = f"not called: {ctx.server_lost}"
             continue
         allowed, why = ctx.may_call(tools[name])
         if not allowed:
-            _skip(ctx, name, f"not called: {why}")
+            unsized[name] = f"not called: {why}"
             continue
         ctx.step(f"QC-01:{name}")
         try:
             result = ctx.server.call_tool(name, arguments, ctx.call_timeout_s)
         except ServerHalt as halt:
-            _skip(ctx, name, f"no response to size: {halt}")
+            unsized[name] = f"no response to size: {halt}"
             ctx.recover()
             continue
         except Exception as exc:  # a JSON-RPC error or an invalid result: nothing to size
-            _skip(ctx, name, f"no response to size: {type(exc).__name__}: {exc}")
+            unsized[name] = f"no response to size: {type(exc).__name__}: {exc}"
             continue
-        response = ObservedResponse(name, source, result)
-        ctx.responses.append(response)
-        responses.append(response)
-    return responses
+        ctx.observe(name, source, result)
+    called = {name for name, _, _ in planned}
+    reach_tools(ctx, [tool for tool in ctx.tools if tool.name not in called], arguments_for)
+    return list(ctx.responses)
 
 
 def _skip(ctx: CheckContext, tool: str, reason: str) -> None:

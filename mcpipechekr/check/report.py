@@ -21,7 +21,7 @@ from typing import Literal
 from rich.text import Text
 
 from mcpipechekr.artifacts.atomic import dumps_json
-from mcpipechekr.artifacts.check_report import LAYERS, CheckReport, CheckResult, CheckSummary
+from mcpipechekr.artifacts.check_report import LAYERS, CheckReport, CheckResult, CheckSummary, Coverage
 
 Format = Literal["text", "json", "junit"]
 FORMATS: tuple[Format, ...] = ("text", "json", "junit")
@@ -73,6 +73,9 @@ def text_lines(report: CheckReport) -> Iterator[Text]:
                 yield from _result_lines(result, width)
         if layer == "quality" and report.sizes:
             yield from _size_lines(report)
+    if report.coverage is not None:
+        yield Text("")
+        yield from coverage_lines(report.coverage)
     yield Text("")
     yield summary_line(report.summary)
 
@@ -110,6 +113,34 @@ def _size_lines(report: CheckReport) -> Iterator[Text]:
         yield line
     if len(report.sizes) > _SIZES_SHOWN:
         yield Text(f"  … {len(report.sizes) - _SIZES_SHOWN} more in the JSON report", style="dim")
+
+
+_NOT_REACHED = {
+    "not_reached": "not reached",
+    "failed": "failed",
+    "needs_network": "needs network",
+    "no_arguments": "no arguments",
+    "not_called": "not called",
+}
+
+
+def coverage_lines(coverage: Coverage) -> Iterator[Text]:
+    """`Coverage: 7/9 callable tools reached`, then each tool not reached with its last error."""
+    yield Text("Coverage", style="bold underline")
+    if not coverage.callable_tools:
+        yield Text("  no tool may be called: none is annotated read-only, none is opted in (see PC-10)")
+        return
+    line = Text(f"  {coverage.reached}/{coverage.callable_tools} callable tools reached")
+    line.append(" (answered a call without isError; read-only or opted-in tools)", style="dim")
+    yield line
+    for entry in coverage.tools:
+        if entry.status == "reached":
+            continue
+        label = STYLES["FAIL" if entry.status == "failed" else "WARN"]
+        shown = Text("  ")
+        shown.append(_NOT_REACHED[entry.status], style=label)
+        shown.append(f": {entry.tool}" + (f" ({entry.error})" if entry.error else ""))
+        yield shown
 
 
 def summary_line(summary: CheckSummary) -> Text:

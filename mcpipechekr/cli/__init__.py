@@ -28,6 +28,8 @@ COMMANDS: dict[str, str] = {
     "evaluate": "evaluate_cmd:evaluate_command",
     "review": "review_cmd:review_command",
     "fix": "fix_cmd:fix_command",
+    "compare": "compare_cmd:compare_command",
+    "report": "report_cmd:report_command",
     "schema": "schema_cmd:schema_command",
     "docs": "docs_cmd:docs_command",
     "server": "server_cmd:server_group",

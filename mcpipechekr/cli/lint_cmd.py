@@ -79,6 +79,8 @@ def lint_command(
         click.echo(dumps_json(report.model_dump(mode="json")).decode(), nl=False)
         for warning in outcome.warnings:
             err_console.print(f"warning: {warning}", markup=False)
+        for note in outcome.notes:
+            err_console.print(f"note: {note}", markup=False)
     else:
         text = render_text(
             report, precision_threshold=config.thresholds.tef_precision_warning, reused=outcome.reused

@@ -33,16 +33,23 @@ from mcpipechekr.errors import UserError
 from mcpipechekr.lint.metrics import predictions, score_tools
 from mcpipechekr.lint.overlap import find_overlaps
 from mcpipechekr.lint.pinning import check_drift
-from mcpipechekr.lint.report import build_report, precision_warnings
+from mcpipechekr.lint.report import build_report, precision_warnings, selection_notes
 from mcpipechekr.lint.risks import apply_accepted_risks, lint_gate, parse_accept_risk, record_acceptances
 from mcpipechekr.lint.rules import lint_tools
 from mcpipechekr.lint.security import scan_tools
-from mcpipechekr.lint.selection import LEXICAL, SelectionQuery, Selector, make_selector, selection_queries
+from mcpipechekr.lint.selection import (
+    LEXICAL,
+    SelectionQuery,
+    Selector,
+    first_tool,
+    make_selector,
+    selection_queries,
+)
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.server.lifecycle import server_under_test
 from mcpipechekr.tasks import TaskFile, load_tasks
 
-LINT_VERSION = 2  # 2: the description-attack rules TEF-S007 … TEF-S010
+LINT_VERSION = 3  # 2: the description-attack rules TEF-S007 … TEF-S010; 3: the BM25F lexical selector
 log = logging.getLogger(__name__)
 
 
@@ -53,8 +60,11 @@ class LintOutcome:
     report: TefReport
     reused: bool
     warnings: list[str] = field(default_factory=list)
+    """A model's selection findings that ask the author to look at a description."""
     blocking: list[str] = field(default_factory=list)
     selector_invocations: int = 0
+    notes: list[str] = field(default_factory=list)
+    """The lexical selector's low-precision tools: a rough signal that asks nothing of the author."""
 
 
 def run_lint(
@@ -132,7 +142,8 @@ def lint(
     warnings = precision_warnings(report, config.thresholds.tef_precision_warning)
     for warning in warnings:
         log.warning(warning)
-    return LintOutcome(report, reused, warnings, lint_gate(report), invocations)
+    notes = selection_notes(report, config.thresholds.tef_precision_warning)
+    return LintOutcome(report, reused, warnings, lint_gate(report), invocations, notes)
 
 
 def _endpoint_key(config: Config, spec: ProviderSpec) -> str | None:
@@ -150,20 +161,21 @@ def _definitions(config: Config, tools: Sequence[Any] | ToolsSnapshot | None) ->
 
 
 def _check_expected_tools(taskfile: TaskFile | None, definitions: Sequence[ToolDefinition]) -> None:
-    """An expected tool the server does not list is a mistake in tasks.yaml: report each with its line."""
+    """A selection query's tool the server does not list is a mistake in tasks.yaml, reported at its line."""
     if taskfile is None:
         return
     names = {d.name for d in definitions}
     listed = ", ".join(sorted(names))
     problems = []
     for index, task in enumerate(taskfile.tasks):
-        if task.expected_tool and task.expected_tool not in names:
-            problems.append(
-                taskfile.problem(
-                    ("tasks", index, "expected_tool"),
-                    f"the server lists no tool '{task.expected_tool}' (tools: {listed})",
-                )
+        first = first_tool(task)
+        if first is not None and first[0] not in names:
+            loc = (
+                ("tasks", index, "expected_tool")
+                if first[1] == "expected_tool"
+                else ("tasks", index, "reference_calls", 0, "tool")
             )
+            problems.append(taskfile.problem(loc, f"the server lists no tool '{first[0]}' (tools: {listed})"))
     for index, case in enumerate(taskfile.selection_cases):
         if case.expected_tool not in names:
             problems.append(

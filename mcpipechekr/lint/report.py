@@ -2,7 +2,9 @@
 
 The text report puts what blocks the pipeline first, then the rest from worst to
 mildest: security findings, static errors, misleading and imprecise tools,
-overlapping pairs, static warnings, drift, and infos last.
+overlapping pairs, static warnings, drift, and notes last. Selection figures
+of the lexical selector are notes, never warnings (word overlap is a rough
+signal; the report says how to have a model score selection instead).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from mcpipechekr.artifacts.tef_report import (
     TefReport,
     ToolEvaluation,
 )
+from mcpipechekr.config import provider_flag
 from mcpipechekr.lint.metrics import ToolScores
 from mcpipechekr.lint.risks import lint_gate
 from mcpipechekr.lint.selection import LEXICAL
@@ -81,13 +84,51 @@ def write_tef_report(run_dir: RunDir | Path, report: TefReport) -> Path:
     return write_model(folder.tef_report, report)
 
 
-def precision_warnings(report: TefReport, threshold: float) -> list[str]:
-    """Tools picked with precision below the threshold: warnings, never failures."""
+def is_lexical(report: TefReport) -> bool:
+    """Whether the selection test ran without a model (its figures are then notes, not warnings)."""
+    return report.selector == LEXICAL
+
+
+def selection_findings(report: TefReport, threshold: float) -> list[tuple[str, str]]:
+    """(tool, line) for each tool picked with precision below the threshold, worded for the selector.
+
+    A model's figures are warnings (never failures); the lexical selector's are notes that ask
+    nothing of the author, since word overlap is a rough signal of what an agent would pick.
+    """
+    low = [tool for tool in report.tools if tool.precision is not None and tool.precision < threshold]
+    if is_lexical(report):
+        return [
+            (
+                tool.name,
+                f"tool '{tool.name}' lexical selection precision {tool.precision:.2f} "
+                f"(below {threshold:.2f}; word overlap, not a model: no reason to change the description)",
+            )
+            for tool in low
+        ]
     return [
-        f"tool '{tool.name}' selection precision {tool.precision:.2f} is below {threshold:.2f}"
-        for tool in report.tools
-        if tool.precision is not None and tool.precision < threshold
+        (tool.name, f"tool '{tool.name}' selection precision {tool.precision:.2f} is below {threshold:.2f}")
+        for tool in low
     ]
+
+
+def precision_warnings(report: TefReport, threshold: float) -> list[str]:
+    """A model's low-precision tools, as warnings; none for the lexical selector (see `selection_notes`)."""
+    return [] if is_lexical(report) else [line for _, line in selection_findings(report, threshold)]
+
+
+def selection_notes(report: TefReport, threshold: float) -> list[str]:
+    """The lexical selector's low-precision tools, as notes; none for a model (see `precision_warnings`)."""
+    return [line for _, line in selection_findings(report, threshold)] if is_lexical(report) else []
+
+
+def model_selection_hint() -> str:
+    """How to have a model score tool selection instead of the lexical selector: the setting and the flag."""
+    flag = provider_flag("phase05").flag
+    return (
+        f"Selection figures by {LEXICAL} are word overlap, without a model: a rough signal. For a model's "
+        f"judgement, set `providers: {{phase05: PROVIDER/MODEL}}` in config.yaml (e.g. openai/gpt-4o-mini) "
+        f"or pass `{flag} PROVIDER/MODEL`."
+    )
 
 
 def _show(span: str, limit: int = 80) -> str:
@@ -104,7 +145,7 @@ def render_text(report: TefReport, *, precision_threshold: float, reused: bool =
     """The readable report, worst problems first."""
     out: list[str] = []
     selector = report.selector
-    how = " (lexical retrieval, not a model)" if selector == LEXICAL else ""
+    how = " (lexical word overlap, not a model: its figures are notes)" if is_lexical(report) else ""
     out.append(
         f"lint of server '{report.server}': {len(report.tools)} tool(s); "
         f"selection test with {selector}{how}, "
@@ -152,6 +193,8 @@ def render_text(report: TefReport, *, precision_threshold: float, reused: bool =
     _section(out, "Selection warnings", [f"  {w}" for w in precision_warnings(report, precision_threshold)])
     if report.selection_cases:
         rows = ["  tool                              precision recall    f1  support  confusions"]
+        if is_lexical(report):
+            rows.insert(0, f"  {model_selection_hint()}")
         for tool in report.tools:
             rows.append(
                 f"  {tool.name[:32]:<32}  {_fmt(tool.precision)}  {_fmt(tool.recall)} {_fmt(tool.f1)}"
@@ -159,7 +202,9 @@ def render_text(report: TefReport, *, precision_threshold: float, reused: bool =
             )
         _section(out, "Tool selection", rows)
     _section(out, "Drift since the last lint", _drift_lines(report.drift))
-    _section(out, "Notes", static_lines("info"))
+    _section(
+        out, "Notes", static_lines("info") + [f"  {n}" for n in selection_notes(report, precision_threshold)]
+    )
     if report.accepted_risks:
         _section(
             out,
@@ -167,11 +212,13 @@ def render_text(report: TefReport, *, precision_threshold: float, reused: bool =
             [f"  {r.tool or 'every tool'}: {r.rule_id} ({r.reason})" for r in report.accepted_risks],
         )
     s = report.summary
+    selection = len(selection_findings(report, precision_threshold))
+    kind = "note" if is_lexical(report) else "warning"
     out += [
         "",
         f"{s.errors} error(s), {s.warnings} warning(s), {s.infos} note(s), {s.security_findings} security "
         f"finding(s), {s.misleading_tools} misleading tool(s), {s.overlaps} overlapping pair(s), "
-        f"{s.drift_changes} drift change(s)",
+        f"{s.drift_changes} drift change(s)" + (f", {selection} selection {kind}(s)" if selection else ""),
     ]
     return "\n".join(out)
 

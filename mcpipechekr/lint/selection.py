@@ -1,11 +1,13 @@
 """The tool-selection test: shown every tool and one query, which tool does a selector pick?
 
-Queries are the tasks' prompts that name an `expected_tool`, plus the
+Queries are the tasks' prompts, each with the tool it needs first (its
+`expected_tool`, else the tool of its first reference call), plus the
 `selection_cases` of tasks.yaml. Two selectors:
 
-- `LexicalSelector` (`lexical-bm25`): deterministic BM25 retrieval over each
-  tool's name, title, description and parameter names and descriptions, with the
-  query's intent phrases expanded (`QUERY_INTENTS`: "how many" adds "count"). It needs
+- `LexicalSelector` (`lexical-bm25`): deterministic BM25F retrieval over each
+  tool's name, title, description and parameters as separate, weighted fields,
+  with the request's read or write intent (`lint.lexical`) and its intent
+  phrases expanded (`QUERY_INTENTS`: "how many" adds "count"). It needs
   no model and no network, so lint runs offline; its picks show which
   descriptions share the query's words, not what a model would do, and the
   report labels them so. Its confidence is always `low`: a ranker has no
@@ -20,9 +22,7 @@ Queries are the tasks' prompts that name an `expected_tool`, plus the
 from __future__ import annotations
 
 import asyncio
-import math
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -32,10 +32,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from mcpipechekr.artifacts.tools_snapshot import ToolDefinition
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.lint._text import schema_properties, tool_text, words
+from mcpipechekr.lint._text import schema_properties
+from mcpipechekr.lint.lexical import Concept, LexicalIndex, expand_query, query_intent, terms
 from mcpipechekr.llm import build_model
 from mcpipechekr.providers import ProviderSpec
-from mcpipechekr.tasks import TaskFile
+from mcpipechekr.tasks import Task, TaskFile
 
 LEXICAL = "lexical-bm25"
 Confidence = Literal["high", "low"]
@@ -58,15 +59,28 @@ class Choice:
     confidence: Confidence
 
 
+def first_tool(task: Task) -> tuple[str, str] | None:
+    """The tool a task needs first and its field: `expected_tool`, else its first reference call's."""
+    if task.expected_tool:
+        return task.expected_tool, "expected_tool"
+    if task.reference_calls:
+        return task.reference_calls[0].tool, "reference_calls"
+    return None
+
+
 def selection_queries(taskfile: TaskFile | None) -> list[SelectionQuery]:
-    """The tasks with an expected tool, then the extra selection cases, in file order."""
+    """Each task's prompt with the tool it needs first (`first_tool`), then the selection cases, in order.
+
+    The tasks are what users ask, in their words; a task with neither an `expected_tool` nor
+    reference calls has no query.
+    """
     if taskfile is None:
         return []
-    queries = [
-        SelectionQuery(task.prompt.strip(), task.expected_tool, f"task:{task.task_id}")
-        for task in taskfile.tasks
-        if task.expected_tool
-    ]
+    queries = []
+    for task in taskfile.tasks:
+        first = first_tool(task)
+        if first is not None:
+            queries.append(SelectionQuery(task.prompt.strip(), first[0], f"task:{task.task_id}"))
     queries += [
         SelectionQuery(case.query.strip(), case.expected_tool, f"case:{index + 1}")
         for index, case in enumerate(taskfile.selection_cases)
@@ -93,23 +107,22 @@ _SHOW_ONE = (
 QUERY_INTENTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bhow many\b|\bnumber of\b|\bhow often\b", re.IGNORECASE), "count number total"),
     (re.compile(_SHOW_ONE, re.IGNORECASE), "read complete full one"),
+    (re.compile(r"\bright now\b|\bat the moment\b|\bcurrently\b|\bnow\b", re.IGNORECASE), "current"),
 )
 """Question phrasings whose meaning hides in stop words ("how many" asks for a count): each adds the
 words a description would use for that intent. Only the lexical selector uses them, and they are English."""
 
 
-def query_words(text: str) -> list[str]:
-    """The query's content words plus the words of the intents its phrasing expresses."""
+def query_terms(text: str) -> list[Concept]:
+    """The query's ideas (`lexical.expand_query`) plus the words of the intents its phrasing expresses."""
     extra = [words_of for pattern, words_of in QUERY_INTENTS if pattern.search(text)]
-    return words(text) + words(" ".join(extra))
+    return expand_query(text, terms(" ".join(extra)))
 
 
 class LexicalSelector:
-    """BM25 (k1=1.2, b=0.75) over tool texts; the top-scoring tool wins, none if no word matches."""
+    """BM25F over each tool's fields with the query's read/write intent (`lint.lexical`)."""
 
     label = LEXICAL
-    K1 = 1.2
-    B = 0.75
 
     def __init__(self) -> None:
         self.invocations = 0
@@ -118,29 +131,11 @@ class LexicalSelector:
         self, queries: Sequence[SelectionQuery], tools: Sequence[ToolDefinition], repeat: int
     ) -> list[list[Choice]]:
         self.invocations += 1
-        docs = [Counter(words(tool_text(tool))) for tool in tools]
-        lengths = [sum(doc.values()) for doc in docs]
-        average = (sum(lengths) / len(lengths)) if lengths else 0.0
-        df: Counter[str] = Counter()
-        for doc in docs:
-            df.update(doc.keys())
-        n = len(docs)
-        idf = {term: math.log(1 + (n - freq + 0.5) / (freq + 0.5)) for term, freq in df.items()}
-        answers = []
-        for query in queries:
-            scores = [0.0] * n
-            for term in set(query_words(query.text)):
-                if term not in idf:
-                    continue
-                for i, doc in enumerate(docs):
-                    tf = doc.get(term, 0)
-                    if tf:
-                        norm = self.K1 * (1 - self.B + self.B * lengths[i] / (average or 1.0))
-                        scores[i] += idf[term] * tf * (self.K1 + 1) / (tf + norm)
-            best = max(range(n), key=lambda i: (scores[i], -i), default=None)
-            tool = tools[best].name if best is not None and scores[best] > 0 else None
-            answers.append([Choice(tool, "low")])
-        return answers
+        index = LexicalIndex.build(tools)
+        return [
+            [Choice(index.best(query_terms(query.text), query_intent(query.text)), "low")]
+            for query in queries
+        ]
 
 
 class SelectionAnswer(BaseModel):

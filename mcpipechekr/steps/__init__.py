@@ -11,7 +11,7 @@ stdout for JSON).
 
 One module per step: `stage` (the planned run folder, its manifest, the
 status of each step), `snapshot`, `check`, `lint`, `trace`, `evaluate`,
-`review`, `fix`, `baseline`, `summary`, `session` (what the loop checks and
+`review`, `fix`, `baseline`, `summary`, `report` (the HTML report), `session` (what the loop checks and
 reads between its builds), and `handoff`. Nothing is re-exported here:
 importing one step must not import every phase behind the others.
 """

@@ -23,6 +23,8 @@ from mcpipechekr.artifacts import AcceptedRisk, RunDir, ToolsSnapshot, read_mode
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.lint import LintOutcome, confirm_lint_risks, lint, lint_gate, write_tef_report
+from mcpipechekr.lint.changes import changes_since_last_lint
+from mcpipechekr.lint.report import is_lexical, model_selection_hint
 from mcpipechekr.lint.risks import blocking_findings
 from mcpipechekr.steps.stage import run_stage
 
@@ -45,9 +47,13 @@ def lint_step(
 ) -> LintOutcome:
     """Lint the server's tool descriptions (see `lint.orchestrate.lint` for the options); return the outcome.
 
-    With `run_dir`: its tools.json is linted, tef_report.json written, the
-    summary and warnings go to `out`, and UserError stops the run when a risk
-    blocks (`interactive`, default: stdin is a terminal, lets a person accept it).
+    With `run_dir`: its tools.json is linted, tef_report.json written, and the
+    summary goes to `out` with only what changed since the previous lint of the
+    server (`lint.changes`: new findings, those of new or changed tools, resolved
+    ones, and a count of the unchanged ones kept in tef_report.json); UserError
+    stops the run when a risk blocks (`interactive`, default: stdin is a
+    terminal, lets a person accept it). Either way this lint's lines are
+    recorded for the next one to compare with.
     """
     interactive = sys.stdin.isatty() if interactive is None else interactive
     stage = run_stage(config, run_dir, "lint") if run_dir is not None else contextlib.nullcontext()
@@ -60,6 +66,8 @@ def lint_step(
             tools=read_model(run_dir.tools, ToolsSnapshot) if run_dir is not None else None,
             use_cache=use_cache,
         )
+        threshold = config.thresholds.tef_precision_warning
+        changes = changes_since_last_lint(config.paths.home, outcome.report, threshold)
         if run_dir is None:
             return outcome
         assert manifest is not None  # the run's snapshot step made it
@@ -72,8 +80,10 @@ def lint_step(
             f"finding(s) → {display_path(run_dir.tef_report)}",
             markup=False,
         )
-        for warning in outcome.warnings:
-            out.print(f"[yellow]warning:[/] {warning}")
+        for line in changes.render():
+            out.print(line, markup=False, highlight=False)
+        if changes.selection_shown and is_lexical(outcome.report):
+            out.print(f"  {model_selection_hint()}", markup=False, highlight=False)
         accepted = list(outcome.report.accepted_risks)
         if lint_gate(outcome.report) and interactive and confirm_lint_risks(outcome.report, out):
             accepted += [

@@ -1,0 +1,117 @@
+"""The text form of a comparison: plain aligned columns, the verdict as its last line.
+
+Plain text rather than a rich table, so that what `--output` writes, what a CI
+log shows and what a test compares are the same characters whatever the
+terminal's width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mcpipechekr.artifacts.comparison import ComparedRun, Comparison, MeanComparison, SuccessCounts
+
+VERDICT_WORDS = {
+    "better": "B better",
+    "worse": "B worse",
+    "mixed": "mixed",
+    "no_significant_difference": "no significant difference",
+    "not_compared": "not compared",
+}
+
+
+def columns(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
+    """Rows as lines whose columns line up (two spaces between them, no trailing spaces)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        indent + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+
+
+def success_cell(counts: SuccessCounts | None) -> str:
+    """`7/10`, with the answers nobody could check after it; `-` when the task did not run."""
+    if counts is None:
+        return "-"
+    text = f"{counts.successes}/{counts.successes + counts.failures}"
+    return text + f" (+{counts.undecided} unchecked)" if counts.undecided else text
+
+
+def mean_cell(measure: MeanComparison | None) -> str:
+    """`5 → 1 (-4; -4.5 to -3)`: the means, the difference and its interval; `*` marks a significant one."""
+    if measure is None:
+        return "-"
+    mark = " *" if measure.significant else ""
+    return (
+        f"{measure.mean_a:g} → {measure.mean_b:g} "
+        f"({measure.difference:+g}; {measure.low:+g} to {measure.high:+g}){mark}"
+    )
+
+
+def p_cell(p_value: float | None) -> str:
+    if p_value is None:
+        return "-"
+    return f"{p_value:.2g}" if p_value < 0.001 else f"{p_value:.3f}"
+
+
+def describe_run(run: ComparedRun) -> str:
+    source = run.server_sha[:12] if run.server_sha else "source unknown"
+    dirty = ", dirty" if run.server_dirty else ""
+    return (
+        f"{run.run_id}: server {run.server} ({source}{dirty}), model {run.phase1_provider}, "
+        f"{run.tasks} task(s), {run.attempts} attempt(s), {run.bugs} bug(s)"
+    )
+
+
+def render_comparison_text(comparison: Comparison) -> str:
+    """The comparison for people: the runs, what changed, tasks, bugs, warnings, then the verdict."""
+    lines = [f"A  {describe_run(comparison.a)}", f"B  {describe_run(comparison.b)}", ""]
+    if comparison.changes:
+        lines.append("Changed from A to B:")
+        lines.extend(f"  {change}" for change in comparison.changes)
+    else:
+        lines.append("Changed from A to B: nothing the manifests record")
+    lines += [
+        "",
+        f"Tasks (success: Fisher's exact test, two-sided; calls and tokens per attempt: A → B "
+        f"(B − A; 95% bootstrap interval), * significant; alpha {comparison.alpha:g}):",
+    ]
+    rows = [["task", "success A", "success B", "p", "calls", "tokens", "verdict"]]
+    for task in comparison.tasks:
+        rows.append(
+            [
+                task.task_id,
+                success_cell(task.success_a),
+                success_cell(task.success_b),
+                p_cell(task.p_value),
+                mean_cell(task.calls),
+                mean_cell(task.tokens),
+                VERDICT_WORDS[task.verdict]
+                if task.present_in == "both"
+                else f"only in {task.present_in.upper()}",
+            ]
+        )
+    lines += columns(rows) if comparison.tasks else ["  none"]
+    lines += ["", "Bugs (by id):"]
+    if comparison.bugs:
+        rows = [["status", "id", "severity", "occurrences A → B", "tokens lost each A → B"]]
+        for bug in comparison.bugs:
+            gap_a = "-" if bug.token_cost_of_gap_a is None else f"{bug.token_cost_of_gap_a:,}"
+            gap_b = "-" if bug.token_cost_of_gap_b is None else f"{bug.token_cost_of_gap_b:,}"
+            rows.append(
+                [
+                    bug.status.replace("_", " "),
+                    bug.id,
+                    bug.severity,
+                    f"{bug.occurrences_a} → {bug.occurrences_b}",
+                    f"{gap_a} → {gap_b}",
+                ]
+            )
+        lines += columns(rows)
+    else:
+        lines.append("  none in either run")
+    if comparison.warnings:
+        lines += ["", "Warnings:"]
+        lines.extend(f"  {warning}" for warning in comparison.warnings)
+    lines += ["", comparison.verdict_line]
+    return "\n".join(lines) + "\n"
