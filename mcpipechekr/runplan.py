@@ -90,20 +90,17 @@ def _read(path: Path) -> bytes:
         return b""
 
 
-_UNREAD = object()
-
-
 def run_identity(
-    config: Config, task_ids: list[str], phase1: list[str], repeat: int, *, source: Any = _UNREAD
+    config: Config, task_ids: list[str], phase1: list[str], repeat: int, *, source: str | None
 ) -> str:
     """The hash of the inputs that make a run distinct (see the module docstring).
 
-    `source` is `server_source_digest(config)` when the caller has read it already.
+    `source` is the server's `server_source_digest`, which a shard's record keeps as well.
     """
     return sha256_json(
         {
             "server": config.server.name,
-            "source": server_source_digest(config) if source is _UNREAD else source,
+            "source": source,
             "tasks": sorted(task_ids),
             "phase1": phase1,
             "repeat": repeat,
