@@ -61,6 +61,7 @@ from mcpipechekr.artifacts.trace import trace_path
 from mcpipechekr.config import PROVIDER_FLAGS, Config, ConfigOverrides, load_config, provider_flag
 from mcpipechekr.errors import InputError, Interrupted, UserError, as_user_error
 from mcpipechekr.runplan import RunPlan
+from mcpipechekr.runshard import SHARD_HELP, parse_shard
 from mcpipechekr.steps.stage import ALLOW_INCOMPLETE_HELP, interrupt_runs, plan_run_folder
 from mcpipechekr.tasks import Task, load_tasks, select_tasks
 
@@ -121,6 +122,7 @@ PARAMS: list[dict[str, Any]] = [
         "default": False,
         "help": "Start a new run folder even when the inputs match the latest run.",
     },
+    {"name": "shard", "long": "shard", "default": "", "help": f"`trace`: {SHARD_HELP}"},
     {
         "name": "allow_incomplete",
         "long": "allow-incomplete",
@@ -169,6 +171,7 @@ class Settings:
     runner: str = "native"
     keep_builtin_tools: bool = False
     new_run: bool = False
+    shard: str = ""
     allow_incomplete: bool = False
     regenerate_baseline: bool = False
     quiet: bool = False
@@ -278,6 +281,7 @@ def graph_inputs(settings: Settings) -> GraphInputs:
     """Config, selected tasks and the run plan, computed once per graph load."""
     try:
         _check_counts(settings)
+        shard = parse_shard(settings.shard) if settings.shard else None
         config = load_graph_config(settings)
         tasks = select_tasks(load_tasks(config.paths.tasks), settings.task_ids, settings.tags)
         plan = plan_run_folder(
@@ -289,6 +293,7 @@ def graph_inputs(settings: Settings) -> GraphInputs:
             new_run=settings.new_run,
             parameters=settings.given(),
             prepare=_preparing(),
+            shard=shard,
         )
     except UserError as exc:
         return GraphInputs(settings, error=exc.message)
@@ -691,6 +696,8 @@ def task_trace() -> Iterator[dict[str, Any]]:
     for task in tasks:
         for repetition in range(1, inputs.settings.repeat + 1):
             target = trace_path(plan.run_dir, task.task_id, str(spec), repetition)
+            if plan.shard is not None and target.stem not in plan.shard.attempts:
+                continue  # another shard's (`--shard K/N`)
 
             def attempt(one: Task = task, number: int = repetition) -> None:  # doit reserves `task`
                 from mcpipechekr.runners.engine import Attempt
@@ -751,11 +758,13 @@ def task_evaluate() -> Iterator[dict[str, Any]]:
     yield {"basename": "evaluate", "name": None, "doc": task_evaluate.__doc__, "params": PARAMS}
     baseline = [_p(plan.run_dir.baseline)] if plan.run_dir.baseline.exists() else []
     runs = {run.run_id: run for run in list_runs(config.paths.runs)}
-    planned = [
-        _p(trace_path(plan.run_dir, task.task_id, str(config.providers.phase1), repetition))
+    traced = [
+        trace_path(plan.run_dir, task.task_id, str(config.providers.phase1), repetition)
         for task in tasks
         for repetition in range(1, inputs.settings.repeat + 1)
     ]
+    mine = None if plan.shard is None else set(plan.shard.attempts)  # a shard's run plans its own only
+    planned = [_p(path) for path in traced if mine is None or path.stem in mine]
     for run_id, run in sorted({**runs, plan.run_id: plan.run_dir}.items()):
         traces = planned if run_id == plan.run_id else [_p(path) for path in list_traces(run)]
         if not traces:
@@ -969,6 +978,11 @@ def run_loop(**params: Any) -> None:
     from mcpipechekr.steps.trace import resume_line
 
     settings = current_settings()
+    if settings.shard:
+        raise InputError(
+            "--shard: the loop evaluates and fixes whole runs; trace a shard with `doit trace --shard K/N` "
+            "and merge the shards with `mcpipechekr merge`"
+        )
     config, _, _ = graph_inputs.__wrapped__(settings).require()  # config and task selection problems first
     start_session(config, runner=settings.runner)  # before any cost: what would stop a later step
     session: list[RunDir] = []

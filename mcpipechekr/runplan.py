@@ -7,7 +7,8 @@ changes), the set of tasks, the Phase 1 models, the repetitions — the
 artifacts belong in a new folder; otherwise the latest run is reused and only
 its stale targets are rebuilt (editing one task's prompt re-traces that task
 in the same run). `--new-run` always starts a fresh folder; folders are never
-overwritten.
+overwritten. A shard of a run (`--shard K/N`, see `runshard`) has an identity
+of its own, the run's with K/N, so a folder is reused only for the same shard.
 
 `new_manifest` pins everything that can change a run's outcome (versions,
 hashes, models, the redacted config) when its folder is created.
@@ -26,10 +27,12 @@ from typing import Any
 from mcpipechekr import __version__
 from mcpipechekr._util.hashing import sha256_bytes, sha256_json
 from mcpipechekr.artifacts import Manifest, PhaseProviders, RunDir, ServerRef, list_runs, utc_now
+from mcpipechekr.artifacts.manifest import RunShard
 from mcpipechekr.artifacts.rundir import MAX_RUNS_PER_DAY, existing_run_numbers, format_run_id
 from mcpipechekr.artifacts.runstate import load_manifest
 from mcpipechekr.config import PHASES, Config
 from mcpipechekr.errors import UserError
+from mcpipechekr.runshard import Shard, shard_record
 from mcpipechekr.tasks import Task, task_file_hash
 
 
@@ -41,6 +44,7 @@ class RunPlan:
     identity: str
     reused: bool
     parameters: dict[str, Any] = field(default_factory=dict)
+    shard: RunShard | None = None
 
     @property
     def run_id(self) -> str:
@@ -86,12 +90,17 @@ def _read(path: Path) -> bytes:
         return b""
 
 
-def run_identity(config: Config, task_ids: list[str], phase1: list[str], repeat: int) -> str:
-    """The hash of the inputs that make a run distinct (see the module docstring)."""
+def run_identity(
+    config: Config, task_ids: list[str], phase1: list[str], repeat: int, *, source: str | None
+) -> str:
+    """The hash of the inputs that make a run distinct (see the module docstring).
+
+    `source` is the server's `server_source_digest`, which a shard's record keeps as well.
+    """
     return sha256_json(
         {
             "server": config.server.name,
-            "source": server_source_digest(config),
+            "source": source,
             "tasks": sorted(task_ids),
             "phase1": phase1,
             "repeat": repeat,
@@ -125,15 +134,35 @@ def plan_run(
     repeat: int,
     new_run: bool = False,
     parameters: dict[str, Any] | None = None,
+    shard: Shard | None = None,
+    models: Sequence[str] = (),
 ) -> RunPlan:
-    """Reuse the latest run when its identity matches and `new_run` is not asked; else plan the next id."""
-    identity = run_identity(config, task_ids, phase1, repeat)
+    """Reuse the latest run when its identity matches and `new_run` is not asked; else plan the next id.
+
+    With `shard`, the plan is that shard of the run: `models` (the Phase 1
+    models, one string each) name its attempts, and the shard's record goes
+    into the manifest.
+    """
+    source = server_source_digest(config)
+    identity = run_identity(config, task_ids, phase1, repeat, source=source)
+    record = None
+    if shard is not None:
+        record = shard_record(
+            shard,
+            run_identity=identity,
+            server_source=source,
+            task_ids=task_ids,
+            providers=models,
+            repeat=repeat,
+        )
+        identity = sha256_json({"run": identity, "shard": str(shard)})
     runs = list_runs(config.paths.runs)
     if runs and not new_run:
         manifest = read_manifest(runs[-1])
         if manifest is not None and manifest.identity == identity:
-            return RunPlan(runs[-1], identity, reused=True, parameters=parameters or {})
-    return RunPlan(next_run_dir(Path(config.paths.runs)), identity, reused=False, parameters=parameters or {})
+            return RunPlan(runs[-1], identity, reused=True, parameters=parameters or {}, shard=record)
+    run_dir = next_run_dir(Path(config.paths.runs))
+    return RunPlan(run_dir, identity, reused=False, parameters=parameters or {}, shard=record)
 
 
 def claim_run_dir(plan: RunPlan) -> bool:
@@ -172,11 +201,12 @@ def new_manifest(
     identity: str | None = None,
     parameters: dict[str, Any] | None = None,
     phase1: str | None = None,
+    shard: RunShard | None = None,
 ) -> Manifest:
     """A run's manifest as it starts: everything that can change its outcome, pinned.
 
     `phase1` names the Phase 1 models when a run compares several (comma-separated,
-    in order); default: the config's `providers.phase1`.
+    in order); default: the config's `providers.phase1`. `shard` marks a shard of a run.
     """
     from mcpipechekr.server.workspace import repo_state  # deferred: `doit list` should not pay for GitPython
 
@@ -198,4 +228,5 @@ def new_manifest(
         task_ids=[task.task_id for task in tasks],
         identity=identity,
         parameters=parameters or {},
+        shard=shard,
     )

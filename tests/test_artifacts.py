@@ -663,20 +663,20 @@ def test_naive_datetimes_and_malformed_ids_are_rejected() -> None:
         assert info.value.errors()[0]["loc"] == (field,)
 
 
-@pytest.mark.parametrize("old", [1, 2])
-def test_an_older_manifest_reads_as_version_3_without_imports_or_reviews(tmp_path: Path, old: int) -> None:
+@pytest.mark.parametrize("old", [1, 2, 3])
+def test_an_older_manifest_reads_as_version_4_without_the_newer_fields(tmp_path: Path, old: int) -> None:
     data = make_manifest().model_dump(mode="json")
-    del data["reviews"], data["imports"]
+    del data["reviews"], data["imports"], data["shard"], data["merged_from"]
     data["version"] = old
     path = tmp_path / "manifest.json"
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
     manifest = read_model(path, Manifest)
-    assert (manifest.version, manifest.imports, manifest.reviews) == (3, [], [])
-    assert manifest.model_dump(exclude={"version", "imports", "reviews"}) == make_manifest().model_dump(
-        exclude={"version", "imports", "reviews"}
-    )
+    assert (manifest.version, manifest.imports, manifest.reviews) == (4, [], [])
+    assert (manifest.shard, manifest.merged_from) == (None, [])
+    added = {"version", "imports", "reviews", "shard", "merged_from"}
+    assert manifest.model_dump(exclude=added) == make_manifest().model_dump(exclude=added)
     assert read_model(write_model(path, manifest), Manifest) == manifest
-    assert path.read_text().startswith('{\n  "version": 3,')
+    assert path.read_text().startswith('{\n  "version": 4,')
 
 
 def test_manifest_status_rules() -> None:

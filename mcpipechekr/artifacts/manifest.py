@@ -10,8 +10,14 @@ recorded them and the hash of the file they came from. Every decision taken
 at the review (`mcpipechekr review`) is added to `reviews`: who decided, what,
 on which bug report, approving which bug ids, and when.
 
-Format versions: 2 added `imports`, 3 added `reviews`. An older file is read as
-version 3 with none of them, which is what it was.
+A run's Phase 1 may be spread over machines (`mcpipechekr run --shard K/N`):
+each shard is a run folder of its own whose `shard` says which part of which
+run it holds, and `mcpipechekr merge` assembles the shards into one run whose
+`merged_from` lists them.
+
+Format versions: 2 added `imports`, 3 added `reviews`, 4 added `shard` and
+`merged_from`. An older file is read as version 4 with none of them, which is
+what it was.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, Field, model_validator
+from pydantic import AwareDatetime, Field, NonNegativeInt, PositiveInt, model_validator
 
 from mcpipechekr.artifacts._base import (
     VERSION_DESCRIPTION,
@@ -32,7 +38,7 @@ from mcpipechekr.artifacts._base import (
 
 RunStatus = Literal["running", "completed", "failed", "interrupted"]
 
-MANIFEST_VERSION = 3
+MANIFEST_VERSION = 4
 """The manifest's format version; see the module docstring for what each version added."""
 
 
@@ -100,13 +106,62 @@ class ReviewEntry(ArtifactModel):
     )
 
 
+class RunShard(ArtifactModel):
+    """What part of which run a shard folder holds (`mcpipechekr run --shard K/N`).
+
+    Everything `mcpipechekr merge` needs to tell the shards of one run from a
+    foreign one, a missing one or two that overlap, without the other shards:
+    the identity of the whole run, what it is made of, and the attempts it planned.
+    """
+
+    index: PositiveInt = Field(description="K: which shard this is, from 1.")
+    count: PositiveInt = Field(description="N: how many shards the run is spread over.")
+    run_identity: Sha256 = Field(
+        description="The `identity` the whole run has (server source, task ids, models, repetitions), "
+        "the same in every shard of it."
+    )
+    server_source: str | None = Field(
+        default=None,
+        description="The server's source as the identity read it: its commit, plus the hash of "
+        "uncommitted changes after a `+`; absent without a server repository.",
+    )
+    repeat: PositiveInt = Field(default=1, description="Attempts per task and model in the whole run.")
+    planned_attempts: list[str] = Field(
+        description="Every attempt of the whole run, by id (its trace's name without `.json`), in plan order."
+    )
+    attempts: list[str] = Field(
+        description="The attempts this shard runs: those whose id hashes to it (see docs/ci.md), "
+        "in plan order."
+    )
+
+    @model_validator(mode="after")
+    def _within(self) -> RunShard:
+        if self.index > self.count:
+            raise ValueError(f"shard {self.index} of {self.count}: the index is at most the count")
+        unknown = sorted(set(self.attempts) - set(self.planned_attempts))
+        if unknown:
+            raise ValueError(f"attempts not in `planned_attempts`: {', '.join(unknown[:5])}")
+        return self
+
+
+class MergedShard(ArtifactModel):
+    """One shard a merged run was assembled from (`mcpipechekr merge`)."""
+
+    index: PositiveInt = Field(description="K: which shard it was.")
+    count: PositiveInt = Field(description="N: how many shards the run was spread over.")
+    run_id: RunId = Field(description="The shard's own run id, on the machine that ran it.")
+    attempts: NonNegativeInt = Field(description="How many attempts it traced.")
+    started_at: AwareDatetime = Field(description="When the shard started.")
+    finished_at: AwareDatetime = Field(description="When the shard ended.")
+
+
 class Manifest(ArtifactModel):
     """runs/{run-id}/manifest.json: the identity and outcome of one pipeline run."""
 
-    version: Literal[1, 2, 3] = Field(
+    version: Literal[1, 2, 3, 4] = Field(
         default=MANIFEST_VERSION,
-        description=f"{VERSION_DESCRIPTION} Version 2 added `imports`, 3 added `reviews`; an older file "
-        "is read as version 3 without them.",
+        description=f"{VERSION_DESCRIPTION} Version 2 added `imports`, 3 added `reviews`, 4 added `shard` "
+        "and `merged_from`; an older file is read as version 4 without them.",
     )
     run_id: RunId = Field(description="The run's folder name, `run-YYYYMMDD-NNN`.")
     started_at: AwareDatetime = Field(description="When the run started (ISO 8601 with timezone).")
@@ -162,12 +217,22 @@ class Manifest(ArtifactModel):
         description="Every decision taken at the review of this run (`mcpipechekr review`), oldest first: "
         "who approved which bug ids of which bug report, and when.",
     )
+    shard: RunShard | None = Field(
+        default=None,
+        description="Set when this folder is one shard of a run (`run --shard K/N`): which part of which "
+        "run it holds. Its status covers its own attempts; the run is whole once merged.",
+    )
+    merged_from: list[MergedShard] = Field(
+        default_factory=list,
+        description="The shards this run was assembled from (`mcpipechekr merge`), by index; empty for a "
+        "run traced in one place.",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _upgrade(cls, data: Any) -> Any:
         """Read an older manifest as the current version: it has none of the fields added since."""
-        if isinstance(data, dict) and data.get("version") in (1, 2):
+        if isinstance(data, dict) and data.get("version") in (1, 2, 3):
             return {**data, "version": MANIFEST_VERSION}
         return data
 

@@ -13,7 +13,8 @@ or `incomplete` by the agent's own limits (it reached `max_requests`, its
 session ended without an answer). A trace the harness cut short (Ctrl-C, a
 server halt, the phase timeout: `CUT_SHORT_REASONS`) or a missing one is not,
 so a resumed run does it again. Traces beyond the plan (imported sessions of other tasks) do not count
-against it.
+against it. A shard of a run (the manifest's `shard`) plans only its own attempts; asked for the
+`whole` run, its coverage is the run's, which one shard never completes.
 """
 
 from __future__ import annotations
@@ -60,17 +61,24 @@ def load_manifest(run_dir: RunDir) -> Manifest:
             lock.release()
 
 
-def planned_traces(run_dir: RunDir, manifest: Manifest) -> list[Path]:
-    """The trace file of every attempt the run planned, in plan order (task, model, repetition)."""
+def planned_traces(run_dir: RunDir, manifest: Manifest, *, whole: bool = False) -> list[Path]:
+    """The trace file of every attempt the run planned, in plan order (task, model, repetition).
+
+    A shard's are its own attempts, unless `whole`.
+    """
     models = [name.strip() for name in (manifest.providers.phase1 or "").split(",") if name.strip()]
     repeat = manifest.parameters.get("repeat", 1)
     repeat = repeat if isinstance(repeat, int) and repeat >= 1 else 1
-    return [
+    planned = [
         trace_path(run_dir, task_id, model, repetition)
         for task_id in manifest.task_ids
         for model in models
         for repetition in range(1, repeat + 1)
     ]
+    if manifest.shard is None or whole:
+        return planned
+    mine = set(manifest.shard.attempts)
+    return [path for path in planned if path.stem in mine]
 
 
 def is_traced(path: Path) -> bool:
@@ -118,7 +126,7 @@ class TraceCoverage:
         return f"{self.counts()}; {self.not_traced(limit)}"
 
 
-def trace_coverage(run_dir: RunDir, manifest: Manifest) -> TraceCoverage:
+def trace_coverage(run_dir: RunDir, manifest: Manifest, *, whole: bool = False) -> TraceCoverage:
     """The run's planned attempts and those of them traced (see the module docstring)."""
-    planned = planned_traces(run_dir, manifest)
+    planned = planned_traces(run_dir, manifest, whole=whole)
     return TraceCoverage(planned, [path for path in planned if is_traced(path)])

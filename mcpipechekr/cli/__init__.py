@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "lint": "lint_cmd:lint_command",
     "baseline": "baseline_cmd:baseline_command",
     "run": "run_cmd:run_command",
+    "merge": "merge_cmd:merge_command",
     "import": "import_cmd:import_command",
     "evaluate": "evaluate_cmd:evaluate_command",
     "review": "review_cmd:review_command",

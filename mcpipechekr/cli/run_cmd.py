@@ -23,6 +23,7 @@ from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.base import DEMO_MODEL_LABEL
 from mcpipechekr.runners.engine import DEFAULT_CONCURRENCY, plan_attempts
 from mcpipechekr.runners.registry import AGENT_RUNNERS, DEFAULT_RUNNER, runner_factory
+from mcpipechekr.runshard import SHARD_HELP, attempt_id, parse_shard
 from mcpipechekr.steps.snapshot import snapshot_step
 from mcpipechekr.steps.stage import plan_run_folder
 from mcpipechekr.steps.trace import trace_step
@@ -103,6 +104,7 @@ def _summary(paths: list[Path]) -> Table:
     help="Model requests one attempt may make; reaching it ends that attempt as incomplete "
     "[default: timeouts.max_requests, 50].",
 )
+@click.option("--shard", "shard_text", metavar="K/N", default=None, help=SHARD_HELP)
 @click.pass_context
 @writes_project
 def run_command(
@@ -113,6 +115,7 @@ def run_command(
     repeat: int,
     concurrency: int,
     max_requests: int | None,
+    shard_text: str | None,
     task_ids: tuple[str, ...],
     tags: tuple[str, ...],
     **_: object,
@@ -126,11 +129,14 @@ def run_command(
     --max-requests ends with that status and the run goes on. Each finished
     attempt's calls go to the findings home at once. Every run gets a new run
     folder (models vary between runs; doit's targets reuse a run instead).
+    With --shard K/N only the attempts of shard K run, into a folder marked as
+    that shard; `mcpipechekr merge` assembles the N shard folders into the run.
 
     Exit codes: 0 the run finished (whatever each attempt's status); 2 bad
     input, or the server failed (the error names the task; traces written so
     far stay valid, the interrupted ones are marked incomplete).
     """
+    shard = parse_shard(shard_text) if shard_text is not None else None
     config = effective_config(ctx)
     specs = phase1_providers(config, phase1_provider)
     runner_factory(config, runner, keep_builtin_tools=keep_builtin_tools)  # refuses bad flags before a run
@@ -148,13 +154,22 @@ def run_command(
         parameters={
             **({"keep_builtin_tools": True} if keep_builtin_tools else {}),
             **({"repeat": repeat} if repeat != 1 else {}),
+            **({"shard": str(shard)} if shard else {}),
         },
+        shard=shard,
     )
     snapshot_step(config, plan, tasks, providers=specs)
     console.print(
         f"{plan.run_id}: {len(tasks)} task(s) x {len(specs)} provider(s) x {repeat} "
         f"({', '.join(_shown(str(spec)) for spec in specs)}; concurrency {concurrency})"
     )
+    if plan.shard is not None:
+        mine = set(plan.shard.attempts)
+        attempts = [
+            one for one in attempts if attempt_id(one.task.task_id, str(one.provider), one.repetition) in mine
+        ]
+        planned = len(plan.shard.planned_attempts)
+        console.print(f"shard {shard}: {len(attempts)} of the run's {planned} attempts")
     paths = trace_step(
         config,
         plan.run_dir,

@@ -31,6 +31,7 @@ from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runplan import RunPlan, claim_run_dir, new_manifest, plan_run
+from mcpipechekr.runshard import Shard
 from mcpipechekr.tasks import Task
 
 
@@ -45,12 +46,14 @@ def plan_run_folder(
     new_run: bool,
     parameters: dict[str, Any] | None = None,
     prepare: bool = True,
+    shard: Shard | None = None,
 ) -> RunPlan:
     """The run folder for these Phase 1 inputs: the latest run when its identity matches, else a new one.
 
     `providers` defaults to the config's `providers.phase1`. `prepare` readies
     the server's repository first, since its state is part of the identity; a
-    caller that changes nothing (`doit list`) leaves it as it is.
+    caller that changes nothing (`doit list`) leaves it as it is. With `shard`,
+    the folder is that shard of the run (`runshard`).
     """
     if prepare:
         from mcpipechekr.server.workspace import prepare_repo  # deferred: `doit list` needs no GitPython
@@ -63,6 +66,8 @@ def plan_run_folder(
         repeat=repeat,
         new_run=new_run,
         parameters=parameters,
+        shard=shard,
+        models=[str(spec) for spec in providers] if providers else [str(config.providers.phase1)],
     )
 
 
@@ -89,6 +94,7 @@ def open_planned_run(
             identity=plan.identity,
             parameters=plan.parameters,
             phase1=_phase1_names(config, providers),
+            shard=plan.shard,
         )
     if manifest is not None and claim_run_dir(plan):
         created = manifest.finished("completed", "created; no step has run yet")
@@ -251,18 +257,25 @@ def require_traced(run_dir: RunDir, step: str, *, allow_incomplete: bool = False
     """Stop `step` on a run that lacks planned traces, unless `allow_incomplete`; None when it lacks none.
 
     What `evaluate`, `review` and `fix` meet first: a bug report of half a run
-    would pass for the whole of it. With `allow_incomplete` the coverage comes
+    would pass for the whole of it, and so would one of a shard. With `allow_incomplete` the coverage comes
     back, for the step to say how much it covers. A run folder without a
     manifest (made by hand) has no plan to compare with and passes.
     """
     if not run_dir.manifest.exists():
         return None
     manifest = load_manifest(run_dir)
-    coverage = trace_coverage(run_dir, manifest)
+    coverage = trace_coverage(run_dir, manifest, whole=True)
     if coverage.complete:
         return None
     if allow_incomplete:
         return coverage
+    if manifest.shard is not None:
+        raise UserError(
+            f"{run_dir.run_id} is shard {manifest.shard.index}/{manifest.shard.count} of a run; "
+            f"{coverage.counts()}. Merge it with the other shards first "
+            f"({runnable('`mcpipechekr merge SHARD_FOLDER…`')}), or pass --allow-incomplete to {step} "
+            "only this shard."
+        )
     state = f"{manifest.status}: {manifest.status_reason}" if manifest.status_reason else manifest.status
     then = (
         "Wait for the process working on it to end"

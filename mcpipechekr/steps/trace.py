@@ -95,8 +95,8 @@ def trace_step(
                 markup=False,
             )
         attempts = [one for one in attempts if one not in done]
-        if not attempts:
-            return []
+    if not attempts:  # all traced already, or a shard the hash gave no attempt
+        return []
     handed: set[Path] = set()
 
     def finished(attempt: Attempt) -> None:
