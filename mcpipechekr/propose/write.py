@@ -75,10 +75,8 @@ def appended(existing: str, tasks: list[Task], path: Path) -> str:
     if start is None:
         raise UserError(f"{path}: no block list `tasks:` to append to; use --output to write a new file")
     end = next((i for i in range(start + 1, len(lines)) if re.match(r"^[A-Za-z_]", lines[i])), len(lines))
-    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
-        if lines[end - 1].strip() and not lines[end - 1].startswith(" "):
-            break  # a comment at column 0 belongs to the next key
-        end -= 1
+    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].startswith("#")):
+        end -= 1  # blank lines, and comments at column 0, which introduce the next key
     item = next(
         (re.match(r"^(\s*)- ", line) for line in lines[start + 1 : end] if re.match(r"^\s*- ", line)), None
     )
