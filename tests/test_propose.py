@@ -335,3 +335,35 @@ def test_a_split_other_than_train_or_holdout_is_reported_at_its_line(tmp_path: P
     assert "tasks.yaml:5: task 'one' field 'split'" in str(raised.value)
     path.write_text("tasks:\n  - task_id: one\n    prompt: p\n    task_type: deterministic\n")
     assert load_tasks(path).tasks[0].split == "train"
+
+
+def test_the_model_flag_reaches_a_configured_provider(bookshop: Path) -> None:
+    from fakes.openai_server import FakeOpenAI, text_reply
+
+    task = {
+        "prompt": "Who wrote Night Trains?",
+        "task_type": "deterministic",
+        "reference_calls": [{"tool": "search_books", "arguments": {"text": "Night Trains"}}],
+        "expected_result": "Tomas Reyes",
+        "tags": ["author"],
+    }
+    with FakeOpenAI() as fake:
+        fake.enqueue(text_reply(json.dumps({"tasks": [task]})))
+        data = yaml.safe_load(bookshop.read_text())
+        data["providers"] = {"endpoints": {"scripted": {"base_url": fake.base_url}}}
+        bookshop.write_text(yaml.safe_dump(data))
+        result = cli(
+            "tasks", "propose", "--config", str(bookshop), "--model", "scripted/writer", "--count", "1"
+        )
+        assert result.exit_code == 0, result.output
+        (request,) = fake.requests
+    sent = json.dumps(request)
+    assert "search_books" in sent and "Never name a tool" in sent
+    written = load_tasks(bookshop.parent / "tasks.yaml").tasks
+    assert [(t.prompt, t.expected_result, t.expected_tool) for t in written] == [
+        ("Who wrote Night Trains?", "Tomas Reyes", "search_books")
+    ]
+    assert "asking scripted/writer for 1 tasks" in result.output
+
+    bad = cli("tasks", "propose", "--config", str(bookshop), "--model", "nonsense", "--output", "x.yaml")
+    assert bad.exit_code == 2 and "--model: 'nonsense' names no provider" in bad.output
