@@ -118,6 +118,7 @@ def propose_validate_replay_run(config_path: Path) -> list[dict[str, Any]]:
     return written
 
 
+@pytest.mark.slow
 def test_bookshop_proposals_validate_replay_and_run(bookshop: Path) -> None:
     written = propose_validate_replay_run(bookshop)
     with sqlite3.connect(bookshop.parent / "shop.db") as db:  # answers from the shop's own rows
@@ -146,6 +147,7 @@ def test_bookshop_proposals_validate_replay_and_run(bookshop: Path) -> None:
     assert {task["expected_tool"] for task in written} >= {"search_books", "get_book"}
 
 
+@pytest.mark.slow
 def test_emailindex_proposals_validate_replay_and_run(emailindex: Path, emailindex_db: Path) -> None:
     written = propose_validate_replay_run(emailindex)
     with sqlite3.connect(emailindex_db) as db:
@@ -367,3 +369,38 @@ def test_the_model_flag_reaches_a_configured_provider(bookshop: Path) -> None:
 
     bad = cli("tasks", "propose", "--config", str(bookshop), "--model", "nonsense", "--output", "x.yaml")
     assert bad.exit_code == 2 and "--model: 'nonsense' names no provider" in bad.output
+
+
+def test_a_secret_the_server_shows_is_neither_sent_to_the_model_nor_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "vlt-7Q2x9Jk4mN8pR3sT"
+    monkeypatch.setenv("VAULT_ACCESS_TOKEN", secret)
+    config_path = write_config(
+        tmp_path,
+        {
+            "name": "settings-echo",
+            "command": sys.executable,
+            "args": [str(SERVERS / "settings_echo_server.py")],
+        },
+    )
+    answer = {
+        "tasks": [
+            {
+                "prompt": f"Is {secret} the right vault token?",
+                "reference_calls": [{"tool": "connect", "arguments": {"vault_access_token": secret}}],
+                "expected_result": secret,
+            }
+        ]
+    }
+    seen: list[str] = []
+    outcome = propose_tasks(load_config(config_path), count=3, model=scripted_model(answer, seen))
+    assert "show_settings" in seen[0] and "${VAULT_ACCESS_TOKEN}" in seen[0]  # observed, masked
+    assert secret not in seen[0]
+    assert outcome.tasks == []
+    (refusal,) = outcome.refused
+    assert refusal.prompt == "Is ${VAULT_ACCESS_TOKEN} the right vault token?"
+    assert refusal.reason.startswith("it holds a secret of the configuration")
+
+    offline = propose_tasks(load_config(config_path), count=10)
+    assert secret not in repr(offline)

@@ -18,6 +18,7 @@ import mcp_types
 import orjson
 from pydantic import BaseModel, Field
 
+from mcpipechekr._util.redact import Redactor
 from mcpipechekr.errors import UserError
 from mcpipechekr.propose.explore import Exploration
 from mcpipechekr.propose.templates import Proposal
@@ -79,18 +80,19 @@ def describe_tools(tools: list[mcp_types.Tool]) -> str:
     )
 
 
-def describe_observations(found: Exploration) -> str:
+def describe_observations(found: Exploration, redactor: Redactor) -> str:
+    """The observed calls for the model, every secret of the configuration masked (it is a third party)."""
     lines = []
     for obs in found.observations[:MAX_OBSERVATIONS]:
         result = orjson.dumps(obs.document, default=str).decode()
         if len(result) > MAX_RESULT_CHARS:
             result = result[:MAX_RESULT_CHARS] + "…"
         lines.append(f"- {obs.tool}({orjson.dumps(obs.arguments).decode()}) → {result}")
-    return "\n".join(lines) or "(none)"
+    return redactor.redact("\n".join(lines)) or "(none)"
 
 
 def model_proposals(
-    model: Any, label: str, found: Exploration, count: int, timeout_s: float
+    model: Any, label: str, found: Exploration, count: int, timeout_s: float, redactor: Redactor
 ) -> list[Proposal]:
     """Ask the model for `count` tasks over what was found; its answer parsed into proposals."""
     from pydantic_ai import Agent, PromptedOutput
@@ -101,7 +103,9 @@ def model_proposals(
         model,
         output_type=PromptedOutput(ProposedTasks),
         instructions=INSTRUCTIONS.format(
-            count=count, tools=describe_tools(tools), observations=describe_observations(found)
+            count=count,
+            tools=redactor.redact(describe_tools(tools)),
+            observations=describe_observations(found, redactor),
         ),
         model_settings=ModelSettings(timeout=timeout_s),
         retries=1,

@@ -74,12 +74,19 @@ def propose_tasks(
             model = build_model(spec, config, purpose="proposing tasks")
         label = str(spec) if spec is not None else "the model"
         say(f"asking {label} for {count} tasks")
-        proposals = model_proposals(model, label, found, count, config.timeouts.task_s)
+        proposals = model_proposals(model, label, found, count, config.timeouts.task_s, config.redactor)
     else:
         proposals = offline_proposals(found)
     say(f"verifying on a fresh server: {len(proposals)} proposal(s)")
     verified: list[Proposal] = []
     refused: list[Refusal] = []
+    redact = config.redactor.redact
+    for proposal in list(proposals):
+        content = [proposal.prompt, proposal.expected_result, proposal.reference_calls, proposal.tags]
+        if redact(content) != content:
+            proposals.remove(proposal)
+            reason = "it holds a secret of the configuration (an API key, a token): secrets are never written"
+            refused.append(Refusal(redact(proposal.prompt), reason, proposal.template))
     with server_under_test(config, log_path) as fresh:
         tools = {tool.name: tool for tool in fresh.list_tools(timeout_s=timeout_s)}
         for proposal in proposals:
@@ -89,7 +96,7 @@ def propose_tasks(
             if reason is None:
                 verified.append(proposal)
             else:
-                refused.append(Refusal(proposal.prompt, reason, proposal.template))
+                refused.append(Refusal(redact(proposal.prompt), redact(reason), proposal.template))
     tasks = _as_tasks(verified, set(taken_ids))
     return ProposeOutcome(assign_splits(tasks), refused, len(found.observations))
 
