@@ -192,6 +192,11 @@ def test_an_existing_task_file_is_kept_unless_appended_to(bookshop: Path) -> Non
     taskfile = load_tasks(tasks_path)
     assert taskfile.task_ids()[0] == "mine" and len(taskfile.tasks) == 4
     assert [case.query for case in taskfile.selection_cases] == ["find a book"]
+    again = cli("tasks", "propose", "--config", str(bookshop), "--append", "--count", "3")
+    assert again.exit_code == 0, again.output
+    prompts = [task.prompt for task in load_tasks(tasks_path).tasks]
+    assert len(prompts) == 7 and len(set(prompts)) == 7  # appending asks nothing twice
+    text = tasks_path.read_text()
 
     other = bookshop.parent / "more.yaml"
     written = cli("tasks", "propose", "--config", str(bookshop), "--output", str(other), "--count", "2")

@@ -15,7 +15,7 @@ from mcpipechekr.cli.common import (
     writes_project,
 )
 from mcpipechekr.errors import UserError
-from mcpipechekr.propose import existing_ids, proposal_target, propose_tasks, write_proposed
+from mcpipechekr.propose import existing_tasks, proposal_target, propose_tasks, write_proposed
 from mcpipechekr.propose.run import DEFAULT_COUNT
 from mcpipechekr.providers import parse_provider
 
@@ -76,12 +76,19 @@ def propose_command(
             raise UserError(f"--model: {exc}") from None
     source = tasks_file(ctx.params, config)
     target = proposal_target(source, output, append)
-    taken = existing_ids(target, append)
+    taken = existing_tasks(target, append)
     outcome = propose_tasks(
-        config, count=count, spec=spec, taken_ids=taken, progress=lambda text: console.print(text)
+        config,
+        count=count,
+        spec=spec,
+        taken_ids=[task.task_id for task in taken],
+        taken_prompts=[task.prompt for task in taken],
+        progress=lambda text: console.print(text, markup=False),
     )
     for refusal in outcome.refused:
-        console.print(f"refused ({refusal.template}): {refusal.prompt} — {refusal.reason}", soft_wrap=True)
+        console.print(
+            f"refused ({refusal.template}): {refusal.prompt} — {refusal.reason}", soft_wrap=True, markup=False
+        )
     if not outcome.tasks:
         console.print("no task could be verified: nothing written")
         ctx.exit(1)

@@ -4,7 +4,7 @@ from mcpipechekr.propose.run import ProposeOutcome, assign_splits, propose_tasks
 from mcpipechekr.propose.verify import Refusal
 from mcpipechekr.propose.write import (
     appended,
-    existing_ids,
+    existing_tasks,
     new_task_file,
     proposal_target,
     render_tasks,
@@ -17,7 +17,7 @@ __all__ = [
     "Refusal",
     "appended",
     "assign_splits",
-    "existing_ids",
+    "existing_tasks",
     "new_task_file",
     "proposal_target",
     "propose_tasks",

@@ -47,6 +47,7 @@ def propose_tasks(
     spec: ProviderSpec | None = None,
     model: Any = None,
     taken_ids: Iterable[str] = (),
+    taken_prompts: Iterable[str] = (),
     log_path: Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> ProposeOutcome:
@@ -81,6 +82,8 @@ def propose_tasks(
     verified: list[Proposal] = []
     refused: list[Refusal] = []
     redact = config.redactor.redact
+    asked = {prompt.strip().lower() for prompt in taken_prompts}
+    proposals = [proposal for proposal in proposals if proposal.prompt.strip().lower() not in asked]
     for proposal in list(proposals):
         content = [proposal.prompt, proposal.expected_result, proposal.reference_calls, proposal.tags]
         if redact(content) != content:

@@ -122,9 +122,9 @@ def proposal_target(tasks_path: Path, output: Path | None, append: bool) -> Path
     return target
 
 
-def existing_ids(path: Path, append: bool) -> list[str]:
-    """The ids the new tasks must not take: the task file's, when appending to it."""
-    return load_tasks(path).task_ids() if append else []
+def existing_tasks(path: Path, append: bool) -> list[Task]:
+    """The tasks new ones must not repeat (their ids, their prompts): the task file's, when appending."""
+    return list(load_tasks(path).tasks) if append else []
 
 
 def write_proposed(path: Path, tasks: list[Task], append: bool) -> Path:
