@@ -31,6 +31,9 @@ narrative's priorities number: bugs the server can fix first, then by
 severity, then highest token_cost_of_gap, ties by bug id. Phase 3 works on its
 `server` bugs (`bugs_to_fix`); `agent` bugs (how the model behaved, with no
 server-side lever) are shown, marked, as evidence and never sent to the fixer.
+Everything here reads the report's `train_view`: a bug seen only in tasks of
+`split: holdout` is neither shown nor approvable, and a bug's holdout evidence
+is left out, so the holdout stays a fair test of the fixes.
 """
 
 from __future__ import annotations

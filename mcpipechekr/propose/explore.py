@@ -243,25 +243,21 @@ def _follow_ups(tool: mcp_types.Tool, record: dict[str, Any], base: dict[str, An
     """Arguments that look the record up with this tool: by its key, or its name as search text.
 
     A record `{"": value}` stands for a value several records share: it is only searched for.
+    Sets that leave a required parameter out are dropped.
     """
     out = []
     search = search_parameter(tool)
     if "" in record:
-        return (
-            [{**base, search: record[""]}]
-            if search and all(n in {**base, search: 0} for n in required(tool))
-            else []
-        )
-    for key, value in record.items():
-        if (
-            isinstance(value, str | int)
-            and not isinstance(value, bool)
-            and (param := key_parameter(tool, key))
-        ):
-            out.append({**base, param: value})
-    named = name_key(record)
-    if search and named and len(str(record[named])) <= 80:
-        out.append({**base, search: record[named]})
+        if search:
+            out.append({**base, search: record[""]})
+    else:
+        for key, value in record.items():
+            param = key_parameter(tool, key)
+            if param and isinstance(value, str | int) and not isinstance(value, bool):
+                out.append({**base, param: value})
+        named = name_key(record)
+        if search and named and len(str(record[named])) <= 80:
+            out.append({**base, search: record[named]})
     required_names = required(tool)
     return [args for args in out if all(name in args for name in required_names)]
 

@@ -161,6 +161,19 @@ def _hashable(value: Any) -> Any:
     return value if isinstance(value, str | int | float | bool) or value is None else repr(value)
 
 
+def partial(document: Any, listing: RecordList) -> bool:
+    """Whether a result says it holds only part of the records: more pages, or a larger total."""
+    if not isinstance(document, dict):
+        return False
+    for key, value in document.items():
+        if str(key).lower() in MORE_KEYS and value:
+            return True
+        is_count = isinstance(value, int) and not isinstance(value, bool)
+        if str(key).lower() in COUNT_KEYS and is_count and value > len(listing.records):
+            return True
+    return False
+
+
 # --- counts ----------------------------------------------------------------------------------------
 
 
@@ -277,8 +290,8 @@ def by_name_tasks(found: Exploration) -> list[Proposal]:
             continue
         text = obs.arguments[search].strip().lower()
         hits = [r for r in listing.records if (k := name_key(r)) and str(r[k]).strip().lower() == text]
-        if len(hits) != 1:
-            continue
+        if len(hits) != 1 or partial(obs.document, listing):
+            continue  # the name must be unique among all the records, not one page of them
         record = hits[0]
         named_key = name_key(record)
         assert named_key is not None
@@ -309,12 +322,9 @@ def _chained(
     for obs in found.observations:
         if obs.tool == first.tool or not isinstance(obs.document, dict) or record_list(obs) is not None:
             continue
-        if not any(
-            isinstance(v, str | int) and record.get(k) == v for k, v in obs.document.items()
-        ) or not any(v in record.values() for v in obs.arguments.values()):
-            continue
-        if obs.document.get(named_key) != record[named_key]:
-            continue  # not the same record
+        fetched_by_its_value = any(value in record.values() for value in obs.arguments.values())
+        if not fetched_by_its_value or obs.document.get(named_key) != record[named_key]:
+            continue  # not this record, fetched by one of its values
         fresh = [k for k in _askable_fields(obs.document, set(record), set()) if k not in record]
         for key in fresh[:1]:
             out.append(
