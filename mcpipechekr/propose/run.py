@@ -29,6 +29,7 @@ from mcpipechekr.tasks import ReferenceCall, Task
 HOLDOUT_EVERY = 4
 """One task in this many is held out."""
 DEFAULT_COUNT = 10
+SECRET_REFUSAL = "it holds a secret of the configuration (an API key, a token): secrets are never written"
 
 
 @dataclass
@@ -37,7 +38,8 @@ class ProposeOutcome:
 
     tasks: list[Task]
     refused: list[Refusal] = field(default_factory=list)
-    explored_calls: int = 0
+    observations: int = 0
+    """Successful read-only calls exploration made."""
 
 
 def propose_tasks(
@@ -55,8 +57,8 @@ def propose_tasks(
 
     `spec` names a model (None or `demo`: the offline templates); `model` is a
     pydantic-ai model to use instead of building one from `spec` (tests pass a
-    scripted one). `taken_ids` are ids the tasks must not reuse (the file's,
-    when appending).
+    scripted one). `taken_ids` are ids the tasks must not reuse and
+    `taken_prompts` questions already asked (the file's, when appending).
     """
     from mcpipechekr.server.workspace import prepare_repo
 
@@ -78,21 +80,23 @@ def propose_tasks(
         proposals = model_proposals(model, label, found, count, config.timeouts.task_s, config.redactor)
     else:
         proposals = offline_proposals(found)
-    say(f"verifying on a fresh server: {len(proposals)} proposal(s)")
-    verified: list[Proposal] = []
-    refused: list[Refusal] = []
     redact = config.redactor.redact
     asked = {prompt.strip().lower() for prompt in taken_prompts}
-    proposals = [proposal for proposal in proposals if proposal.prompt.strip().lower() not in asked]
-    for proposal in list(proposals):
+    refused: list[Refusal] = []
+    kept: list[Proposal] = []
+    for proposal in proposals:
+        if proposal.prompt.strip().lower() in asked:
+            continue
         content = [proposal.prompt, proposal.expected_result, proposal.reference_calls, proposal.tags]
         if redact(content) != content:
-            proposals.remove(proposal)
-            reason = "it holds a secret of the configuration (an API key, a token): secrets are never written"
-            refused.append(Refusal(redact(proposal.prompt), reason, proposal.template))
+            refused.append(Refusal(redact(proposal.prompt), SECRET_REFUSAL, proposal.template))
+        else:
+            kept.append(proposal)
+    say(f"verifying on a fresh server: {len(kept)} proposal(s)")
+    verified: list[Proposal] = []
     with server_under_test(config, log_path) as fresh:
         tools = {tool.name: tool for tool in fresh.list_tools(timeout_s=timeout_s)}
-        for proposal in proposals:
+        for proposal in kept:
             if len(verified) >= count:
                 break
             reason = verify_proposal(fresh, tools, proposal, timeout_s)
