@@ -671,7 +671,7 @@ def _attempt_digest(config: Config, task: Task, runner: str) -> str:
     """What one trace depends on besides the server: the task's definition, the model and the limits."""
     return sha256_json(
         {
-            "task": task.model_dump(mode="json"),
+            "task": task.model_dump(mode="json", exclude={"split"}),  # the agent never sees the split
             "provider": str(config.providers.phase1),
             "runner": runner,
             "timeouts": config.timeouts.model_dump(mode="json"),

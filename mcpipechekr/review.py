@@ -31,6 +31,9 @@ narrative's priorities number: bugs the server can fix first, then by
 severity, then highest token_cost_of_gap, ties by bug id. Phase 3 works on its
 `server` bugs (`bugs_to_fix`); `agent` bugs (how the model behaved, with no
 server-side lever) are shown, marked, as evidence and never sent to the fixer.
+Everything here reads the report's `train_view`: a bug seen only in tasks of
+`split: holdout` is neither shown nor approvable, and a bug's holdout evidence
+is left out, so the holdout stays a fair test of the fixes.
 """
 
 from __future__ import annotations
@@ -117,8 +120,13 @@ def reviewer_name() -> str:
 
 
 def fix_order(report: BugReport) -> list[Bug]:
-    """Every bug in the order the review shows them and the narrative ranks them (`priority_order`)."""
-    return priority_order(list(report.bugs))
+    """Every bug the review shows, in the order the narrative ranks them (`priority_order`).
+
+    Only what train tasks showed (`BugReport.train_view`): a bug seen in holdout
+    tasks alone is neither shown nor offered to the fixer, so the holdout stays a
+    fair test of the fixes.
+    """
+    return priority_order(list(report.train_view().bugs))
 
 
 def bugs_to_fix(report: BugReport) -> list[Bug]:
@@ -364,8 +372,9 @@ def _require_offered(run_dir: RunDir, report: BugReport, bug_ids: Iterable[str])
             )
         if bug_id not in fixable:
             raise UserError(
-                f"{run_dir.run_id}: {bug_id!r} is not sent to the fix loop (agent behaviour, or evidence "
-                "for another bug), so it cannot be approved. The bugs the fix loop can work on: "
+                f"{run_dir.run_id}: {bug_id!r} is not sent to the fix loop (agent behaviour, evidence "
+                "for another bug, or seen only in holdout tasks), so it cannot be approved. "
+                "The bugs the fix loop can work on: "
                 f"{', '.join(sorted(fixable)) or 'none'}."
             )
 

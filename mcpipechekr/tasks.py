@@ -73,6 +73,12 @@ class Task(StrictModel):
         "(readOnlyHint: true and not destructiveHint: true); without it, it refuses to.",
     )
     tags: list[str] = Field(default_factory=list, description="Slugs for selecting tasks with --tag.")
+    split: Literal["train", "holdout"] = Field(
+        default="train",
+        description="`train`: its bugs may reach the review and the fix agent; `holdout`: traced and "
+        "evaluated like the others, but its bugs are never shown to the fixer, so it tells whether a "
+        "fix helps beyond the tasks it was made from.",
+    )
 
     _id = field_validator("task_id")(_slug)
     _prompt = field_validator("prompt")(not_blank)
@@ -114,9 +120,17 @@ class TaskFile(StrictModel):
     def task_ids(self) -> list[str]:
         return [task.task_id for task in self.tasks]
 
+    def holdout_ids(self) -> set[str]:
+        """Ids of the tasks whose bugs the fix loop must not see (`split: holdout`)."""
+        return {task.task_id for task in self.tasks if task.split == "holdout"}
+
     def content_hash(self) -> str:
         """`sha256:…` of the tasks' content: comments and formatting do not change it, edits do."""
-        return sha256_json(self.model_dump(mode="json"))
+        data = self.model_dump(mode="json")
+        for task in data["tasks"]:
+            if task.get("split") == "train":
+                del task["split"]  # the default: files written before the field hash as they did
+        return sha256_json(data)
 
     def problem(self, loc: Loc, message: str) -> Problem:
         """A problem at `loc` in this file, worded like the loader's own."""

@@ -90,7 +90,7 @@ def test_init_from_a_command_writes_files_that_reach_the_server(workdir):
     checked = run("validate", "--config", "proj/config.yaml")
     assert checked.exit_code == 2
     assert checked.stderr == (
-        "proj/tasks.yaml:20: task 'example-task' field 'expected_tool': the server has no tool 'search' "
+        "proj/tasks.yaml:24: task 'example-task' field 'expected_tool': the server has no tool 'search' "
         "(tools: echo)\n"
     )
 

@@ -148,7 +148,7 @@ def test_every_problem_is_reported_with_its_line(tmp_path):
         (
             "tasks:\n  - task_id: a\n    prompt: p\n    task_type: deterministic\n    taskType: x\n",
             ":5: task 'a' field 'taskType': unknown field (known: task_id, prompt, task_type, expected_tool, "
-            "expected_result, min_calls, reference_calls, allow_writes, tags)",
+            "expected_result, min_calls, reference_calls, allow_writes, tags, split)",
         ),
     ],
 )

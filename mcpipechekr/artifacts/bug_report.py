@@ -14,7 +14,7 @@ across runs for the same problem, which is what lets a fix be checked later.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AwareDatetime, Field, JsonValue, NonNegativeInt, model_validator
 
@@ -174,6 +174,11 @@ class TaskStats(ArtifactModel):
     correctness_reason: str | None = Field(
         default=None, description="Why correctness was decided that way, e.g. why a task is unchecked."
     )
+    split: Literal["train", "holdout"] = Field(
+        default="train",
+        description="The task's split in tasks.yaml: a `holdout` task's bugs are never shown to the review, "
+        "the fix agent or the findings home (`BugReport.train_view`).",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> TaskStats:
@@ -216,6 +221,40 @@ class BugReport(ArtifactModel):
         default_factory=list,
         description="What the evaluation could not do: unreadable traces, failed analyzers, no baseline.",
     )
+
+    def holdout_task_ids(self) -> set[str]:
+        """Ids of the tasks evaluated as `split: holdout`."""
+        return {stats.task_id for stats in self.tasks if stats.split == "holdout"}
+
+    def train_view(self) -> BugReport:
+        """The report as the fix loop may see it: nothing learnt from holdout tasks.
+
+        Why: holdout tasks measure whether fixes help beyond the tasks they were
+        made from; a fix agent that saw their traces would be fitted to them too.
+        A bug seen only in holdout tasks is left out; another one keeps its train
+        tasks and evidence alone. When it was first seen in a holdout task, its
+        `task_id` becomes its first train task and its `details` (facts of that
+        first occurrence) are dropped. Its `trigger`, `observed` and
+        `expected` text is kept as the evaluation wrote it.
+        """
+        holdout = self.holdout_task_ids()
+        if not holdout:
+            return self
+        bugs = []
+        for bug in self.bugs:
+            seen = {*bug.task_ids, *(item.task_id for item in bug.evidence)}
+            if bug.task_id:
+                seen.add(bug.task_id)
+            if seen and seen <= holdout:
+                continue
+            task_ids = [task_id for task_id in bug.task_ids if task_id not in holdout]
+            evidence = [item for item in bug.evidence if item.task_id not in holdout]
+            update: dict[str, Any] = {"task_ids": task_ids, "evidence": evidence}
+            if bug.task_id in holdout:
+                update["task_id"] = next(iter([*task_ids, *(item.task_id for item in evidence)]), None)
+                update["details"] = {}
+            bugs.append(bug.model_copy(update=update))
+        return self.model_copy(update={"bugs": bugs})
 
     @model_validator(mode="after")
     def _unique_ids(self) -> BugReport:

@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "verify": "verify_cmd:verify_command",
     "export-issues": "export_cmd:export_command",
     "serve": "serve_cmd:serve_command",
+    "tasks": "tasks_cmd:tasks_group",
     "doit": "doit_cmd:doit_command",
     "loop": "doit_cmd:loop_command",
 }

@@ -305,6 +305,10 @@ TASKS_TEMPLATE = """\
 #   reference_calls  optional: tool calls that reproduce the answer without a model, each
 #                    {tool: NAME, arguments: {...}}; `validate` checks that the tools exist
 #   tags             optional: slugs for choosing tasks with --tag
+#   split            optional: train (the default) or holdout: holdout tasks are traced and evaluated,
+#                    but their bugs never reach the fix agent, so they tell whether fixes generalize
+#
+# `mcpipechekr tasks propose --append` adds tasks drafted from the server's own data, each verified.
 tasks:
   - task_id: example-task
     prompt: >-

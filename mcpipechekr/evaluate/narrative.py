@@ -43,7 +43,13 @@ def _ratio(value: float | None) -> str:
 
 
 def render_narrative(report: BugReport, *, traces: int, intro: str | None = None) -> str:
-    """The Markdown narrative of a bug report; `intro` (a model's text) goes first when given."""
+    """The Markdown narrative of a bug report; `intro` (a model's text) goes first when given.
+
+    The review shows it, so its bugs are the report's `train_view`: a bug seen only in holdout
+    tasks is counted in one line, not described (its tasks' statistics are listed, marked).
+    """
+    held_back = len(report.bugs) - len(report.train_view().bugs)
+    full, report = report, report.train_view()
     lines = [f"# Phase 2 evaluation of {report.run_id}", ""]
     if intro:
         lines += [intro.strip(), "", "---", "", "The figures the analysis is based on:", ""]
@@ -53,6 +59,12 @@ def render_narrative(report: BugReport, *, traces: int, intro: str | None = None
         f"{len(report.bugs)} bug(s) found"
         + (f", {len(report.review_flags)} answer(s) to review" if report.review_flags else "")
         + "."
+        + (
+            f" {held_back} more bug(s) were seen only in holdout tasks: kept in bug_report.json, "
+            "not shown to the review or the fix agent."
+            if held_back
+            else ""
+        )
     )
     lines.append("")
     lines += ["## Bugs", ""]
@@ -99,14 +111,15 @@ def render_narrative(report: BugReport, *, traces: int, intro: str | None = None
             "| tokens (source) | efficiency |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
-        for stats in report.tasks:
+        for stats in full.tasks:
             calls = "-" if stats.mean_calls is None else f"{stats.mean_calls:.1f}"
             tokens = "-" if stats.mean_tokens_observed is None else f"{stats.mean_tokens_observed:.0f}"
             success = f"{stats.successes}/{stats.runs - stats.undecided}"
             if stats.undecided:
                 success += f" ({stats.undecided} not checked)"
+            held = " (holdout)" if stats.split == "holdout" else ""
             lines.append(
-                f"| {stats.task_id} | {_cell(stats.provider)} | {stats.runs} | {success} "
+                f"| {stats.task_id}{held} | {_cell(stats.provider)} | {stats.runs} | {success} "
                 f"| {stats.wilson_low:.2f}-{stats.wilson_high:.2f} | {stats.pass_at_k:.2f} (k={stats.k}) "
                 f"| {stats.pass_hat_k:.2f} | {calls} ({_cell(stats.min_calls)}) | {_ratio(stats.call_ratio)} "
                 f"| {tokens} ({_cell(stats.tokens_source)}) | {_ratio(stats.efficiency_ratio)} |"

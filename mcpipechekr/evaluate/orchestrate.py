@@ -336,6 +336,7 @@ def task_stats(outcomes: list[TraceOutcome], k: int = DEFAULT_K) -> list[TaskSta
                 token_cost_optimal=reference,
                 correctness=status,
                 correctness_reason=reason,
+                split=ctx.task.split if ctx.task is not None else "train",
             )
         )
     return stats

@@ -56,6 +56,8 @@ def register_and_verify(
 ) -> None:
     """Register the run's bugs as findings, then judge every followed finding by this run.
 
+    Only what train tasks showed is handed over (`BugReport.train_view`).
+
     A fixed bug that is absent from this run's report is one green verification;
     present again, it is red, and a closed finding coming back is a regression.
     The outcome goes to `out` and to the end of phase2_narrative.md.
@@ -64,6 +66,7 @@ def register_and_verify(
     from mcpipechekr.findings.verification.reverify import verify_from_bug_report, verify_registered_probes
 
     home = findings_home(config)
+    report = report.train_view()  # the fix agent reads findings: holdout tasks must not reach them
     register_bug_report(home, report, server=config.server.name)
     outcome = verify_from_bug_report(home, report, server_revision=repo_state(config.server).sha).merge(
         verify_registered_probes(home, config.server, run_id=run_dir.run_id)

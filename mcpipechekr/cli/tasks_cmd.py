@@ -1,0 +1,103 @@
+"""`mcpipechekr tasks …`: help with tasks.yaml; `tasks propose` drafts verified tasks from the server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mcpipechekr._util.console import console
+from mcpipechekr.cli.common import (
+    config_options,
+    effective_config,
+    server_options,
+    tasks_file,
+    writes_project,
+)
+from mcpipechekr.errors import UserError
+from mcpipechekr.propose import existing_tasks, proposal_target, propose_tasks, write_proposed
+from mcpipechekr.propose.run import DEFAULT_COUNT
+from mcpipechekr.providers import parse_provider
+
+
+@click.group("tasks")
+def tasks_group() -> None:
+    """Work on tasks.yaml: propose tasks from the server's own data."""
+
+
+@tasks_group.command("propose")
+@config_options
+@server_options
+@click.option(
+    "--count",
+    type=click.IntRange(1, 200),
+    default=DEFAULT_COUNT,
+    show_default=True,
+    help="How many verified tasks to write (fewer when the server offers less).",
+)
+@click.option(
+    "--model",
+    "model_text",
+    metavar="PROVIDER/MODEL",
+    help="A model writes the prompts and multi-step tasks from the explored data (any configured "
+    "provider, e.g. openai/gpt-4o). Default: offline templates, no model.",
+)
+@click.option("--append", is_flag=True, help="Add the tasks to the end of the existing task file.")
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the tasks to this new file instead of the task file.",
+)
+@click.pass_context
+@writes_project
+def propose_command(
+    ctx: click.Context, count: int, model_text: str | None, append: bool, output: Path | None, **_: object
+) -> None:
+    """Explore the server with read-only calls and propose tasks in the tasks.yaml format.
+
+    Only tools annotated readOnlyHint: true (and not destructiveHint: true)
+    are called, with the arguments `check` synthesizes and the records their
+    results hold. Without --model, templates turn what was found into lookups
+    and counts; with one, the model writes them. Every task is verified by
+    replaying its reference_calls on a freshly started server and finding its
+    expected_result in the answer; the others are listed as refused with the
+    reason. About one task in four is `split: holdout`.
+
+    An existing task file is never overwritten: --append adds to it, --output
+    writes elsewhere. Exits 0 when tasks were written, 1 when none could be
+    verified, 2 for bad input.
+    """
+    config = effective_config(ctx)
+    spec = None
+    if model_text:
+        try:
+            spec = parse_provider(model_text, endpoints=config.providers.endpoints)
+        except ValueError as exc:
+            raise UserError(f"--model: {exc}") from None
+    source = tasks_file(ctx.params, config)
+    target = proposal_target(source, output, append)
+    taken = existing_tasks(target, append)
+    outcome = propose_tasks(
+        config,
+        count=count,
+        spec=spec,
+        taken_ids=[task.task_id for task in taken],
+        taken_prompts=[task.prompt for task in taken],
+        progress=lambda text: console.print(text, markup=False),
+    )
+    for refusal in outcome.refused:
+        console.print(
+            f"refused ({refusal.template}): {refusal.prompt} — {refusal.reason}", soft_wrap=True, markup=False
+        )
+    if not outcome.tasks:
+        console.print("no task could be verified: nothing written")
+        ctx.exit(1)
+    write_proposed(target, outcome.tasks, append)
+    for task in outcome.tasks:
+        console.print(f"  {task.task_id} [{task.split}]: {task.prompt}", soft_wrap=True, markup=False)
+    held = sum(1 for task in outcome.tasks if task.split == "holdout")
+    console.print(
+        f"{len(outcome.tasks)} task(s) written to {target} ({held} holdout), "
+        f"{len(outcome.refused)} refused; check them with `mcpipechekr validate`",
+        markup=False,
+    )
