@@ -1,0 +1,38 @@
+"""`check` against quirks met on servers published in the registries (tests/servers/quirks_server.py).
+
+Each quirk is an answer a real server gives that is not a defect of the kind
+its check looks for: a resources server without templates, an open-world tool
+that reports a failed fetch in an ordinary result.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcpipechekr.artifacts.check_report import CheckReport, CheckResult
+from mcpipechekr.check.orchestrate import run_check
+from mcpipechekr.config import Config, ServerConfig
+
+SERVER = Path(__file__).resolve().parent / "servers" / "quirks_server.py"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> CheckReport:
+    server = ServerConfig(name="quirks", command=sys.executable, args=[str(SERVER)])
+    log = tmp_path_factory.mktemp("quirks") / "server.stderr.log"
+    return run_check(Config(server=server), layers=["protocol"], log_path=log)
+
+
+def by_id(report: CheckReport) -> dict[str, CheckResult]:
+    return {result.id: result for result in report.checks}
+
+
+def test_resources_without_templates_is_a_warning_that_names_the_method(report: CheckReport) -> None:
+    resources = by_id(report)["PC-07"]
+    assert resources.status == "WARN", resources.reason
+    assert resources.reason.startswith("1 resource(s); resources/templates/list: ")
+    assert "Method not found" in resources.reason
+    assert "resources/list:" not in resources.reason
