@@ -36,3 +36,20 @@ def test_resources_without_templates_is_a_warning_that_names_the_method(report: 
     assert resources.reason.startswith("1 resource(s); resources/templates/list: ")
     assert "Method not found" in resources.reason
     assert "resources/list:" not in resources.reason
+
+
+def test_an_open_world_success_that_reports_a_failed_fetch_needs_network(report: CheckReport) -> None:
+    checks = by_id(report)
+    lookup = checks["PC-10:lookup_package"]
+    assert lookup.status == "SKIP", lookup.reason
+    assert lookup.reason.startswith("needs network: answered without isError: Error searching packages")
+    # a long real answer that mentions a timeout is still a success, and a closed-world tool is untouched
+    assert checks["PC-10:weather_report"].status == "PASS"
+    assert checks["PC-10:shelf_status"].status == "PASS"
+    assert report.coverage is not None
+    statuses = {tool.tool: tool.status for tool in report.coverage.tools}
+    assert statuses == {
+        "lookup_package": "needs_network",
+        "weather_report": "reached",
+        "shelf_status": "reached",
+    }
