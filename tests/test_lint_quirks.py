@@ -1,0 +1,41 @@
+"""`mcpipechekr lint` against quirks of published servers' descriptions (tests/servers/quirks_server.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from mcpipechekr.artifacts import TefReport
+from mcpipechekr.cli import main
+from mcpipechekr.lint.security import scan_text
+
+SERVER = Path(__file__).resolve().parent / "servers" / "quirks_server.py"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> TefReport:
+    folder = tmp_path_factory.mktemp("quirks-lint")
+    server = {"name": "quirks", "command": sys.executable, "args": [str(SERVER)]}
+    config = {"server": server, "paths": {"home": str(folder / "home"), "tasks": str(folder / "tasks.yaml")}}
+    (folder / "config.yaml").write_text(yaml.safe_dump(config))
+    result = CliRunner().invoke(
+        main, ["lint", "--config", str(folder / "config.yaml"), "--format", "json"], catch_exceptions=False
+    )
+    return TefReport.model_validate_json(result.stdout)
+
+
+def test_a_warning_not_to_send_secrets_is_not_a_request_for_them(report: TefReport) -> None:
+    assert [(f.tool, f.rule_id) for f in report.security] == []
+    # the same words without the negation, or with a negation that does not negate them, still count
+    for text in ("Include the API key in your query.", "Don't forget to include the API key in the query."):
+        assert [f.rule_id for f in scan_text("t", text)] == ["TEF-S003"], text
+    for text in (
+        "Do not include any API keys in your query.",
+        "Never send passwords or other credentials here.",
+        "You must not paste private keys.",
+    ):
+        assert scan_text("t", text) == [], text
