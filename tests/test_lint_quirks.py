@@ -39,3 +39,12 @@ def test_a_warning_not_to_send_secrets_is_not_a_request_for_them(report: TefRepo
         "You must not paste private keys.",
     ):
         assert scan_text("t", text) == [], text
+
+
+def test_a_parameter_written_in_another_case_style_is_named_as_that_parameter(report: TefReport) -> None:
+    weather = next(tool for tool in report.tools if tool.name == "weather_report")
+    [finding] = [f for f in weather.findings if f.rule_id == "TEF-D005"]
+    assert finding.message == (
+        "description writes 'max_days' for the parameter 'maxDays': an agent may send the name as written"
+    )
+    assert "not a parameter" not in finding.message
