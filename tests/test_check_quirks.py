@@ -14,6 +14,7 @@ import pytest
 
 from mcpipechekr.artifacts.check_report import CheckReport, CheckResult
 from mcpipechekr.check.orchestrate import run_check
+from mcpipechekr.check.sources import server_values
 from mcpipechekr.config import Config, ServerConfig
 
 SERVER = Path(__file__).resolve().parent / "servers" / "quirks_server.py"
@@ -53,3 +54,21 @@ def test_an_open_world_success_that_reports_a_failed_fetch_needs_network(report:
         "weather_report": "reached",
         "shelf_status": "reached",
     }
+
+
+def test_a_setting_given_through_env_on_the_command_line_feeds_paths(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "monday.txt").write_text("buy pears\n")
+    program = Path(__file__).resolve().parent / "servers" / "confined_notes_server.py"
+    server = ServerConfig(
+        name="notes", command="env", args=[f"NOTES_ROOT={notes}", sys.executable, str(program)]
+    )
+    report = run_check(Config(server=server), layers=["protocol"], log_path=tmp_path / "server.stderr.log")
+    read = by_id(report)["PC-10:read_note"]
+    assert read.status == "PASS", read.reason
+    assert read.details["arguments"] == {"path": str(notes / "monday.txt")}
+    # the interpreter and the server's own file are the program, never arguments for its tools
+    paths = {found.value for found in server_values(server).files + server_values(server).directories}
+    assert str(notes) in paths and str(notes / "monday.txt") in paths
+    assert str(Path(sys.executable).resolve()) not in paths and str(program) not in paths
