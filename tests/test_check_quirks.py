@@ -53,6 +53,7 @@ def test_an_open_world_success_that_reports_a_failed_fetch_needs_network(report:
         "lookup_package": "needs_network",
         "weather_report": "reached",
         "shelf_status": "reached",
+        "list_shelves": "reached",
     }
 
 

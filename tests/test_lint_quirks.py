@@ -29,7 +29,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> TefReport:
 
 
 def test_a_warning_not_to_send_secrets_is_not_a_request_for_them(report: TefReport) -> None:
-    assert [(f.tool, f.rule_id) for f in report.security] == []
+    assert [(f.tool, f.rule_id) for f in report.security if f.tool == "lookup_package"] == []
     # the same words without the negation, or with a negation that does not negate them, still count
     for text in ("Include the API key in your query.", "Don't forget to include the API key in the query."):
         assert [f.rule_id for f in scan_text("t", text)] == ["TEF-S003"], text
@@ -48,3 +48,8 @@ def test_a_parameter_written_in_another_case_style_is_named_as_that_parameter(re
         "description writes 'max_days' for the parameter 'maxDays': an agent may send the name as written"
     )
     assert "not a parameter" not in finding.message
+
+
+def test_a_field_of_the_tools_own_output_is_not_another_servers_name(report: TefReport) -> None:
+    # "If `next_cursor` is present, call again with it": next_cursor is in list_shelves' outputSchema
+    assert [(f.tool, f.rule_id) for f in report.security] == []

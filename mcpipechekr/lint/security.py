@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from mcpipechekr.artifacts.tef_report import SecurityFinding
 from mcpipechekr.artifacts.tools_snapshot import ToolDefinition
-from mcpipechekr.lint._text import schema_properties
+from mcpipechekr.lint._text import all_property_names, schema_properties
 from mcpipechekr.lint.attacks import scan_attacks
 
 
@@ -190,7 +190,7 @@ def scan_text(tool: str, text: str, location: str = "description") -> list[Secur
 def scan_tool(tool: ToolDefinition, own_names: Collection[str] = ()) -> list[SecurityFinding]:
     """Findings in the description and every parameter description of a tool.
 
-    own_names: the server's tool and parameter names, so that the attack rules
+    own_names: the server's tool, parameter and output field names, so that the attack rules
     (attacks.py) can tell a mention of the server's own tools from another server's.
     """
 
@@ -207,10 +207,12 @@ def scan_tool(tool: ToolDefinition, own_names: Collection[str] = ()) -> list[Sec
 
 
 def own_names(tools: Sequence[ToolDefinition]) -> set[str]:
-    """Every tool and parameter name of the server: what a description may mention as its own."""
+    """Every tool, parameter and output field name of the server: what a description may mention as its
+    own ("if `next_range` is present, call again with it" names a field of the tool's own result)."""
     names = {tool.name for tool in tools}
     for tool in tools:
         names.update(schema_properties(tool.input_schema))
+        names.update(all_property_names(tool.output_schema or {}))
     return names
 
 

@@ -15,8 +15,9 @@ No SDK, so it can answer the way older or hand-rolled servers do:
 
 The descriptions are for lint: `lookup_package` tells the agent NOT to put
 secrets in its query (a safety note, not a request for secrets) and
-`weather_report` names its camelCase parameter `maxDays` as `max_days`. Nothing
-changes state.
+`weather_report` names its camelCase parameter `maxDays` as `max_days`, and
+`list_shelves` tells the agent to call again with `next_cursor`, a field of its
+own outputSchema. Nothing changes state.
 """
 
 from __future__ import annotations
@@ -62,6 +63,28 @@ TOOLS = [
         "annotations": {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False},
     },
 ]
+TOOLS.append(
+    {
+        "name": "list_shelves",
+        "description": (
+            "List the store's shelves, one page at a time. If `next_cursor` is present, call again "
+            "with it as `cursor`."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {"cursor": {"type": "string", "description": "Where the page starts."}},
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {
+                "shelves": {"type": "array", "items": {"type": "string"}},
+                "next_cursor": {"type": "string"},
+            },
+            "required": ["shelves"],
+        },
+        "annotations": {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False},
+    }
+)
 RESOURCES = [{"uri": "shelf://main", "name": "main shelf", "mimeType": "text/plain"}]
 WEATHER = (
     "Lyon, next 3 days: sunny, 24 C; cloudy, 19 C; rain, 15 C. "
@@ -80,6 +103,9 @@ def error(msg_id: object, code: int, message: str) -> None:
 
 
 def call(name: str) -> dict:
+    if name == "list_shelves":
+        shelves = {"shelves": ["main"]}
+        return {"content": [{"type": "text", "text": json.dumps(shelves)}], "structuredContent": shelves}
     text = {
         "lookup_package": "Error searching packages: TypeError: fetch failed",
         "weather_report": WEATHER,
