@@ -7,7 +7,8 @@ Shared by the probes (check/protocol.py) and argument synthesis
 Limits: both "looks like an unhandled exception" and "needs the network" are
 heuristics over the error text. A server that hides its crashes behind a polite
 message passes the first; an error that merely mentions a timeout is taken for
-the second, but only on a tool annotated `openWorldHint: true`.
+the second, but only on a tool annotated `openWorldHint: true`; so is a short
+success that reports such an error, while a long one is taken for content.
 """
 
 from __future__ import annotations
@@ -49,6 +50,28 @@ NEEDS_NETWORK = re.compile(
     re.IGNORECASE,
 )
 """Error texts of a call that could not reach another host (for tools annotated openWorldHint: true)."""
+
+REPORTED_FAILURE = re.compile(
+    r"\b(error|errors|failed|failure|unable|could not|cannot|can't)\b", re.IGNORECASE
+)
+SHORT_ANSWER_CHARS = 300
+"""Longer than this, a success that mentions a timeout is content (a page, a report), not an error."""
+
+
+def unreached_in_success(text: str) -> bool:
+    """True when a result without isError reads as a failure to reach the host ("Error …: fetch failed").
+
+    Some open-world tools catch the network error and return its text as an
+    ordinary answer. A short text that both reports a failure and names a
+    network error is taken for one; a long one (a fetched page that mentions a
+    timeout) is not. Only for tools annotated openWorldHint: true.
+    """
+    text = text.strip()
+    return (
+        0 < len(text) <= SHORT_ANSWER_CHARS
+        and NEEDS_NETWORK.search(text) is not None
+        and REPORTED_FAILURE.search(text) is not None
+    )
 
 
 def text_of(result: mcp_types.CallToolResult) -> str:

@@ -399,21 +399,37 @@ def _check_resources(ctx: CheckContext) -> None:
         return
     ctx.step("PC-07 resources/list")
 
-    async def both(client: Client) -> tuple[list[Any], list[Any]]:
+    async def both(client: Client) -> tuple[list[Any], list[Any] | MCPError]:
         resources = await _all_pages(
             lambda c: client.list_resources(cursor=c, cache_mode="refresh"), "resources"
         )
-        templates = await _all_pages(
-            lambda c: client.list_resource_templates(cursor=c, cache_mode="refresh"), "resource_templates"
-        )
+        try:
+            templates: list[Any] | MCPError = await _all_pages(
+                lambda c: client.list_resource_templates(cursor=c, cache_mode="refresh"), "resource_templates"
+            )
+        except MCPError as exc:
+            # Many servers (the Python SDK's low-level ones without a template handler) list
+            # resources but answer -32601 here: told apart from a broken resources/list below.
+            templates = exc
         return resources, templates
 
     lists, error, ms = _attempt(ctx, lambda: _session_call(ctx, "during resources/list", both))
     if error is not None or lists is None:
         _failed(ctx, verdict, error or RuntimeError("no answer"), "declares resources, but resources/list")
         return
-    ctx.value_pool().add_resources(lists[0])  # their URIs and names are arguments for synthesis
-    verdict("PASS", f"{len(lists[0])} resource(s), {len(lists[1])} template(s)", duration_ms=ms)
+    resources, templates = lists
+    ctx.value_pool().add_resources(resources)  # their URIs and names are arguments for synthesis
+    if isinstance(templates, MCPError):
+        # Method not found is a missing optional method (WARN); any other error is a broken one.
+        status: CheckStatus = "WARN" if templates.error.code == mcp_types.METHOD_NOT_FOUND else "FAIL"
+        verdict(
+            status,
+            f"{len(resources)} resource(s); resources/templates/list: JSON-RPC error "
+            f"{templates.error.code} ({templates.error.message}): clients that list templates get an error",
+            duration_ms=ms,
+        )
+        return
+    verdict("PASS", f"{len(resources)} resource(s), {len(templates)} template(s)", duration_ms=ms)
 
 
 def _check_prompts(ctx: CheckContext) -> None:

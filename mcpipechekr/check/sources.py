@@ -116,8 +116,9 @@ def server_values(server: ServerConfig) -> ValuePool:
         launches.append((list(server.start.args), dict(server.start.env), server.start.cwd))
     for args, env, cwd in launches:
         base = Path(cwd) if cwd else Path.cwd()
+        program = _program_indexes(args)
         for index, arg in enumerate(args):
-            if index == _program_index(args):
+            if index in program:
                 continue  # `python server.py`: the server's own code is no argument for its tools
             for token in _tokens(arg):
                 _add_path(pool, token, base, "server command line")
@@ -135,19 +136,39 @@ def server_values(server: ServerConfig) -> ValuePool:
 CODE_SUFFIXES = {".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".jar", ".rb", ".php", ".pl", ".sh", ".exe"}
 
 
-def _program_index(args: list[str]) -> int | None:
-    """The index of the first argument that is a program file (`server.py`, `dist/index.js`), if any."""
+ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+"""`NAME=value`: a setting for the program, as `env NAME=value program` gives it (the only way
+to pass the environment on a `--command` line)."""
+
+
+def _program_indexes(args: list[str]) -> set[int]:
+    """The indexes of the arguments that are the program (`server.py`, `dist/index.js`), if any.
+
+    Options and `NAME=value` settings before it are passed over, and an executable
+    file counts as a program, with the code file it runs: in
+    `env ROOT=/data /opt/venv/bin/python server.py` neither the interpreter nor
+    server.py is a path for the tools.
+    """
+    found: set[int] = set()
     for index, arg in enumerate(args):
-        if arg.startswith("-"):
+        if arg.startswith("-") or ASSIGNMENT.match(arg):
             continue
-        return index if Path(arg).suffix.lower() in CODE_SUFFIXES else None
-    return None
+        if Path(arg).suffix.lower() in CODE_SUFFIXES:
+            return found | {index}
+        if found or not _executable_file(arg):
+            return found
+        found.add(index)  # an interpreter or a server's own executable; its script may follow
+    return found
+
+
+def _executable_file(arg: str) -> bool:
+    return os.path.isabs(arg) and os.path.isfile(arg) and os.access(arg, os.X_OK)
 
 
 def _tokens(text: str) -> list[str]:
-    """An argument as given, its value after `--opt=`, and the parts of a path list (`a:b`, `a,b`)."""
+    """An argument as given, its value after `--opt=` or `NAME=`, and the parts of a path list (`a:b`)."""
     out = [text]
-    if text.startswith("-") and "=" in text:
+    if (text.startswith("-") and "=" in text) or ASSIGNMENT.match(text):
         out.append(text.split("=", 1)[1])
     for part in list(out):
         for sep in (os.pathsep, ","):

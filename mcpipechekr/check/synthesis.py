@@ -63,6 +63,7 @@ from mcpipechekr.check.answers import (
     halt_reason,
     is_open_world,
     text_of,
+    unreached_in_success,
     validation_reason,
 )
 from mcpipechekr.check.argsgen import Unsatisfiable, minimal_arguments, resolve_ref
@@ -730,6 +731,8 @@ def judge_call(ctx: CheckContext, tool: mcp_types.Tool, candidate: Candidate) ->
         return attempt("refused", first_line(text) or "isError with no text", result=result)
     if problem := content_problem(result):
         return attempt("failed", problem, result=result)
+    if open_world and unreached_in_success(text):
+        return attempt("needs_network", f"answered without isError: {first_line(text)}", result=result)
     return attempt("reached", "answered", result=result)
 
 

@@ -23,8 +23,9 @@ sentence instead of one phrasing:
 - TEF-S010 (warning), orders to the assistant about its conversation: "you
   must … the user", "before answering", "in your response", "tell the user …".
 
-A tool is "another" when its name is not one of the server's own tools or
-parameters; "this tool", "it" and the server's own names never count, so a
+A tool is "another" when its name is not one of the server's own tools,
+parameters or output fields ("if `next_range` is present, call again with it"
+names the tool's own result); "this tool", "it" and the server's own names never count, so a
 description that says "use read_text_file instead" for its own deprecated tool
 is fine. TEF-S010 is a warning because well-meant descriptions also address
 the agent ("ask the user to confirm"); it asks for review, not for a block.
@@ -242,7 +243,7 @@ def scan_attacks(
 ) -> list[SecurityFinding]:
     """TEF-S007 … TEF-S010 findings in one text an agent reads, ordered by position.
 
-    own_names: the server's tool names (and parameter names); a reference to
+    own_names: the server's tool names (and parameter and output field names); a reference to
     any of them, or to `tool` itself, is not a reference to another tool.
     """
     own = {name.lower() for name in (*own_names, tool)}

@@ -21,7 +21,9 @@ accepted risks and docs/lint.md name them:
 Limits: the rules read words, not meaning. D005 only considers identifiers that
 look like parameter names (snake_case or camelCase) and ignores names the
 server uses anywhere else (other parameters, output fields, tool names), so it
-misses plain-word parameters and cannot judge prose.
+misses plain-word parameters and cannot judge prose. A mention that is a
+parameter written in another case style (`max_days` for `maxDays`) is named as
+that parameter, since an agent may send it as written.
 """
 
 from __future__ import annotations
@@ -141,23 +143,42 @@ def rule_mentions_existing_parameters(tool: ToolDefinition, server: ServerContex
     for prop in params.values():
         known.update(re.findall(r"\w+", str(prop.get("description") or "")))
         known.update(str(value) for value in prop.get("enum") or [])
-    unknown = []
+    respelled = {_spelling(name): name for name in params}
+    unknown: list[str] = []
+    written: dict[str, str] = {}  # a mention -> the parameter it means, written in another case style
     for match in _IDENTIFIER.finditer(description):
         name = match.group(1)
-        if name not in known and name not in unknown:
+        if name in known or name in unknown or name in written:
+            continue
+        if (param := respelled.get(_spelling(name))) is not None:
+            written[name] = param
+        else:
             unknown.append(name)
-    if not unknown:
+    if not unknown and not written:
         return []
     have = ", ".join(params) or "none"
+    problems = [
+        f"description writes {name!r} for the parameter {param!r}: an agent may send the name as written"
+        for name, param in written.items()
+    ]
+    if unknown:
+        problems.append(
+            f"description mentions {', '.join(repr(n) for n in unknown)}, which is not a parameter "
+            f"(parameters: {have})"
+        )
     return [
         _finding(
             "TEF-D005",
             "warning",
-            f"description mentions {', '.join(repr(n) for n in unknown)}, which is not a parameter "
-            f"(parameters: {have})",
+            "; ".join(problems),
             "Rename the mention to the real parameter, or add the parameter the text promises.",
         )
     ]
+
+
+def _spelling(name: str) -> str:
+    """A name without its case style: `max_days`, `maxDays` and `max-days` read the same."""
+    return re.sub(r"[_-]", "", name).lower()
 
 
 def rule_not_too_long(tool: ToolDefinition, _: ServerContext) -> list[StaticFinding]:

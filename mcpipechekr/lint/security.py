@@ -23,7 +23,9 @@ is reported with its span, so the report points at the exact characters.
 
 Limits: these are patterns, not understanding. Paraphrased or non-English
 instructions get through, and a tool that legitimately reads files may match
-TEF-S003 (accept it with `--accept-risk TOOL:TEF-S003`).
+TEF-S003 (accept it with `--accept-risk TOOL:TEF-S003`). TEF-S003 does not count
+a request right after a negation ("Do not include any API keys in your query"),
+so a paraphrase that negates something else before it gets through as well.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 
 from mcpipechekr.artifacts.tef_report import SecurityFinding
 from mcpipechekr.artifacts.tools_snapshot import ToolDefinition
-from mcpipechekr.lint._text import schema_properties
+from mcpipechekr.lint._text import all_property_names, schema_properties
 from mcpipechekr.lint.attacks import scan_attacks
 
 
@@ -45,6 +47,8 @@ class Pattern:
     severity: str
     regex: re.Pattern[str]
     message: str
+    negatable: bool = False
+    """The match does not count right after "do not", "never", …: the text forbids what it names."""
 
 
 _F = re.IGNORECASE | re.DOTALL
@@ -84,6 +88,7 @@ PATTERNS: tuple[Pattern, ...] = (
             _F,
         ),
         "asks the agent to read or hand over files or secrets",
+        negatable=True,
     ),
     Pattern(
         "TEF-S004",
@@ -109,6 +114,13 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
 )
 
+_NEGATED = re.compile(
+    r"\b(do\s+not|don['\u2019]?t|never|must\s+not|mustn['\u2019]?t|should\s+not|shouldn['\u2019]?t"
+    r"|shall\s+not|cannot|can['\u2019]?t)\s+(ever\s+|also\s+)?$",
+    re.IGNORECASE,
+)
+"""A negation just before a verb: "Do not include any API keys" warns the agent, it asks for nothing.
+"Don't forget to include the API key" is not negated: the negation must stand right before the verb."""
 _HTML_COMMENT = re.compile(r"<!--.*?(-->|$)", re.DOTALL)
 _ZERO_WIDTH = set("\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff\u180e\u00ad")
 _BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u061c")
@@ -152,6 +164,8 @@ def scan_text(tool: str, text: str, location: str = "description") -> list[Secur
 
     for pattern in PATTERNS:
         for match in pattern.regex.finditer(text):
+            if pattern.negatable and _NEGATED.search(text, 0, match.start()):
+                continue
             add(pattern.rule_id, pattern.severity, match.start(), match.end(), pattern.message)
     for match in _HTML_COMMENT.finditer(text):
         add(
@@ -176,7 +190,7 @@ def scan_text(tool: str, text: str, location: str = "description") -> list[Secur
 def scan_tool(tool: ToolDefinition, own_names: Collection[str] = ()) -> list[SecurityFinding]:
     """Findings in the description and every parameter description of a tool.
 
-    own_names: the server's tool and parameter names, so that the attack rules
+    own_names: the server's tool, parameter and output field names, so that the attack rules
     (attacks.py) can tell a mention of the server's own tools from another server's.
     """
 
@@ -193,10 +207,12 @@ def scan_tool(tool: ToolDefinition, own_names: Collection[str] = ()) -> list[Sec
 
 
 def own_names(tools: Sequence[ToolDefinition]) -> set[str]:
-    """Every tool and parameter name of the server: what a description may mention as its own."""
+    """Every tool, parameter and output field name of the server: what a description may mention as its
+    own ("if `next_range` is present, call again with it" names a field of the tool's own result)."""
     names = {tool.name for tool in tools}
     for tool in tools:
         names.update(schema_properties(tool.input_schema))
+        names.update(all_property_names(tool.output_schema or {}))
     return names
 
 
