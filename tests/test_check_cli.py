@@ -206,3 +206,28 @@ def test_real_process_writes_json_to_a_file(tmp_path: Path) -> None:
     assert report.exit_code == 0 and report.server == "broken_server"
     assert "\x1b[" not in done.stdout  # not a terminal: no colour codes
     assert done.stdout.splitlines()[0] == "MCP Protocol Compliance Report"
+
+
+def test_a_server_flag_leaves_the_config_servers_cases_out(tmp_path: Path) -> None:
+    """Cases written for config.yaml's server are not run against the server a flag names."""
+    (tmp_path / "cases.yaml").write_text(
+        "cases:\n  - id: greets\n    tool: greet\n    arguments: {name: Ada}\n    expect: {contains: Ada}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "config.yaml").write_text(
+        "server:\n"
+        f"  command: {json.dumps(sys.executable)}\n"
+        f"  args: [{json.dumps(str(BROKEN))}, --tools, echo]\n"
+        "check:\n"
+        "  cases: cases.yaml\n",
+        encoding="utf-8",
+    )
+    flags = ["check", "--command", broken("echo"), "--layer", "functional", "--format", "json"]
+    result = CliRunner().invoke(main, flags, catch_exceptions=False)
+    ids = [check.id for check in CheckReport.model_validate_json(result.stdout).checks]
+    assert ids == ["FC"], ids  # the layer's SKIP: no cases file for this server
+    assert "check.cases" in result.stderr and "--cases" in result.stderr
+    assert result.exit_code == 0
+    result = CliRunner().invoke(main, [*flags, "--cases", "cases.yaml"], catch_exceptions=False)
+    ids = [check.id for check in CheckReport.model_validate_json(result.stdout).checks]
+    assert ids == ["FC:greets"], ids

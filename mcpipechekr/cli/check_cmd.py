@@ -13,8 +13,8 @@ from mcpipechekr._util.console import console, err_console
 from mcpipechekr.artifacts.atomic import atomic_write_text
 from mcpipechekr.artifacts.check_report import LAYERS
 from mcpipechekr.check.report import FORMATS, render, text_lines
-from mcpipechekr.cli.common import effective_config, server_options
-from mcpipechekr.config import DEFAULT_CONFIG_FILE
+from mcpipechekr.cli.common import effective_config, server_flags, server_options
+from mcpipechekr.config import DEFAULT_CONFIG_FILE, Config
 from mcpipechekr.steps.check import check_step
 
 _FILE = click.Path(path_type=Path, dir_okay=False)
@@ -87,6 +87,8 @@ def check_command(
     or expected-failures file) or a server that cannot be started.
     """
     config = effective_config(ctx)
+    if server_flags(ctx.params).given:
+        config = _without_config_cases(config, cases_path, expected_failures_path)
     with _progress() as progress:
         report = check_step(
             config,
@@ -107,6 +109,29 @@ def check_command(
     else:
         click.echo(render(report, output_format), nl=False)  # type: ignore[arg-type]
     ctx.exit(report.exit_code)
+
+
+def _without_config_cases(config: Config, cases_path: Path | None, expected_path: Path | None) -> Config:
+    """The config without config.yaml's cases and expected failures: they belong to another server.
+
+    A server named by --command, --url or --from-mcp-json is another server than
+    the one config.yaml's cases were written for: running them against it gives
+    false FAILs. Only --cases and --expected-failures bring cases to it.
+    """
+    dropped = [
+        f"check.{name} ({getattr(config.check, name)})"
+        for name, given in (("cases", cases_path), ("expected_failures", expected_path))
+        if getattr(config.check, name) is not None and given is None
+    ]
+    if not dropped:
+        return config
+    err_console.print(
+        f"note: {' and '.join(dropped)} of the config not used: a server flag names the server; "
+        "pass --cases / --expected-failures to use them",
+        markup=False,
+    )
+    check = config.check.model_copy(update={"cases": None, "expected_failures": None})
+    return config.model_copy(update={"check": check})
 
 
 @contextlib.contextmanager
