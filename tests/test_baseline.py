@@ -23,6 +23,9 @@ from mcpipechekr.errors import UserError
 from mcpipechekr.runners.base import RunnerOutput, RunRequest
 from mcpipechekr.server.lifecycle import ServerUnderTest
 
+# Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.
+pytestmark = pytest.mark.xdist_group("test_baseline")
+
 TASKS = [
     {
         "task_id": "count-dana-2019",

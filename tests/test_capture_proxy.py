@@ -26,6 +26,9 @@ from mcpipechekr.capture.journal import JournalWriter
 from mcpipechekr.capture.stdio_proxy import StdioProxy, stopped_like_a_stop
 from mcpipechekr.config import Redactor, ServerConfig
 
+# Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.
+pytestmark = pytest.mark.xdist_group("test_capture_proxy")
+
 SERVERS = Path(__file__).parent / "servers"
 SECRET = "capture-secret-7f3a9c"
 ECHO_SERVER = (

@@ -18,6 +18,9 @@ from mcpipechekr.check.functional import run_functional
 from mcpipechekr.config import CheckConfig, Config, ServerConfig
 from mcpipechekr.server.lifecycle import ServerUnderTest
 
+# Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.
+pytestmark = pytest.mark.xdist_group("test_check_functional")
+
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_CASES = ROOT / "checks" / "emailindex.cases.yaml"
 SHIPPED_EXPECTED = ROOT / "checks" / "emailindex.expected-failures.yaml"

@@ -19,6 +19,9 @@ from mcpipechekr.check.orchestrate import run_check, write_check_report
 from mcpipechekr.check.protocol import CHECKS
 from mcpipechekr.config import Config, LaunchSpec, ServerConfig
 
+# Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.
+pytestmark = pytest.mark.xdist_group("test_check_protocol")
+
 SERVERS = Path(__file__).resolve().parent / "servers"
 EMAILINDEX_TOOLS = ["query_email_database", "get_email", "count_emails"]
 

@@ -29,6 +29,9 @@ sys.path.insert(0, str(BENCH / "corpus"))
 import detector_accuracy as bench  # noqa: E402
 import script  # noqa: E402
 
+# Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.
+pytestmark = pytest.mark.xdist_group("test_detector_corpus")
+
 BUG_TYPES = {"bug", "feature_gap", "efficiency", "correctness", "description"}
 
 

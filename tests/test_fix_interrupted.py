@@ -227,7 +227,7 @@ def test_ctrl_c_ends_the_agents_group_keeps_its_edits_as_a_patch_and_fix_goes_on
         pgid, grandchild = map(int, wait_for(markers / f"{SECOND}.ready", fixing).split())
         assert running_in_group(pgid)  # the agent and its grandchild run, mid-edit
         fixing.send_signal(stop)
-        output, _ = fixing.communicate(timeout=60)
+        output, _ = fixing.communicate(timeout=120)
     finally:
         fixing.kill()
 
@@ -269,7 +269,7 @@ def test_after_sigkill_the_next_fix_ends_the_orphaned_agent_restores_the_tree_an
     try:
         pgid, grandchild = map(int, wait_for(markers / f"{SECOND}.ready", fixing).split())
         fixing.kill()
-        fixing.communicate(timeout=60)
+        fixing.communicate(timeout=120)
         left = read_fix_record(run.fix_record)
         assert left.in_progress is not None and left.in_progress.bug_id == SECOND
         assert left.in_progress.agent is not None and left.in_progress.agent.pgid == pgid
@@ -340,7 +340,7 @@ def test_a_fix_on_another_run_cleans_up_after_a_killed_one_first(tmp_path: Path)
     try:
         pgid, grandchild = map(int, wait_for(markers / f"{SECOND}.ready", fixing).split())
         fixing.kill()
-        fixing.communicate(timeout=60)
+        fixing.communicate(timeout=120)
         second_run = create_run_dir(config.paths.runs)
         shutil.copy(first_run.bug_report, second_run.bug_report)
         record_decision(second_run, "approve")
@@ -369,7 +369,7 @@ def test_a_second_ctrl_c_while_the_agent_is_being_stopped_still_leaves_no_mess(t
         fixing.send_signal(signal.SIGINT)
         wait_for(markers / f"{FIRST}.term", fixing)  # the agent got SIGTERM and ignored it
         fixing.send_signal(signal.SIGINT)
-        output, _ = fixing.communicate(timeout=60)
+        output, _ = fixing.communicate(timeout=120)
     finally:
         fixing.kill()
         for pid in running_in_group(pgid) if "pgid" in locals() else []:

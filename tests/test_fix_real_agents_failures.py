@@ -38,10 +38,11 @@ from mcpipechekr.artifacts.fix_record import FixRecord, read_fix_record
 from mcpipechekr.findings.home import HOME_ENV
 from mcpipechekr.findings.promotion.bugs import bug_finding_id
 
-pytestmark = pytest.mark.slow
+# Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_fix_real_agents_failures")]
 
 BROKEN = "SORTABLE = ("  # a SyntaxError: the server cannot start
-HANG_TIMEOUT_S = 30
+HANG_TIMEOUT_S = 60  # opencode starts and asks well within it even with the suite running in parallel
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,8 @@ from mcpipechekr.findings.evidence.index import open_index, refresh_index
 from mcpipechekr.findings.home import HOME_ENV, Home
 from mcpipechekr.findings.lifecycle.store import load_findings
 
-pytestmark = pytest.mark.slow
+# Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_front_ends")]
 
 TASKS = ["find-first-email-ron-chinn", "list-office-move-emails-2024"]
 SELECT = [arg for task in TASKS for arg in ("--task", task)]

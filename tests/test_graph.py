@@ -20,7 +20,8 @@ from mcpipechekr.artifacts import BugReport, Manifest, list_runs, read_model
 TASKS = ["find-first-email-ron-chinn", "count-dana-whitfield-2019"]
 SELECT = [arg for task in TASKS for arg in ("--task", task)]
 
-pytestmark = pytest.mark.slow
+# Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_graph")]
 
 
 @pytest.fixture(scope="module")

@@ -90,6 +90,7 @@ def gone(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
 
 
+@pytest.mark.slow
 def test_the_loop_starts_and_stops_an_http_server_with_a_start_command(
     project: Path, env: dict[str, str]
 ) -> None:
@@ -105,6 +106,7 @@ def test_the_loop_starts_and_stops_an_http_server_with_a_start_command(
     assert pids and all(gone(pid) for pid in pids)
 
 
+@pytest.mark.slow
 def test_run_starts_and_stops_an_http_server_with_a_start_command(project: Path, env: dict[str, str]) -> None:
     ran = mcpipechekr(project, env, "run", "--repeat", "2")
     assert ran.returncode == 0, ran.stdout + ran.stderr
@@ -120,6 +122,7 @@ def listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+@pytest.mark.slow
 def test_an_http_server_left_by_a_killed_run_is_ended_by_the_next_command(
     project: Path, env: dict[str, str]
 ) -> None:

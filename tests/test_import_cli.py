@@ -32,6 +32,9 @@ from mcpipechekr.providers import parse_provider
 from mcpipechekr.runners.execute import run_phase1
 from mcpipechekr.tasks import load_tasks
 
+# Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.
+pytestmark = pytest.mark.xdist_group("test_import_cli")
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 OPENCODE = FIXTURES / "opencode" / "find-first.export.json"
 CLAUDE = FIXTURES / "claude_code" / "find-first.jsonl"

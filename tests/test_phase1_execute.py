@@ -33,6 +33,9 @@ from mcpipechekr.runners.engine import Attempt
 from mcpipechekr.runners.execute import execute_attempts, run_phase1
 from mcpipechekr.tasks import Task
 
+# Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.
+pytestmark = pytest.mark.xdist_group("test_phase1_execute")
+
 REPO = Path(__file__).resolve().parents[1]
 SERVER = REPO / "tests" / "servers" / "capture_server.py"
 SERVER_SECRET = "server-secret-5d1e77"
@@ -228,7 +231,7 @@ def _start_until_both_call_tools(tmp_path: Path, server: str, **popen: Any) -> s
     )
     process = subprocess.Popen([sys.executable, str(script)], **popen)
     journals = [tmp_path / "journals" / f"{name}__demo__r001.jsonl" for name in ("one", "two")]
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # only a failure waits it out
     while not all(j.exists() and b'"tools/call"' in j.read_bytes() for j in journals):
         assert process.poll() is None and time.monotonic() < deadline, "both attempts should be calling tools"
         time.sleep(0.05)
@@ -240,6 +243,7 @@ def _children(pid: int) -> list[int]:
 
 
 @pytest.mark.parametrize("target", ["process", "group"], ids=["process", "terminal"])
+@pytest.mark.slow
 def test_ctrl_c_marks_the_attempts_in_flight_incomplete(tmp_path: Path, target: str) -> None:
     """SIGINT to the run's process, or to its whole process group (as a terminal sends it: the stdio
     capture proxies the run started get it too)."""
@@ -250,7 +254,7 @@ def test_ctrl_c_marks_the_attempts_in_flight_incomplete(tmp_path: Path, target: 
         os.killpg(process.pid, signal.SIGINT)
     else:
         process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=30)
+    _, stderr = process.communicate(timeout=120)  # only a failure waits it out
     assert process.returncode != 0 and b"KeyboardInterrupt" in stderr
     for name in ("one", "two"):
         trace = read_trace(tmp_path / "traces" / f"{name}__demo__r001.json")

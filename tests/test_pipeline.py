@@ -67,7 +67,7 @@ def write_config(tmp_path: Path, *server_args: str) -> Path:
               env:
                 TINY_API_KEY: ${{TINY_API_KEY}}
               health:
-                timeout_s: 5
+                timeout_s: 30  # the start-up bound: only a server that never answers waits it out
             """
         )
     )

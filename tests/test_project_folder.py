@@ -53,6 +53,7 @@ def make_project(folder: Path, customer: str, env: dict[str, str]) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_doit_in_a_folder_made_by_init_builds_that_folders_project(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
@@ -77,6 +78,7 @@ def test_doit_in_a_folder_made_by_init_builds_that_folders_project(
     assert (shop / ".mcpipechekr" / "doit.sqlite").exists()
 
 
+@pytest.mark.slow
 def test_doit_f_uses_the_folder_of_that_dodo_for_everything(tmp_path: Path, env: dict[str, str]) -> None:
     here = make_project(tmp_path / "here", "alice", env)
     there = make_project(tmp_path / "there", "bo", env)
@@ -92,6 +94,7 @@ def test_doit_f_uses_the_folder_of_that_dodo_for_everything(tmp_path: Path, env:
     assert "alt.yaml: config file not found" in missing.stdout + missing.stderr
 
 
+@pytest.mark.slow
 def test_mcpipechekr_doit_needs_no_dodo(tmp_path: Path, env: dict[str, str]) -> None:
     shop = make_project(tmp_path / "shop", "alice", env)
     (shop / "dodo.py").unlink()

@@ -58,6 +58,7 @@ def shop(tmp_path: Path, env: dict[str, str]) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_writers_stop_while_a_loop_works_and_go_on_once_it_was_killed(
     shop: Path, env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -45,6 +45,9 @@ from mcpipechekr.runners.execute import run_phase1
 from mcpipechekr.runners.opencode import OpencodeRunner, truncated_full_size
 from mcpipechekr.tasks import Task, load_tasks
 
+# Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.
+pytestmark = pytest.mark.xdist_group("test_result_normalisation")
+
 ORDERS = [
     {"order_id": 7, "customer": "Ada", "memo": "left at the door"},
     {"order_id": 9, "customer": "Ada", "memo": "gift wrapped"},

@@ -56,6 +56,7 @@ def _calls(steps: list) -> list[tuple]:
     return [(s.tool, s.arguments, s.is_error, s.result_content) for s in steps if isinstance(s, ToolCall)]
 
 
+@pytest.mark.slow
 def test_demo_run_on_the_example(tmp_path: Path, emailindex_dir: Path, emailindex_db: Path) -> None:
     config = _project(tmp_path, emailindex_dir, emailindex_db)
     # The demo model runs natively whatever the runner; the runner flags are still the run's record.
@@ -98,6 +99,7 @@ def test_demo_run_on_the_example(tmp_path: Path, emailindex_dir: Path, emailinde
     assert "Ron Chinn" not in "".join(shape for _, _, shape in rows)
 
 
+@pytest.mark.slow
 def test_native_agent_and_demo_compared_in_one_run(
     tmp_path: Path, emailindex_dir: Path, emailindex_db: Path
 ) -> None:

@@ -280,7 +280,7 @@ def stop_loop_half_way(project: Path, env: dict[str, str], signal_number: int) -
     try:
         wait_for(one_traced_one_held, "one attempt traced while the other waits in `sleep`")
         os.killpg(loop.pid, signal_number)  # the loop and the server it started
-        loop.wait(timeout=60)
+        loop.wait(timeout=120)  # only a failure waits it out
     finally:
         if loop.poll() is None:
             os.killpg(loop.pid, signal.SIGKILL)

@@ -30,6 +30,9 @@ from mcpipechekr.runners.base import DEMO_MODEL_LABEL, RunnerOutput, RunRequest
 from mcpipechekr.runners.demo import DemoRunner, load_demo_module
 from mcpipechekr.tasks import Task, load_tasks
 
+# Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.
+pytestmark = pytest.mark.xdist_group("test_runner_demo")
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_AGENT = load_demo_module(REPO / "examples" / "emailindex" / "demo_agent.py")
 FALLBACK_START_YEAR = EXAMPLE_AGENT.FALLBACK_START_YEAR

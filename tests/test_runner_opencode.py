@@ -331,6 +331,7 @@ def test_keep_builtin_tools_reaches_the_agent_cli_runners_only(tmp_path: Path) -
         runner_factory(config, "native", keep_builtin_tools=True)
 
 
+@pytest.mark.slow
 def test_opencode_reaches_an_http_server_through_the_run_proxy(
     tmp_path: Path, emailindex_dir: Path, emailindex_env: dict[str, str]
 ) -> None:
@@ -433,6 +434,7 @@ def test_opencode_stopping_its_server_at_shutdown_never_halts_the_run(tmp_path: 
         ({"signal": "SIGTERM"}, "the server was killed by signal SIGTERM"),  # as at shutdown, but mid-call
     ],
 )
+@pytest.mark.slow
 def test_a_server_that_dies_in_the_middle_of_a_call_still_halts_the_run(
     tmp_path: Path, arguments: dict, death: str
 ) -> None:

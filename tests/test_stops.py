@@ -23,6 +23,9 @@ from pathlib import Path
 import git
 import pytest
 
+# Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.
+pytestmark = pytest.mark.xdist_group("test_stops")
+
 SERVER = Path(__file__).resolve().parent / "servers" / "tiny_server.py"
 
 
@@ -125,6 +128,7 @@ def interrupted(project: Path, argv: list[str]) -> tuple[int, str, str, float]:
             process.wait()
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_a_command_with_one_line_and_status_130(project: Path) -> None:
     hang_the_server(project)
     status, out, err, took = interrupted(project, mcpipechekr("check"))
@@ -135,6 +139,7 @@ def test_ctrl_c_ends_a_command_with_one_line_and_status_130(project: Path) -> No
 
 
 @pytest.mark.parametrize("argv", [doit("loop"), mcpipechekr("loop")], ids=["doit-loop", "mcpipechekr-loop"])
+@pytest.mark.slow
 def test_ctrl_c_ends_the_loop_with_one_line_naming_the_run_kept(project: Path, argv: list[str]) -> None:
     hang_the_server(project)
     status, out, err, _ = interrupted(project, argv)

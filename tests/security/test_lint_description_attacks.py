@@ -26,6 +26,9 @@ from mcpipechekr.cli import main
 from mcpipechekr.lint.pinning import load_pins
 from mcpipechekr.lint.security import scan_tools
 
+# Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.
+pytestmark = pytest.mark.xdist_group("security.test_lint_description_attacks")
+
 SERVERS = Path(__file__).resolve().parents[1] / "servers"
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "lint" / "published_tools.json"
 ATTACK_RULES = {"TEF-S007", "TEF-S008", "TEF-S009", "TEF-S010"}

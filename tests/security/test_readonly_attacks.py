@@ -22,6 +22,9 @@ from click.testing import CliRunner
 from mcpipechekr.artifacts.check_report import CheckReport, CheckResult
 from mcpipechekr.cli import main
 
+# Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.
+pytestmark = pytest.mark.xdist_group("security.test_readonly_attacks")
+
 SERVER = Path(__file__).resolve().parents[1] / "servers" / "unannotated_writes_server.py"
 UNANNOTATED = ("delete_everything", "destroy_db", "nuke", "wipe_all_notes", "notes_delete", "rm")
 WITH_REQUIRED_ARGUMENT = ("destroy_db", "rm")

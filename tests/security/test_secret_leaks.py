@@ -22,7 +22,8 @@ from secret_project import SERVER_NAME, SecretProject, leaks_in_text, leaks_unde
 from mcpipechekr._util.private_log import RedactingLog
 from mcpipechekr._util.redact import Redactor
 
-pytestmark = pytest.mark.slow
+# Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("security.test_secret_leaks")]
 
 
 @dataclass(frozen=True)
