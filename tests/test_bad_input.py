@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.xdist_group("test_bad_input")
+
 SERVER = Path(__file__).resolve().parent / "servers" / "tiny_server.py"
 MEMORY_CAP = 3 * 1024**3  # address space of the child: far above a normal run, far below a bomb's
 TIME_CAP_S = 60

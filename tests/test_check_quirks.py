@@ -17,6 +17,8 @@ from mcpipechekr.check.orchestrate import run_check
 from mcpipechekr.check.sources import server_values
 from mcpipechekr.config import Config, ServerConfig
 
+pytestmark = pytest.mark.xdist_group("test_check_quirks")
+
 SERVER = Path(__file__).resolve().parent / "servers" / "quirks_server.py"
 
 

@@ -33,7 +33,7 @@ BENCH = Path(__file__).resolve().parents[1] / "bench"
 sys.path.insert(0, str(BENCH))
 import real_servers as published  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_check_real_servers")]
 
 TRUE_WARNS: dict[str, set[str]] = {
     # The WARNs judged true, per server: none. Every published server here annotates each tool

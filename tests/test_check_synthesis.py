@@ -31,6 +31,8 @@ from mcpipechekr.check.synthesis import candidates, generate_matching
 from mcpipechekr.cli import main
 from mcpipechekr.config import MASK, Config, ServerConfig
 
+pytestmark = pytest.mark.xdist_group("test_check_synthesis")
+
 SERVERS = Path(__file__).resolve().parent / "servers"
 FED = [
     "get_shelf",

@@ -23,6 +23,8 @@ from mcpipechekr.check.orchestrate import run_check
 from mcpipechekr.check.sources import harvest_result
 from mcpipechekr.config import Config, ServerConfig
 
+pytestmark = pytest.mark.xdist_group("test_check_synthesis_shapes")
+
 SERVERS = Path(__file__).resolve().parent / "servers"
 
 

@@ -33,6 +33,8 @@ from mcpipechekr.evaluate.orchestrate import evaluate_contexts
 from mcpipechekr.server.lifecycle import ServerUnderTest
 from mcpipechekr.tasks import Task
 
+pytestmark = pytest.mark.xdist_group("test_correctness")
+
 SERVER = Path(__file__).parent / "servers" / "meetings_server.py"
 T0 = "2026-12-01T09:00:00Z"
 BUDGET_REVIEW = {

@@ -42,7 +42,7 @@ from mcpipechekr.findings.home import HOME_ENV
 from mcpipechekr.runplan import new_manifest
 from mcpipechekr.tasks import load_tasks
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_fault_injection")]
 
 # Each case: where to kill, and the phases the kill may land in.
 KILL_POINTS = [

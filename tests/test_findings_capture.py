@@ -30,6 +30,8 @@ from mcpipechekr.findings.evidence.records import (
 from mcpipechekr.findings.home import HOME_ENV, Home
 from mcpipechekr.findings.locking import JournalLock
 
+pytestmark = pytest.mark.xdist_group("test_findings_capture")
+
 SERVERS = Path(__file__).parent / "servers"
 RAW = [sys.executable, str(SERVERS / "findings_raw.py")]
 SECRET = "hunter2-9f31c7"

@@ -13,6 +13,8 @@ from mcpipechekr.artifacts import TefReport
 from mcpipechekr.cli import main
 from mcpipechekr.lint.security import scan_text
 
+pytestmark = pytest.mark.xdist_group("test_lint_quirks")
+
 SERVER = Path(__file__).resolve().parent / "servers" / "quirks_server.py"
 
 

@@ -16,6 +16,8 @@ from mcpipechekr.config import load_config
 from mcpipechekr.lint import lint, lint_gate, write_tef_report
 from mcpipechekr.lint.pinning import pins_path
 
+pytestmark = pytest.mark.xdist_group("test_lint_servers")
+
 FIXTURE = Path(__file__).resolve().parent / "servers" / "lint_fixture_server.py"
 REPO = Path(__file__).resolve().parents[1]
 

@@ -31,7 +31,7 @@ from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.store import load_findings
 from mcpipechekr.review import bugs_to_fix
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_loop_e2e")]
 
 FIXED = ["GAP-no-date-sort-query-email-database", "BUG-no-such-column-fts-rank-query-email-database"]
 NOTE = "prefer a sort_order parameter"

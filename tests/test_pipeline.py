@@ -32,6 +32,8 @@ from mcpipechekr.steps.snapshot import snapshot_step
 from mcpipechekr.steps.stage import plan_run_folder, run_stage
 from mcpipechekr.tasks import load_tasks
 
+pytestmark = pytest.mark.xdist_group("test_pipeline")
+
 TINY = Path(__file__).parent / "servers" / "tiny_server.py"
 PLANTED = "sk-test-PLANTED-4f1c9b2e7d"
 

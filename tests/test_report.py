@@ -34,7 +34,7 @@ from mcpipechekr.artifacts import BugReport, RunDir, Trace, is_temp_file, list_r
 from mcpipechekr.cli import main
 from mcpipechekr.report import REPORT_FILE, write_report
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_report")]
 
 CHROMIUM = "chromium"
 SCREENSHOT_ENV = "MCPIPECHEKR_REPORT_SCREENSHOT"

@@ -27,6 +27,8 @@ from mcpipechekr.cli import main
 from mcpipechekr.errors import InputError
 from mcpipechekr.runshard import Shard, attempt_id, parse_shard, planned_attempt_ids, shard_index
 
+pytestmark = pytest.mark.xdist_group("test_shard")
+
 REPO = Path(__file__).resolve().parents[1]
 TASKS = ("list-office-move-emails-2024", "count-dana-whitfield-2019")  # in tasks.yaml order
 REPEAT = 2
