@@ -28,11 +28,11 @@ from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.store import load_findings
 from mcpipechekr.fix.evidence import evidence_lines
 from mcpipechekr.fix.prompt import build_fix_prompt
-from mcpipechekr.review import approved_bugs, bugs_to_fix, fix_order, load_bug_report, record_decision
 from mcpipechekr.report import write_report
 from mcpipechekr.report.compare import compare_runs
 from mcpipechekr.report.compare_html import render_comparison_html
 from mcpipechekr.report.compare_text import render_comparison_text
+from mcpipechekr.review import approved_bugs, bugs_to_fix, fix_order, load_bug_report, record_decision
 from mcpipechekr.runplan import new_manifest
 from mcpipechekr.session_summary import render_session_summary
 from mcpipechekr.steps.handoff import register_and_verify
@@ -237,7 +237,8 @@ def test_compare_shows_both_splits_and_the_summarys_overfitting_warning(project:
     splits = {side.split: side for side in comparison.splits}
     assert set(splits) == {"train", "holdout"}
     train, holdout = splits["train"], splits["holdout"]
-    assert (train.tasks_compared, train.tasks_better, train.tasks_worse, train.tasks_unchanged) == (1, 1, 0, 0)
+    train_counts = (train.tasks_compared, train.tasks_better, train.tasks_worse, train.tasks_unchanged)
+    assert train_counts == (1, 1, 0, 0)
     assert (train.successes_a, train.decided_a, train.successes_b, train.decided_b) == (0, 4, 4, 4)
     assert (train.mean_calls_a, train.mean_calls_b, train.trend) == (2.0, 1.0, "better")
     assert train.mean_tokens_a is not None and train.mean_tokens_b is not None
