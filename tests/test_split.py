@@ -10,17 +10,20 @@ warns when train improves and holdout does not.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 from rich.console import Console
 from trace_builder import call, make_trace
 
 from mcpipechekr.artifacts import RunDir, write_model
 from mcpipechekr.artifacts.baseline import Baseline, BaselineEntry
 from mcpipechekr.artifacts.trace import write_trace
+from mcpipechekr.cli import main
 from mcpipechekr.config import load_config
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate import evaluate_run
@@ -267,6 +270,12 @@ def test_compare_shows_both_splits_and_the_summarys_overfitting_warning(project:
     assert '<table class="mcpc-splits">' in page
     assert "<td>holdout</td><td>2</td><td>0</td><td>0</td><td>2</td>" in page
     assert '<p class="mcpc-split-warning">Warning: overfitting? Train tasks improved' in page
+
+    # `--format json` puts the warning on stderr too, as the comparison's other warnings
+    result = CliRunner().invoke(main, ["compare", str(before.root), str(after.root), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["split_warnings"] == [warning]
+    assert f"warning: {warning[:60]}" in result.stderr
 
     # the HTML report's comparison of the first and last iteration holds the same section
     report = write_report([before, after], project / "report.html").read_text()
