@@ -281,6 +281,8 @@ def test_compare_shows_both_splits_and_the_summarys_overfitting_warning(project:
     report = write_report([before, after], project / "report.html").read_text()
     assert '<table class="mcpc-splits">' in report
     assert "Warning: overfitting? Train tasks improved" in report
+    # and its changes between iterations mark the holdout tasks' rows
+    assert "<td>count-poetry (holdout)</td>" in report and "<td>count-scifi</td>" in report
 
 
 def test_compare_warns_when_holdout_gets_worse_and_not_when_both_improve(project: Path) -> None:
