@@ -19,6 +19,7 @@ the change was not only the fixes'.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,7 +28,18 @@ from mcpipechekr.artifacts.bug_report import TaskStats
 from mcpipechekr.artifacts.runstate import load_manifest
 from mcpipechekr.errors import UserError
 
-__all__ = ["BeforeAfter", "TaskChange", "compare_runs", "previous_run", "run_chain"]
+__all__ = [
+    "BeforeAfter",
+    "Split",
+    "SplitFigures",
+    "SplitWarning",
+    "TaskChange",
+    "compare_runs",
+    "previous_run",
+    "run_chain",
+    "split_trend",
+    "split_warnings",
+]
 
 _SAME_TOKENS = 0.5  # token means are shown rounded: closer than this reads as no change
 
@@ -210,3 +222,86 @@ def _traced_on(run: RunDir) -> str | None:
     except (OSError, UserError, ValueError):
         return None
     return None if manifest.mcp_server_dirty else manifest.mcp_server_sha
+
+
+Split = Literal["train", "holdout"]
+Trend = Literal["better", "worse", "same"]
+
+
+class SplitFigures:
+    """One run's results over the tasks of one split: successes of the decided attempts, calls and
+    tokens per attempt (the bug report's per-task means weighted by attempts)."""
+
+    def __init__(self, report: BugReport, split: Split) -> None:
+        stats = [s for s in report.tasks if s.split == split]
+        self.tasks = len({s.task_id for s in stats})
+        self.successes = sum(s.successes for s in stats)
+        self.decided = sum(s.runs - s.undecided for s in stats)
+        runs = sum(s.runs for s in stats)
+        self.calls = sum((s.mean_calls or 0.0) * s.runs for s in stats) / runs if runs else None
+        self.tokens = sum((s.mean_tokens_observed or 0.0) * s.runs for s in stats) / runs if runs else None
+
+    @property
+    def rate(self) -> float | None:
+        return self.successes / self.decided if self.decided else None
+
+    def cell(self) -> str:
+        """`3/4 (75%), 2.5 calls`; `-` when the run has no task of this split."""
+        if not self.tasks:
+            return "-"
+        rate = "-" if self.rate is None else f"{self.rate:.0%}"
+        calls = "-" if self.calls is None else f"{self.calls:.1f}"
+        return f"{self.successes}/{self.decided} ({rate}), {calls} calls"
+
+
+def split_trend(first: SplitFigures, last: SplitFigures) -> Trend:
+    """`better`, `worse` or `same`: by success rate, then (rates equal) by fewer calls per attempt."""
+    if first.rate is not None and last.rate is not None and abs(last.rate - first.rate) > 1e-9:
+        return "better" if last.rate > first.rate else "worse"
+    if first.calls is not None and last.calls is not None and abs(last.calls - first.calls) > 1e-9:
+        return "better" if last.calls < first.calls else "worse"
+    return "same"
+
+
+class SplitWarning(NamedTuple):
+    """A sign that the fixes helped only the tasks the fix agent saw, or broke the others."""
+
+    title: str
+    """`overfitting?` or `holdout got worse`."""
+    detail: str
+    """The figures either side and what they may mean."""
+
+
+def split_warnings(
+    span: str, train_a: SplitFigures, train_b: SplitFigures, holdout_a: SplitFigures, holdout_b: SplitFigures
+) -> list[SplitWarning]:
+    """The train/holdout rule, one for the session summary, `compare` and the report.
+
+    Holdout tasks (`split: holdout` in tasks.yaml) are traced and evaluated but
+    never shown to the fix agent: train getting better while holdout does not is
+    the sign of a fix fitted to its tasks, and holdout getting worse one of a fix
+    that broke something else. `span` says between which runs ("from A to B").
+    Nothing is said when either run has no holdout task.
+    """
+    if not (holdout_a.tasks and holdout_b.tasks):
+        return []
+    train_trend, holdout_trend = split_trend(train_a, train_b), split_trend(holdout_a, holdout_b)
+    warnings = []
+    if train_trend == "better" and holdout_trend != "better":
+        warnings.append(
+            SplitWarning(
+                "overfitting?",
+                f"Train tasks improved {span} ({train_a.cell()} → {train_b.cell()}) but holdout tasks "
+                f"did not ({holdout_a.cell()} → {holdout_b.cell()}): the fixes may suit the train tasks "
+                "only.",
+            )
+        )
+    if holdout_trend == "worse":
+        warnings.append(
+            SplitWarning(
+                "holdout got worse",
+                f"{span} ({holdout_a.cell()} → {holdout_b.cell()}): a fix may have broken what no train "
+                "task covers.",
+            )
+        )
+    return warnings

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from mcpipechekr import __version__
 from mcpipechekr.artifacts import (
@@ -30,7 +30,7 @@ from mcpipechekr.artifacts import (
     utc_now,
 )
 from mcpipechekr.artifacts.runstate import load_manifest
-from mcpipechekr.before_after import compare_runs
+from mcpipechekr.before_after import SplitFigures, compare_runs, split_trend, split_warnings
 from mcpipechekr.errors import UserError
 
 
@@ -164,41 +164,6 @@ def _what_was_found(facts: list[_RunFacts]) -> list[str]:
     return lines
 
 
-Split = Literal["train", "holdout"]
-
-
-class _SplitFigures:
-    """One run's results over the tasks of one split: successes of the decided attempts, calls per attempt."""
-
-    def __init__(self, report: BugReport, split: Split) -> None:
-        stats = [s for s in report.tasks if s.split == split]
-        self.tasks = len({s.task_id for s in stats})
-        self.successes = sum(s.successes for s in stats)
-        self.decided = sum(s.runs - s.undecided for s in stats)
-        runs = sum(s.runs for s in stats)
-        self.calls = sum((s.mean_calls or 0.0) * s.runs for s in stats) / runs if runs else None
-
-    @property
-    def rate(self) -> float | None:
-        return self.successes / self.decided if self.decided else None
-
-    def cell(self) -> str:
-        if not self.tasks:
-            return "-"
-        rate = "-" if self.rate is None else f"{self.rate:.0%}"
-        calls = "-" if self.calls is None else f"{self.calls:.1f}"
-        return f"{self.successes}/{self.decided} ({rate}), {calls} calls"
-
-
-def _trend(first: _SplitFigures, last: _SplitFigures) -> str:
-    """`better`, `worse` or `same`: by success rate, then (rates equal) by fewer calls per attempt."""
-    if first.rate is not None and last.rate is not None and abs(last.rate - first.rate) > 1e-9:
-        return "better" if last.rate > first.rate else "worse"
-    if first.calls is not None and last.calls is not None and abs(last.calls - first.calls) > 1e-9:
-        return "better" if last.calls < first.calls else "worse"
-    return "same"
-
-
 def _train_and_holdout(facts: list[_RunFacts]) -> list[str]:
     """Train and holdout side by side, and a warning when fixes help only the tasks they saw.
 
@@ -222,25 +187,16 @@ def _train_and_holdout(facts: list[_RunFacts]) -> list[str]:
     figures = []
     for fact in evaluated:
         assert fact.report is not None
-        train, holdout = _SplitFigures(fact.report, "train"), _SplitFigures(fact.report, "holdout")
+        train, holdout = SplitFigures(fact.report, "train"), SplitFigures(fact.report, "holdout")
         figures.append((fact.run.run_id, train, holdout))
         lines.append(f"| {fact.run.run_id} | {train.cell()} | {holdout.cell()} |")
     lines.append("")
     if len(figures) >= 2:
         (first_id, train_a, holdout_a), (last_id, train_b, holdout_b) = figures[0], figures[-1]
-        train_trend, holdout_trend = _trend(train_a, train_b), _trend(holdout_a, holdout_b)
+        train_trend, holdout_trend = split_trend(train_a, train_b), split_trend(holdout_a, holdout_b)
         span = f"from {first_id} to {last_id}"
-        if train_trend == "better" and holdout_trend != "better":
-            lines.append(
-                f"**Warning: overfitting?** Train tasks improved {span} ({train_a.cell()} → "
-                f"{train_b.cell()}) but holdout tasks did not ({holdout_a.cell()} → {holdout_b.cell()}): "
-                "the fixes may suit the train tasks only."
-            )
-        if holdout_trend == "worse":
-            lines.append(
-                f"**Warning: holdout got worse** {span} ({holdout_a.cell()} → {holdout_b.cell()}): "
-                "a fix may have broken what no train task covers."
-            )
+        for warning in split_warnings(span, train_a, train_b, holdout_a, holdout_b):
+            lines.append(f"**Warning: {warning.title}** {warning.detail}")
         if train_trend != "better" or holdout_trend == "better":
             lines.append(f"Train {train_trend}, holdout {holdout_trend} {span}.")
         lines.append("")

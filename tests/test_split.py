@@ -10,16 +10,20 @@ warns when train improves and holdout does not.
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 from rich.console import Console
 from trace_builder import call, make_trace
 
 from mcpipechekr.artifacts import RunDir, write_model
 from mcpipechekr.artifacts.baseline import Baseline, BaselineEntry
 from mcpipechekr.artifacts.trace import write_trace
+from mcpipechekr.cli import main
 from mcpipechekr.config import load_config
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate import evaluate_run
@@ -27,6 +31,10 @@ from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.store import load_findings
 from mcpipechekr.fix.evidence import evidence_lines
 from mcpipechekr.fix.prompt import build_fix_prompt
+from mcpipechekr.report import write_report
+from mcpipechekr.report.compare import compare_runs
+from mcpipechekr.report.compare_html import render_comparison_html
+from mcpipechekr.report.compare_text import render_comparison_text
 from mcpipechekr.review import approved_bugs, bugs_to_fix, fix_order, load_bug_report, record_decision
 from mcpipechekr.runplan import new_manifest
 from mcpipechekr.session_summary import render_session_summary
@@ -223,3 +231,85 @@ def test_without_holdout_tasks_nothing_changes(project: Path) -> None:
     assert report.train_view() is report
     assert {bug.id for bug in fix_order(report)} == {bug.id for bug in report.bugs}
     assert "## Train and holdout" not in render_session_summary([run])
+
+
+def test_compare_shows_both_splits_and_the_summarys_overfitting_warning(project: Path) -> None:
+    before = run_of(project, "run-20261201-001", broken=True, holdout_right=True)
+    after = run_of(project, "run-20261201-002", broken=False, holdout_right=True, poetry_broken=True)
+    comparison = compare_runs(before, after)
+    splits = {side.split: side for side in comparison.splits}
+    assert set(splits) == {"train", "holdout"}
+    train, holdout = splits["train"], splits["holdout"]
+    train_counts = (train.tasks_compared, train.tasks_better, train.tasks_worse, train.tasks_unchanged)
+    assert train_counts == (1, 1, 0, 0)
+    assert (train.successes_a, train.decided_a, train.successes_b, train.decided_b) == (0, 4, 4, 4)
+    assert (train.mean_calls_a, train.mean_calls_b, train.trend) == (2.0, 1.0, "better")
+    assert train.mean_tokens_a is not None and train.mean_tokens_b is not None
+    assert train.mean_tokens_b < train.mean_tokens_a
+    assert (holdout.tasks_compared, holdout.tasks_better, holdout.tasks_unchanged) == (2, 0, 2)
+    assert (holdout.rate_a, holdout.rate_b, holdout.trend) == (0.5, 0.5, "same")
+    assert {task.task_id: task.split for task in comparison.tasks} == {
+        "count-scifi": "train",
+        "count-poetry": "holdout",
+        "first-edition-year": "holdout",
+    }
+    # the session summary's rule, word for word
+    (warning,) = comparison.split_warnings
+    summary = render_session_summary([before, after])
+    assert warning.startswith("overfitting? Train tasks improved from run-20261201-001 to run-20261201-002")
+    assert f"**Warning: overfitting?** {warning.removeprefix('overfitting? ')}" in summary
+
+    text = render_comparison_text(comparison)
+    section = text.split("Train and holdout", 1)[1]
+    assert "train    1      1       0      0          0/4 (0%) → 4/4 (100%)  2.0 → 1.0" in section
+    assert "holdout  2      0       0      2          4/8 (50%) → 4/8 (50%)  2.0 → 2.0" in section
+    assert f"  Warning: {warning}" in section
+    assert re.search(r"^  count-poetry +holdout +0/4 +0/4", text, re.MULTILINE)
+
+    page = render_comparison_html(comparison)
+    assert '<table class="mcpc-splits">' in page
+    assert "<td>holdout</td><td>2</td><td>0</td><td>0</td><td>2</td>" in page
+    assert '<p class="mcpc-split-warning">Warning: overfitting? Train tasks improved' in page
+
+    # `--format json` puts the warning on stderr too, as the comparison's other warnings
+    result = CliRunner().invoke(main, ["compare", str(before.root), str(after.root), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["split_warnings"] == [warning]
+    assert f"warning: {warning[:60]}" in result.stderr
+
+    # the HTML report's comparison of the first and last iteration holds the same section
+    report = write_report([before, after], project / "report.html").read_text()
+    assert '<table class="mcpc-splits">' in report
+    assert "Warning: overfitting? Train tasks improved" in report
+    # and its changes between iterations mark the holdout tasks' rows
+    assert "<td>count-poetry (holdout)</td>" in report and "<td>count-scifi</td>" in report
+
+
+def test_compare_warns_when_holdout_gets_worse_and_not_when_both_improve(project: Path) -> None:
+    first = run_of(project, "run-20261201-001", broken=False, holdout_right=True)
+    worse = run_of(project, "run-20261201-002", broken=False, holdout_right=False)
+    comparison = compare_runs(first, worse)
+    assert [warning.split(" from ")[0] for warning in comparison.split_warnings] == ["holdout got worse"]
+    assert {side.split: side.tasks_worse for side in comparison.splits} == {"train": 0, "holdout": 1}
+
+    both = compare_runs(
+        run_of(project, "run-20261201-003", broken=True, holdout_right=False),
+        run_of(project, "run-20261201-004", broken=False, holdout_right=True),
+    )
+    assert both.split_warnings == []
+    assert {side.split: side.trend for side in both.splits} == {"train": "better", "holdout": "better"}
+    assert "Warning" not in render_comparison_text(both).split("Train and holdout", 1)[1].split("Bugs")[0]
+
+
+def test_compare_without_holdout_tasks_has_no_split_section(project: Path) -> None:
+    data = yaml.safe_load((project / "tasks.yaml").read_text())
+    for task in data["tasks"]:
+        task.pop("split", None)
+    (project / "tasks.yaml").write_text(yaml.safe_dump(data))
+    comparison = compare_runs(
+        run_of(project, "run-20261201-001", broken=True, holdout_right=True),
+        run_of(project, "run-20261201-002", broken=False, holdout_right=True),
+    )
+    assert comparison.splits == [] and comparison.split_warnings == []
+    assert "Train and holdout" not in render_comparison_text(comparison)
+    assert "mcpc-splits" not in render_comparison_html(comparison)

@@ -72,6 +72,11 @@ class TaskComparison(ArtifactModel):
 
     task_id: str = Field(min_length=1, description="Id of the task in tasks.yaml.")
     present_in: Literal["both", "a", "b"] = Field(description="The runs whose bug report has the task.")
+    split: Literal["train", "holdout"] = Field(
+        default="train",
+        description="The task's split (B's bug report when it has the task): the fix agent sees only the "
+        "bugs of `train` tasks.",
+    )
     success_a: SuccessCounts | None = Field(
         default=None, description="Its answers in run A, if it ran there."
     )
@@ -143,6 +148,31 @@ class ComparisonSummary(ArtifactModel):
     bugs_not_compared: NonNegativeInt = Field(description="Bugs seen only in tasks the other run lacks.")
 
 
+class SplitComparison(ArtifactModel):
+    """One split's tasks (train or holdout) from A to B, as the session summary counts them."""
+
+    split: Literal["train", "holdout"] = Field(description="`train` or `holdout`.")
+    tasks_compared: NonNegativeInt = Field(description="Tasks of this split in both runs.")
+    tasks_better: NonNegativeInt = Field(description="Of them, significantly better in B.")
+    tasks_worse: NonNegativeInt = Field(description="Of them, significantly worse in B.")
+    tasks_mixed: NonNegativeInt = Field(description="Of them, with significant changes both ways.")
+    tasks_unchanged: NonNegativeInt = Field(description="Of them, with no significant difference.")
+    successes_a: NonNegativeInt = Field(description="Successes of run A's attempts at this split's tasks.")
+    decided_a: NonNegativeInt = Field(description="Run A's attempts whose answer was checked or judged.")
+    rate_a: Score | None = Field(default=None, description="successes_a / decided_a; absent when 0 decided.")
+    successes_b: NonNegativeInt = Field(description="Likewise in run B.")
+    decided_b: NonNegativeInt = Field(description="Likewise in run B.")
+    rate_b: Score | None = Field(default=None, description="Likewise in run B.")
+    mean_calls_a: float | None = Field(default=None, ge=0.0, description="Tool calls per attempt in run A.")
+    mean_calls_b: float | None = Field(default=None, ge=0.0, description="Tool calls per attempt in run B.")
+    mean_tokens_a: float | None = Field(default=None, ge=0.0, description="Tokens per attempt in run A.")
+    mean_tokens_b: float | None = Field(default=None, ge=0.0, description="Tokens per attempt in run B.")
+    trend: Literal["better", "worse", "same"] = Field(
+        description="By success rate, then (rates equal) by fewer calls per attempt: the session "
+        "summary's rule."
+    )
+
+
 class Comparison(ArtifactModel):
     """Two runs compared task by task and bug by bug: is run B better than run A?"""
 
@@ -166,6 +196,15 @@ class Comparison(ArtifactModel):
         description="Every bug id of either report: fixed, new, unchanged, then the rest.",
     )
     summary: ComparisonSummary = Field(description="The counts behind the verdict.")
+    splits: list[SplitComparison] = Field(
+        default_factory=list,
+        description="Train and holdout side by side; empty unless a run has a `split: holdout` task.",
+    )
+    split_warnings: list[str] = Field(
+        default_factory=list,
+        description="`overfitting?` (train improved, holdout did not) and `holdout got worse`, by the "
+        "session summary's rule.",
+    )
     verdict: RunVerdict = Field(
         description="`better` (tasks improved or bugs fixed, none worse and none new), `worse` (the "
         "reverse), `mixed` (both), `no_significant_difference` (neither)."

@@ -53,7 +53,9 @@ def compare_command(
     with a 95% bootstrap interval of the difference (seeded: the same runs
     always give the same output), and a verdict per task at alpha 0.05. Bugs
     are matched by id: fixed, new or unchanged. Runs of different servers or
-    task sets are compared on their common tasks, with a warning. Reads the
+    task sets are compared on their common tasks, with a warning. With
+    holdout tasks (tasks.yaml `split: holdout`), train and holdout side by
+    side, and a warning when only train improved. Reads the
     runs, writes nothing into them. Exits 0 whatever the verdict, 2 for a
     folder that is not an evaluated run.
     """
@@ -63,7 +65,7 @@ def compare_command(
     else:
         content = render_comparison_text(comparison)
     if output_format == "json" or output_path is not None:
-        for warning in comparison.warnings:
+        for warning in [*comparison.warnings, *comparison.split_warnings]:
             err_console.print(f"warning: {warning}", markup=False)
     if output_path is None:
         click.echo(content, nl=False)

@@ -135,13 +135,16 @@ def changes(data: ReportData) -> str | None:
             ),
         ]
         rows = []
+        reports = [run.bug_report for run in (before, after) if run.bug_report]
+        holdout = set().union(*(report.holdout_task_ids() for report in reports))
         for task in data.task_ids:
             cells = []
             for metric in METRICS[:3]:
                 was = metric.value(before.bug_report, task) if before.bug_report else None
                 now = metric.value(after.bug_report, task) if after.bug_report else None
                 cells.append(tag("td", esc(_change(metric.format, was, now))))
-            rows.append(tag("tr", tag("td", esc(task)) + "".join(cells), data_task=task))
+            label = f"{task} (holdout)" if task in holdout else task
+            rows.append(tag("tr", tag("td", esc(label)) + "".join(cells), data_task=task))
         head = tag("tr", "".join(tag("th", name) for name in ("task", "success", "tool calls", "tokens")))
         parts.append(
             tag("h3", esc(f"{before.run_id} → {after.run_id}"))

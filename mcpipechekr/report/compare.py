@@ -46,6 +46,7 @@ from mcpipechekr.artifacts.comparison import (
     MeanComparison,
     Metric,
     RunVerdict,
+    SplitComparison,
     SuccessCounts,
     TaskComparison,
     TaskVerdict,
@@ -54,6 +55,7 @@ from mcpipechekr.artifacts.manifest import Manifest
 from mcpipechekr.artifacts.rundir import RunDir
 from mcpipechekr.artifacts.runstate import load_manifest
 from mcpipechekr.artifacts.trace import ToolCall, list_traces, read_trace
+from mcpipechekr.before_after import Split, SplitFigures, split_trend, split_warnings
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.costing import trace_tokens
 from mcpipechekr.report.compare_stats import MeanDifference, bootstrap_mean_difference, fisher_exact
@@ -232,6 +234,7 @@ def _compare_task(
     return TaskComparison(
         task_id=task_id,
         present_in="both",
+        split=stats_b.split,
         success_a=counts_a,
         success_b=counts_b,
         p_value=p_value,
@@ -365,6 +368,59 @@ def _verdict(summary: ComparisonSummary) -> tuple[RunVerdict, str]:
     return verdict, line
 
 
+def _split_side(
+    split: Split, tasks: list[TaskComparison], figures_a: SplitFigures, figures_b: SplitFigures
+) -> SplitComparison:
+    compared = [task for task in tasks if task.split == split and task.present_in == "both"]
+    counts = {verdict: sum(1 for task in compared if task.verdict == verdict) for verdict in _TASK_VERDICTS}
+    return SplitComparison(
+        split=split,
+        tasks_compared=len(compared),
+        tasks_better=counts["better"],
+        tasks_worse=counts["worse"],
+        tasks_mixed=counts["mixed"],
+        tasks_unchanged=counts["no_significant_difference"],
+        successes_a=figures_a.successes,
+        decided_a=figures_a.decided,
+        rate_a=figures_a.rate,
+        successes_b=figures_b.successes,
+        decided_b=figures_b.decided,
+        rate_b=figures_b.rate,
+        mean_calls_a=_rounded(figures_a.calls),
+        mean_calls_b=_rounded(figures_b.calls),
+        mean_tokens_a=_rounded(figures_a.tokens),
+        mean_tokens_b=_rounded(figures_b.tokens),
+        trend=split_trend(figures_a, figures_b),
+    )
+
+
+_TASK_VERDICTS = ("better", "worse", "mixed", "no_significant_difference")
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def _splits(
+    a: ComparedRunData, b: ComparedRunData, tasks: list[TaskComparison]
+) -> tuple[list[SplitComparison], list[str]]:
+    """Train and holdout side by side, and the session summary's warnings; nothing without a holdout task.
+
+    The figures are each run's bug report over all the tasks of a split (as
+    the session summary counts them), the task counts those of the tasks in
+    both runs.
+    """
+    if not any(stats.split == "holdout" for report in (a.report, b.report) for stats in report.tasks):
+        return [], []
+    figures = {
+        split: (SplitFigures(a.report, split), SplitFigures(b.report, split))
+        for split in ("train", "holdout")
+    }
+    sides = [_split_side(split, tasks, *figures[split]) for split in ("train", "holdout")]
+    warned = split_warnings(f"from {a.run_id} to {b.run_id}", *figures["train"], *figures["holdout"])
+    return sides, [f"{warning.title} {warning.detail}" for warning in warned]
+
+
 def compare_runs(
     run_a: RunDir | Path,
     run_b: RunDir | Path,
@@ -414,6 +470,7 @@ def comparison_of(
             TaskComparison(
                 task_id=task_id,
                 present_in=side,
+                split=stats.split,
                 success_a=_counts(stats) if side == "a" else None,
                 success_b=_counts(stats) if side == "b" else None,
                 verdict="not_compared",
@@ -448,6 +505,7 @@ def comparison_of(
         bugs_not_compared=statuses["not_compared"],
     )
     verdict, line = _verdict(summary)
+    splits, warned = _splits(a, b, tasks)
     side_a, side_b = _run_side(a), _run_side(b)
     return Comparison(
         a=side_a,
@@ -460,6 +518,8 @@ def comparison_of(
         tasks=tasks,
         bugs=bugs,
         summary=summary,
+        splits=splits,
+        split_warnings=warned,
         verdict=verdict,
         verdict_line=line,
     )

@@ -13,7 +13,14 @@ from collections.abc import Sequence
 from html import escape
 
 from mcpipechekr.artifacts.comparison import Comparison
-from mcpipechekr.report.compare_text import VERDICT_WORDS, describe_run, mean_cell, p_cell, success_cell
+from mcpipechekr.report.compare_text import (
+    VERDICT_WORDS,
+    describe_run,
+    mean_cell,
+    p_cell,
+    split_rows,
+    success_cell,
+)
 
 STYLE = """
 .mcpc-compare table { border-collapse: collapse; margin: 0.5em 0 1em; }
@@ -22,9 +29,11 @@ STYLE = """
 .mcpc-compare .mcpc-worse { color: #a4161a; }
 .mcpc-compare .mcpc-mixed { color: #8a5a00; }
 .mcpc-compare .mcpc-verdict { font-weight: bold; }
+.mcpc-compare .mcpc-split-warning { color: #a4161a; font-weight: bold; }
 """.strip()
 
 _CLASS = {"better": "mcpc-better", "worse": "mcpc-worse", "mixed": "mcpc-mixed"}
+_TREND_CLASS = {"better": "mcpc-better", "worse": "mcpc-worse"}
 _BUG_CLASS = {"fixed": "mcpc-better", "new": "mcpc-worse"}
 
 
@@ -57,14 +66,31 @@ def render_comparison_html(comparison: Comparison, *, heading: str = "Comparison
         parts.append("<h3>Warnings</h3><ul>")
         parts.extend(f"<li>{escape(warning)}</li>" for warning in comparison.warnings)
         parts.append("</ul>")
+    if comparison.splits:
+        header, *rows = split_rows(comparison)
+        parts.append(
+            "<h3>Train and holdout</h3><p>The fix agent sees only the bugs of train tasks; holdout tasks "
+            "tell whether its fixes help beyond them.</p>"
+        )
+        parts.append(
+            _table(header, [_row(row, css=_TREND_CLASS.get(row[-1])) for row in rows]).replace(
+                "<table>", '<table class="mcpc-splits">', 1
+            )
+        )
+        parts.extend(
+            f'<p class="mcpc-split-warning">Warning: {escape(warning)}</p>'
+            for warning in comparison.split_warnings
+        )
     parts.append(
         "<h3>Tasks</h3><p>Success: Fisher's exact test, two-sided. Calls and tokens per attempt: "
         f"A → B (B − A; 95% bootstrap interval), * significant; alpha {comparison.alpha:g}.</p>"
     )
+    split = bool(comparison.splits)
     task_rows = [
         _row(
             [
                 task.task_id,
+                *([task.split] if split else []),
                 success_cell(task.success_a),
                 success_cell(task.success_b),
                 p_cell(task.p_value),
@@ -80,7 +106,20 @@ def render_comparison_html(comparison: Comparison, *, heading: str = "Comparison
         for task in comparison.tasks
     ]
     parts.append(
-        _table(["task", "success A", "success B", "p", "calls", "tokens", "verdict", "why"], task_rows)
+        _table(
+            [
+                "task",
+                *(["split"] if split else []),
+                "success A",
+                "success B",
+                "p",
+                "calls",
+                "tokens",
+                "verdict",
+                "why",
+            ],
+            task_rows,
+        )
     )
     parts.append("<h3>Bugs</h3>")
     bug_rows = [

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mcpipechekr.artifacts.comparison import ComparedRun, Comparison, MeanComparison, SuccessCounts
+from mcpipechekr.artifacts.comparison import (
+    ComparedRun,
+    Comparison,
+    MeanComparison,
+    SplitComparison,
+    SuccessCounts,
+)
 
 VERDICT_WORDS = {
     "better": "B better",
@@ -63,6 +69,52 @@ def describe_run(run: ComparedRun) -> str:
     )
 
 
+def _rate(successes: int, decided: int, rate: float | None) -> str:
+    return f"{successes}/{decided}" + ("" if rate is None else f" ({rate:.0%})")
+
+
+def _figure(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def split_rows(comparison: Comparison) -> list[list[str]]:
+    """Train and holdout side by side, a header row first; no rows when no task is holdout."""
+    if not comparison.splits:
+        return []
+    rows = [
+        [
+            "split",
+            "tasks",
+            "better",
+            "worse",
+            "unchanged",
+            "success A → B",
+            "calls A → B",
+            "tokens A → B",
+            "trend",
+        ]
+    ]
+    for side in comparison.splits:
+        rows.append(split_row(side))
+    return rows
+
+
+def split_row(side: SplitComparison) -> list[str]:
+    unchanged = str(side.tasks_unchanged) + (f" (+{side.tasks_mixed} mixed)" if side.tasks_mixed else "")
+    return [
+        side.split,
+        str(side.tasks_compared),
+        str(side.tasks_better),
+        str(side.tasks_worse),
+        unchanged,
+        f"{_rate(side.successes_a, side.decided_a, side.rate_a)} → "
+        f"{_rate(side.successes_b, side.decided_b, side.rate_b)}",
+        f"{_figure(side.mean_calls_a, 1)} → {_figure(side.mean_calls_b, 1)}",
+        f"{_figure(side.mean_tokens_a, 0)} → {_figure(side.mean_tokens_b, 0)}",
+        side.trend,
+    ]
+
+
 def render_comparison_text(comparison: Comparison) -> str:
     """The comparison for people: the runs, what changed, tasks, bugs, warnings, then the verdict."""
     lines = [f"A  {describe_run(comparison.a)}", f"B  {describe_run(comparison.b)}", ""]
@@ -76,11 +128,15 @@ def render_comparison_text(comparison: Comparison) -> str:
         f"Tasks (success: Fisher's exact test, two-sided; calls and tokens per attempt: A → B "
         f"(B − A; 95% bootstrap interval), * significant; alpha {comparison.alpha:g}):",
     ]
-    rows = [["task", "success A", "success B", "p", "calls", "tokens", "verdict"]]
+    split = bool(comparison.splits)
+    rows = [
+        ["task", *(["split"] if split else []), "success A", "success B", "p", "calls", "tokens", "verdict"]
+    ]
     for task in comparison.tasks:
         rows.append(
             [
                 task.task_id,
+                *([task.split] if split else []),
                 success_cell(task.success_a),
                 success_cell(task.success_b),
                 p_cell(task.p_value),
@@ -92,6 +148,10 @@ def render_comparison_text(comparison: Comparison) -> str:
             ]
         )
     lines += columns(rows) if comparison.tasks else ["  none"]
+    if comparison.splits:
+        lines += ["", "Train and holdout (the fix agent sees only the bugs of train tasks):"]
+        lines += columns(split_rows(comparison))
+        lines.extend(f"  Warning: {warning}" for warning in comparison.split_warnings)
     lines += ["", "Bugs (by id):"]
     if comparison.bugs:
         rows = [["status", "id", "severity", "occurrences A → B", "tokens lost each A → B"]]
