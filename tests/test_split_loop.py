@@ -27,7 +27,7 @@ from mcpipechekr.artifacts.fix_record import FixRecord
 from mcpipechekr.artifacts.review import Review
 from mcpipechekr.artifacts.rundir import RunDir
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_split_loop")]
 
 DATE_SORT = "GAP-no-date-sort-query-email-database"
 FTS_RANK = "BUG-no-such-column-fts-rank-query-email-database"
