@@ -57,7 +57,7 @@ import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import anyio
 import orjson
@@ -71,6 +71,7 @@ from mcpipechekr.errors import UserError
 from mcpipechekr.runners.base import AgentServer, RunnerName, RunnerOutput, RunRequest, TraceStatus
 from mcpipechekr.runners.cliagent import CliAgentRunner, SecretEnv, SessionFormatError, find_cli, run_cli
 from mcpipechekr.runners.opencode_serve import OpencodeServe, OpencodeServerDown
+from mcpipechekr.runners.registry import OPENCODE_MODES, OpencodeMode
 
 OPENCODE_ENV_VAR = "MCPIPECHEKR_OPENCODE"
 INSTALL_HINT = "npm install -g opencode-ai"
@@ -154,13 +155,6 @@ def _mcp_entry(server: AgentServer, secrets: SecretEnv, timeout_ms: int) -> dict
         "timeout": timeout_ms,
         "headers": {name: "{env:" + secrets.name_for(value) + "}" for name, value in server.headers.items()},
     }
-
-
-OpencodeMode = Literal["serve", "run"]
-OPENCODE_MODES: tuple[OpencodeMode, ...] = ("serve", "run")
-DEFAULT_OPENCODE_MODE: OpencodeMode = "serve"
-"""`serve`: one `opencode serve` per run, an HTTP session per attempt (opencode_serve.py); `run`: one
-`opencode run` process per attempt."""
 
 
 class OpencodeRunner(CliAgentRunner):
@@ -330,17 +324,20 @@ class OpencodeRunner(CliAgentRunner):
                     group.cancel_scope.cancel()
 
                 async def ask() -> None:
-                    nonlocal timed_out
+                    nonlocal timed_out, down
                     remaining = max(0.1, deadline - time.monotonic())
                     with anyio.move_on_after(remaining) as scope:
-                        await serve.call(
-                            process,
-                            "POST",
-                            f"/session/{session_id}/message",
-                            directory=project,
-                            body=prompt,
-                            timeout_s=remaining + 5,
-                        )
+                        try:
+                            await serve.call(
+                                process,
+                                "POST",
+                                f"/session/{session_id}/message",
+                                directory=project,
+                                body=prompt,
+                                timeout_s=remaining + 5,
+                            )
+                        except OpencodeServerDown as exc:
+                            down = exc.reason
                     timed_out = scope.cancelled_caught
                     group.cancel_scope.cancel()
 

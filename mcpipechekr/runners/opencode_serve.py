@@ -30,6 +30,7 @@ failure leaves the remaining attempts `error`, naming both.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -44,6 +45,8 @@ from typing import Any
 import anyio
 import httpx2
 
+from mcpipechekr._util.process_group import group_running
+from mcpipechekr._util.stops import own_group, release_group
 from mcpipechekr.artifacts.atomic import atomic_write_json
 
 MAX_RESTARTS = 1
@@ -154,6 +157,7 @@ class OpencodeServe:
                 env=env,
                 start_new_session=True,
             )
+        own_group(process.pid)  # ended by the front end on Ctrl-C, should this process not get to it
         serve = ServeProcess(process, "", log)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline and process.poll() is None:
@@ -167,23 +171,22 @@ class OpencodeServe:
         raise OpencodeServerDown(f"`opencode serve` did not start ({how}): {serve.log_tail()}")
 
     async def _stop(self, serve: ServeProcess) -> None:
-        """End the server: SIGTERM to it (its MCP clients see their input close), then its whole group."""
+        """End the server, then what it launched: the capture proxies see their input close and stop
+        their servers themselves (finishing their journals); whatever is left after the grace is killed."""
         with anyio.CancelScope(shield=True):
             for sig in (signal.SIGTERM, signal.SIGKILL):
                 if serve.process.poll() is None:
-                    try:
+                    with contextlib.suppress(ProcessLookupError):
                         os.kill(serve.pid, sig)
-                    except ProcessLookupError:
-                        pass
                     deadline = time.monotonic() + STOP_GRACE_S
                     while serve.process.poll() is None and time.monotonic() < deadline:
                         await anyio.sleep(0.05)
-            # Whatever it launched and left behind (proxies whose input has closed exit by themselves).
-            await anyio.sleep(0.5)
-            try:
+            deadline = time.monotonic() + 2 * STOP_GRACE_S
+            while group_running(serve.pid) and time.monotonic() < deadline:
+                await anyio.sleep(0.05)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(serve.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            release_group(serve.pid)
 
     async def watch(self, serve: ServeProcess) -> str:
         """Return (the reason) once `serve` has crashed or hung; runs until cancelled otherwise."""
@@ -236,9 +239,13 @@ class OpencodeServe:
             )
         except httpx2.HTTPError as exc:
             await anyio.sleep(0.1)  # a connection cut by a dying server: let its exit be seen
-            raise OpencodeServerDown(
-                serve.down or serve.exited() or f"the opencode server did not answer {path}: {exc!r}"
-            ) from None
+            exited = serve.exited()
+            serve.down = serve.down or (
+                f"{exited} during the attempt"
+                if exited
+                else f"the opencode server did not answer {path}: {exc!r}"
+            )
+            raise OpencodeServerDown(serve.down) from None
         if response.status_code >= 300:
             raise RuntimeError(
                 f"opencode answered {method} {path} with {response.status_code}: {response.text[:400]}"
