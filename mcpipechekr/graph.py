@@ -114,6 +114,13 @@ PARAMS: list[dict[str, Any]] = [
         "help": "opencode / claude-code runners: leave the agent's own tools (shell, files) on.",
     },
     {
+        "name": "opencode_mode",
+        "long": "opencode-mode",
+        "default": "serve",
+        "help": "opencode runner: serve (one `opencode serve` per trace step) or run (`opencode run` "
+        "per attempt).",
+    },
+    {
         "name": "new_run",
         "long": "new-run",
         "type": bool,
@@ -152,6 +159,7 @@ class Settings:
     concurrency: int = 4
     runner: str = "native"
     keep_builtin_tools: bool = False
+    opencode_mode: str = "serve"
     new_run: bool = False
     allow_incomplete: bool = False
     regenerate_baseline: bool = False
@@ -584,6 +592,7 @@ def task_trace() -> Iterator[dict[str, Any]]:
                     [Attempt(one, spec, number)],
                     runner=inputs.settings.runner,
                     keep_builtin_tools=inputs.settings.keep_builtin_tools,
+                    opencode_mode=inputs.settings.opencode_mode,
                     resume=resume,
                 )
 
@@ -593,9 +602,7 @@ def task_trace() -> Iterator[dict[str, Any]]:
                 "task_dep": ["lint"],
                 "file_dep": [_p(plan.run_dir.tools)],
                 "targets": [_p(target)],
-                "uptodate": [
-                    config_changed(_attempt_digest(config, task, inputs.settings.runner))
-                ],
+                "uptodate": [config_changed(_attempt_digest(config, task, inputs.settings.runner))],
                 "params": PARAMS,
             }
 

@@ -27,6 +27,7 @@ from mcpipechekr.runners.execute import run_phase1
 from mcpipechekr.runners.opencode import OpencodeRunner
 from mcpipechekr.runners.registry import get_runner
 
+
 def serve_phase1(
     tmp_path: Path,
     runner: OpencodeRunner,
