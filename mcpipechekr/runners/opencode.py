@@ -1,6 +1,12 @@
 """The opencode runner: `opencode run` drives the task, `opencode export` tells us what it did.
 
-How one attempt runs:
+Two modes (`--opencode-mode`): `run`, described here, starts an `opencode run`
+per attempt; `serve`, Phase 1's default, keeps one `opencode serve` for all
+the runner's attempts and drives each over its HTTP API (`_run_served`, with
+the process itself in opencode_serve.py); both write the same config and
+convert the session with `convert_opencode_export`.
+
+How one attempt runs in `run` mode:
 
 1. A per-run opencode config is written into the attempt's scratch folder and
    passed with `OPENCODE_CONFIG`, so the user's own opencode files (and their
