@@ -64,12 +64,22 @@ class SlowModel:
         return reply
 
 
+class TimedRunner(OpencodeRunner):
+    """The opencode runner, keeping how long its server's starts took when it closes."""
+
+    start_seconds: list[float]
+
+    async def aclose(self) -> None:
+        self.start_seconds = list(self._serve.start_seconds) if self._serve is not None else []
+        await super().aclose()
+
+
 def one_mode(
     mode: str, binary: str, tasks: list[Task], latency: float, folder: Path
-) -> tuple[float, float, int]:
-    """One Phase 1 run of `tasks` in `mode`; returns (wall s, model s, attempts completed)."""
+) -> tuple[float, float, int, float]:
+    """One Phase 1 run of `tasks` in `mode`; returns (wall s, model s, attempts completed, server start s)."""
     model = SlowModel(latency)
-    runner = OpencodeRunner(binary=binary, env=isolated_home(folder / "home"), mode=mode)  # type: ignore[arg-type]
+    runner = TimedRunner(binary=binary, env=isolated_home(folder / "home"), mode=mode)  # type: ignore[arg-type]
     with FakeOpenAI(model) as fake:
         started = time.monotonic()
         paths = run_phase1(
@@ -83,7 +93,7 @@ def one_mode(
         )
         wall = time.monotonic() - started
     completed = sum(1 for path in paths if read_trace(path).status == "completed")
-    return wall, model.spent, completed
+    return wall, model.spent, completed, sum(getattr(runner, "start_seconds", []))
 
 
 def main() -> int:
@@ -107,7 +117,7 @@ def main() -> int:
     for mode in ("run", "serve"):
         folder = Path(tempfile.mkdtemp(prefix=f"mcpipechekr-bench-opencode-{mode}-"))
         try:
-            wall, spent, completed = one_mode(mode, binary, tasks, args.latency, folder)
+            wall, spent, completed, start = one_mode(mode, binary, tasks, args.latency, folder)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         overhead = (wall - spent) / len(tasks)
@@ -118,6 +128,12 @@ def main() -> int:
             f"overhead {overhead:.2f} s per attempt, {completed}/{len(tasks)} completed",
             flush=True,
         )
+        if start:
+            print(
+                f"       of which the server's start: {start:.1f} s once; "
+                f"{(wall - spent - start) / len(tasks):.2f} s per attempt without it",
+                flush=True,
+            )
     ratio = figures["serve"] / figures["run"] if figures["run"] > 0 else float("nan")
     print(
         f"serve / run overhead: {ratio:.2f} (target <= 0.3); serve {figures['serve']:.2f} s per attempt "

@@ -112,6 +112,8 @@ class OpencodeServe:
         self.current: ServeProcess | None = None
         self.starts = 0
         self.failures: list[str] = []
+        self.start_seconds: list[float] = []
+        """How long each start took, until the server said where it listens (for benchmarks)."""
         self._idle: list[Path] = []
         self._folders = 0
         self._lock = anyio.Lock()
@@ -159,11 +161,13 @@ class OpencodeServe:
             )
         own_group(process.pid)  # ended by the front end on Ctrl-C, should this process not get to it
         serve = ServeProcess(process, "", log)
-        deadline = time.monotonic() + START_TIMEOUT_S
+        began = time.monotonic()
+        deadline = began + START_TIMEOUT_S
         while time.monotonic() < deadline and process.poll() is None:
             match = _LISTENING.search(log.read_text(errors="replace"))
             if match:
                 serve.url = match.group(1).rstrip("/")
+                self.start_seconds.append(time.monotonic() - began)
                 return serve
             await anyio.sleep(0.05)
         await self._stop(serve)
