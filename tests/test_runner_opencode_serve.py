@@ -3,7 +3,7 @@ scripted OpenAI-compatible model and capture_server behind the capture proxy.
 
 What is checked: every attempt gets its own journal with the server's calls in it, the run never
 halts when attempts end normally (the MCP clients are disconnected between attempts, which stops
-the servers behind the proxies), and a server killed in the middle of an attempt is started again:
+the servers behind the proxies), and a server killed (or hung) in the middle of an attempt is started again:
 that attempt ends `incomplete` naming the crash, the others complete.
 """
 
@@ -23,6 +23,7 @@ from fakes.openai_server import FakeOpenAI, Reply
 from mcpipechekr.artifacts.journal import read_journal
 from mcpipechekr.artifacts.trace import ToolCall, read_trace
 from mcpipechekr.providers import ProviderSpec
+from mcpipechekr.runners import opencode_serve
 from mcpipechekr.runners.execute import run_phase1
 from mcpipechekr.runners.opencode import OpencodeRunner
 from mcpipechekr.runners.registry import get_runner
@@ -126,3 +127,36 @@ def test_the_registry_passes_the_opencode_mode(tmp_path: Path) -> None:
     spec = ProviderSpec(provider="fake", model="fake-model")
     assert get_runner(spec, config, "opencode").mode == "serve"
     assert get_runner(spec, config, "opencode", opencode_mode="run").mode == "run"
+
+
+@pytest.mark.slow
+def test_a_hung_server_is_taken_for_dead_and_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stopped process answers nothing: after HUNG_AFTER_S its attempt ends and a new server starts."""
+    monkeypatch.setattr(opencode_serve, "HUNG_AFTER_S", 3.0)
+    runner = served_runner(tmp_path)
+    answer = openai_call_then_answer("cap_", "echo", {"text": "hi"})
+    requests = 0
+    frozen: list[int] = []
+
+    def respond(body: dict) -> Reply:
+        nonlocal requests
+        requests += 1
+        if requests == 1:  # the first attempt's first question
+            assert runner._serve is not None and runner._serve.current is not None
+            frozen.append(runner._serve.current.pid)
+            os.kill(frozen[0], signal.SIGSTOP)
+        return answer(body)
+
+    paths = serve_phase1(tmp_path, runner, respond, repeat=2)
+    traces = [read_trace(path) for path in paths]
+    assert [(t.status, t.status_reason) for t in traces] == [
+        (
+            "incomplete",
+            "the opencode server stopped answering for 3 s (hung); it is started again for the next attempts",
+        ),
+        ("completed", None),
+    ]
+    assert not process_alive(frozen[0])
+    assert all(len(found) == 1 and found[0].expected for found in journal_exits(tmp_path))
