@@ -15,15 +15,32 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import pytest
 from fakes.agent_cli import isolated_home, process_alive, require_cli
-from fakes.agent_scenarios import DONE, ECHO_TASK, capture_server_config, openai_call_then_answer
-from fakes.openai_server import FakeOpenAI, Reply
+from fakes.agent_scenarios import (
+    DONE,
+    ECHO_TASK,
+    FINAL,
+    PROMPT,
+    SECRET,
+    ScriptLog,
+    capture_server_config,
+    files_containing,
+    make_request,
+    openai_call_then_answer,
+    openai_responder,
+    write_config,
+)
+from fakes.openai_server import FakeOpenAI, Reply, last_user_text
+from test_runner_opencode import check_scripted_steps
 
 from mcpipechekr.artifacts.journal import read_journal
 from mcpipechekr.artifacts.trace import ToolCall, read_trace
+from mcpipechekr.capture import journal_tool_calls
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners import opencode_serve
+from mcpipechekr.runners.base import RunnerOutput, RunRequest
 from mcpipechekr.runners.execute import run_phase1
 from mcpipechekr.runners.opencode import OpencodeRunner
 from mcpipechekr.runners.registry import get_runner
@@ -160,3 +177,38 @@ def test_a_hung_server_is_taken_for_dead_and_replaced(
     ]
     assert not process_alive(frozen[0])
     assert all(len(found) == 1 and found[0].expected for found in journal_exits(tmp_path))
+
+
+@pytest.mark.slow
+def test_a_served_attempt_converts_like_an_opencode_run(
+    tmp_path: Path, emailindex_dir: Path, emailindex_db: Path
+) -> None:
+    """The example task through the API: the same steps, usage, thinking and errors as `opencode run`
+    gives (test_runner_opencode.py), the same tool names offered, no title request, no secret written."""
+    log = ScriptLog()
+    runner = served_runner(tmp_path)
+
+    async def attempt(request: RunRequest) -> RunnerOutput:
+        try:
+            return await runner.run(request)
+        finally:
+            await runner.aclose()
+
+    with FakeOpenAI(openai_responder("emailindex_", log)) as fake:
+        config = write_config(tmp_path, emailindex_dir, emailindex_db, {"fake": {"base_url": fake.base_url}})
+        request = make_request(config, tmp_path, ProviderSpec(provider="fake", model="fake-model"))
+        output = anyio.run(attempt, request)
+
+    assert output.status == "completed", output.status_reason
+    assert (output.final_answer, output.model) == (FINAL, "fake-model")
+    check_scripted_steps(output.steps, with_results=True)
+    assert last_user_text(log.task_requests[0]) == PROMPT
+    offered = {tool["function"]["name"] for tool in log.task_requests[0]["tools"]}
+    assert offered == {"emailindex_count_emails", "emailindex_get_email", "emailindex_query_email_database"}
+    assert log.other_requests == []
+    journal = journal_tool_calls(request.journal)
+    assert [(c.tool, c.arguments, c.is_error) for c in journal] == [
+        (c.tool, c.arguments, c.is_error) for c in output.steps if isinstance(c, ToolCall)
+    ]
+    assert [path for path in files_containing(tmp_path, SECRET) if path.name != "config.yaml"] == []
+    assert (request.workdir / "opencode-export.json").is_file()
