@@ -58,6 +58,7 @@ attempt does not halt the run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -349,8 +350,8 @@ class OpencodeRunner(CliAgentRunner):
 
                 group.start_soon(watch)
                 group.start_soon(ask)
-            if down is None and timed_out:
-                with anyio.move_on_after(10):
+            if down is None and timed_out:  # stop the agent; what it did so far is read below
+                with anyio.move_on_after(10), contextlib.suppress(RuntimeError):
                     await serve.call(process, "POST", f"/session/{session_id}/abort", directory=project)
             export = None
             if down is None:
