@@ -116,6 +116,13 @@ PARAMS: list[dict[str, Any]] = [
         "help": "opencode / claude-code runners: leave the agent's own tools (shell, files) on.",
     },
     {
+        "name": "opencode_mode",
+        "long": "opencode-mode",
+        "default": "serve",
+        "help": "opencode runner: serve (one `opencode serve` per trace step) or run (`opencode run` "
+        "per attempt).",
+    },
+    {
         "name": "new_run",
         "long": "new-run",
         "type": bool,
@@ -170,6 +177,7 @@ class Settings:
     concurrency: int = 4
     runner: str = "native"
     keep_builtin_tools: bool = False
+    opencode_mode: str = "serve"
     new_run: bool = False
     shard: str = ""
     allow_incomplete: bool = False
@@ -714,6 +722,7 @@ def task_trace() -> Iterator[dict[str, Any]]:
                         [planned],
                         runner=inputs.settings.runner,
                         keep_builtin_tools=inputs.settings.keep_builtin_tools,
+                        opencode_mode=inputs.settings.opencode_mode,
                         resume=resume,
                     )
                 finally:
@@ -727,9 +736,7 @@ def task_trace() -> Iterator[dict[str, Any]]:
                 "task_dep": ["lint"],
                 "file_dep": [_p(plan.run_dir.tools)],
                 "targets": [_p(target)],
-                "uptodate": [
-                    config_changed(_attempt_digest(config, task, inputs.settings.runner))
-                ],
+                "uptodate": [config_changed(_attempt_digest(config, task, inputs.settings.runner))],
                 "params": PARAMS,
             }
 

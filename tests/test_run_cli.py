@@ -62,14 +62,14 @@ def test_demo_run_on_the_example(tmp_path: Path, emailindex_dir: Path, emailinde
     # The demo model runs natively whatever the runner; the runner flags are still the run's record.
     code, output = _run(
         "--config", str(config), "--task", FIRST, "--task", PROJECTION, "--runner", "opencode",
-        "--keep-builtin-tools",
+        "--keep-builtin-tools", "--opencode-mode", "run",
     )  # fmt: skip
     assert code == 0, output
     assert "demo (scripted demo model)" in output
     (run_dir,) = (tmp_path / "runs").iterdir()
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "completed" and manifest["providers"]["phase1"] == "demo"
-    assert manifest["parameters"] == {"keep_builtin_tools": True}
+    assert manifest["parameters"] == {"keep_builtin_tools": True, "opencode_mode": "run"}
 
     traces = {read_trace(p).task_id: read_trace(p) for p in (run_dir / "traces").glob("*.json")}
     assert set(traces) == {FIRST, PROJECTION}
@@ -164,6 +164,8 @@ def test_bad_input_is_refused_with_exit_2(
     assert code == 2 and "unknown task id(s): no-such-task" in output
     code, output = run("--task", COUNT, "--keep-builtin-tools")
     assert code == 2 and "--keep-builtin-tools is for the agent CLIs (opencode, claude-code)" in output
+    code, output = run("--task", COUNT, "--runner", "opencode", "--opencode-mode", "daemon")
+    assert code == 2 and "'daemon' is not one of 'serve', 'run'" in output
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
     code, output = run("--help")
     assert code == 0 and "--phase1-provider" in output and "--concurrency" in output

@@ -22,7 +22,13 @@ from mcpipechekr.config import Config
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.base import DEMO_MODEL_LABEL
 from mcpipechekr.runners.engine import DEFAULT_CONCURRENCY, plan_attempts
-from mcpipechekr.runners.registry import AGENT_RUNNERS, DEFAULT_RUNNER, runner_factory
+from mcpipechekr.runners.registry import (
+    AGENT_RUNNERS,
+    DEFAULT_OPENCODE_MODE,
+    DEFAULT_RUNNER,
+    OPENCODE_MODES,
+    runner_factory,
+)
 from mcpipechekr.runshard import SHARD_HELP, attempt_id, parse_shard
 from mcpipechekr.steps.snapshot import snapshot_step
 from mcpipechekr.steps.stage import plan_run_folder
@@ -84,6 +90,14 @@ def _summary(paths: list[Path]) -> Table:
     "beside the server's. By default they are removed, so the agent can only use the server.",
 )
 @click.option(
+    "--opencode-mode",
+    type=click.Choice(OPENCODE_MODES),
+    default=DEFAULT_OPENCODE_MODE,
+    show_default=True,
+    help="With --runner opencode: serve keeps one `opencode serve` for the run and gives each attempt "
+    "a session over its HTTP API; run starts `opencode run` for each attempt (seconds more per attempt).",
+)
+@click.option(
     "--repeat",
     type=click.IntRange(min=1, max=MAX_REPEAT),
     default=1,
@@ -112,6 +126,7 @@ def run_command(
     phase1_provider: tuple[str, ...],
     runner: str,
     keep_builtin_tools: bool,
+    opencode_mode: str,
     repeat: int,
     concurrency: int,
     max_requests: int | None,
@@ -139,7 +154,8 @@ def run_command(
     shard = parse_shard(shard_text) if shard_text is not None else None
     config = effective_config(ctx)
     specs = phase1_providers(config, phase1_provider)
-    runner_factory(config, runner, keep_builtin_tools=keep_builtin_tools)  # refuses bad flags before a run
+    # refuses bad flags before a run
+    runner_factory(config, runner, keep_builtin_tools=keep_builtin_tools, opencode_mode=opencode_mode)
     tasks = select_tasks(load_tasks(config.paths.tasks), task_ids, tags)
     attempts = plan_attempts(tasks, specs, repeat)
     plan = plan_run_folder(
@@ -153,6 +169,7 @@ def run_command(
         # as doit records its flags: those that differ from their defaults (repeat decides the plan)
         parameters={
             **({"keep_builtin_tools": True} if keep_builtin_tools else {}),
+            **({"opencode_mode": opencode_mode} if opencode_mode != DEFAULT_OPENCODE_MODE else {}),
             **({"repeat": repeat} if repeat != 1 else {}),
             **({"shard": str(shard)} if shard else {}),
         },
@@ -177,6 +194,7 @@ def run_command(
         concurrency=concurrency,
         runner=runner,
         keep_builtin_tools=keep_builtin_tools,
+        opencode_mode=opencode_mode,
         max_requests=max_requests,
         progress=True,
     )

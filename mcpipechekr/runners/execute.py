@@ -33,7 +33,7 @@ from mcpipechekr.runners.engine import (
     run_attempts,
 )
 from mcpipechekr.runners.progress import Phase1Progress
-from mcpipechekr.runners.registry import DEFAULT_RUNNER, runner_factory
+from mcpipechekr.runners.registry import DEFAULT_OPENCODE_MODE, DEFAULT_RUNNER, runner_factory
 from mcpipechekr.tasks import Task
 
 
@@ -62,6 +62,7 @@ def execute_attempts(
     runner_for: RunnerFor | None = None,
     runner: str = DEFAULT_RUNNER,
     keep_builtin_tools: bool = False,
+    opencode_mode: str = DEFAULT_OPENCODE_MODE,
     max_requests: int | None = None,
     progress: bool = True,
     on_attempt: Callable[[Attempt], None] | None = None,
@@ -71,7 +72,8 @@ def execute_attempts(
 
     `runner_for` picks the runner per provider (default: the registry, with
     `runner` for non-demo providers, and the agent CLIs' built-in tools left
-    to them when `keep_builtin_tools`). At most `concurrency` attempts run at
+    to them when `keep_builtin_tools`, and the opencode runner in
+    `opencode_mode`). At most `concurrency` attempts run at
     once. `progress` shows done / running / failed and tokens on stderr.
     Raises ServerHalt when the server fails (see `runners.engine`) and
     KeyboardInterrupt on Ctrl-C, after writing the traces of the attempts in
@@ -81,7 +83,9 @@ def execute_attempts(
     """
     attempts = list(attempts)
     if runner_for is None:
-        runner_for = runner_factory(config, runner, keep_builtin_tools=keep_builtin_tools)
+        runner_for = runner_factory(
+            config, runner, keep_builtin_tools=keep_builtin_tools, opencode_mode=opencode_mode
+        )
     display = Phase1Progress(err_console) if progress else None
 
     def update(state: Phase1State, attempt: Attempt | None) -> None:

@@ -1,6 +1,12 @@
 """The opencode runner: `opencode run` drives the task, `opencode export` tells us what it did.
 
-How one attempt runs:
+Two modes (`--opencode-mode`): `run`, described here, starts an `opencode run`
+per attempt; `serve`, Phase 1's default, keeps one `opencode serve` for all
+the runner's attempts and drives each over its HTTP API (`_run_served`, with
+the process itself in opencode_serve.py); both write the same config and
+convert the session with `convert_opencode_export`.
+
+How one attempt runs in `run` mode:
 
 1. A per-run opencode config is written into the attempt's scratch folder and
    passed with `OPENCODE_CONFIG`, so the user's own opencode files (and their
@@ -52,6 +58,7 @@ attempt does not halt the run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -59,6 +66,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+import anyio
 import orjson
 
 from mcpipechekr._util.tokens import BYTES_PER_TOKEN
@@ -66,8 +74,11 @@ from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.atomic import atomic_write_json
 from mcpipechekr.artifacts.tool_result import split_joined_text
 from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, Usage, tool_call_from_result
+from mcpipechekr.errors import UserError
 from mcpipechekr.runners.base import AgentServer, RunnerName, RunnerOutput, RunRequest, TraceStatus
 from mcpipechekr.runners.cliagent import CliAgentRunner, SecretEnv, SessionFormatError, find_cli, run_cli
+from mcpipechekr.runners.opencode_serve import OpencodeServe, OpencodeServerDown
+from mcpipechekr.runners.registry import OPENCODE_MODES, OpencodeMode
 
 OPENCODE_ENV_VAR = "MCPIPECHEKR_OPENCODE"
 INSTALL_HINT = "npm install -g opencode-ai"
@@ -154,12 +165,46 @@ def _mcp_entry(server: AgentServer, secrets: SecretEnv, timeout_ms: int) -> dict
 
 
 class OpencodeRunner(CliAgentRunner):
-    """Runs one task attempt with the opencode CLI (see the module docstring)."""
+    """Runs one task attempt with the opencode CLI (see the module docstring).
+
+    `mode` "run" (the default here) starts `opencode run` for each attempt;
+    "serve" keeps one `opencode serve` for all the runner's attempts (see
+    `opencode_serve.py`) until `aclose`. Phase 1 passes `--opencode-mode`,
+    whose default is "serve".
+    """
 
     name: ClassVar[RunnerName] = "opencode"
 
+    def __init__(
+        self,
+        *,
+        binary: str | None = None,
+        keep_builtin_tools: bool = False,
+        env: dict[str, str] | None = None,
+        mode: OpencodeMode = "run",
+    ):
+        super().__init__(binary=binary, keep_builtin_tools=keep_builtin_tools, env=env)
+        if mode not in OPENCODE_MODES:
+            raise UserError(f"unknown opencode mode '{mode}': use one of {', '.join(OPENCODE_MODES)}")
+        self.mode = mode
+        self._serve: OpencodeServe | None = None
+
+    def _env(
+        self, request: RunRequest, secrets: SecretEnv, *, with_server_env: bool = True
+    ) -> dict[str, str]:
+        return {
+            **os.environ,
+            **request.config.provider_env(),  # keys kept in .env, which os.environ does not hold
+            **self.env,
+            **(request.server.env if with_server_env else {}),
+            **QUIET_ENV,
+            **secrets.values,
+        }
+
     async def run(self, request: RunRequest) -> RunnerOutput:
         binary = self.binary or find_cli("opencode", OPENCODE_ENV_VAR, INSTALL_HINT)
+        if self.mode == "serve":
+            return await self._run_served(binary, request)
         started = utc_now()
         deadline = time.monotonic() + request.timeout_s
         workdir = request.workdir
@@ -170,12 +215,7 @@ class OpencodeRunner(CliAgentRunner):
         # Not named opencode.json: opencode would also read it as a project config of the folder below.
         config_path = atomic_write_json(workdir / "mcpipechekr-opencode.json", config)
         env = {
-            **os.environ,
-            **request.config.provider_env(),  # keys kept in .env, which os.environ does not hold
-            **self.env,
-            **request.server.env,
-            **QUIET_ENV,
-            **secrets.values,
+            **self._env(request, secrets),
             "OPENCODE_CONFIG": str(config_path),
             "PWD": str(project),  # opencode takes its project folder from $PWD, not the process's cwd
         }
@@ -237,6 +277,141 @@ class OpencodeRunner(CliAgentRunner):
         if output.status_reason:
             output.status_reason = redact(output.status_reason)
         return output
+
+    async def _run_served(self, binary: str, request: RunRequest) -> RunnerOutput:
+        """One attempt on the run's `opencode serve` (see opencode_serve.py)."""
+        started = utc_now()
+        deadline = time.monotonic() + request.timeout_s
+        redact = request.config.redactor.redact
+        if self._serve is None:
+            secrets = SecretEnv("MCPIPECHEKR_SECRET_")
+            config = build_opencode_config(request, secrets, keep_builtin_tools=self.keep_builtin_tools)
+            del config["mcp"]  # each attempt adds its own, with its own journal
+            self._serve = OpencodeServe(binary, self._env(request, secrets, with_server_env=False), config)
+        serve = self._serve
+        try:
+            process = await serve.ensure()
+        except OpencodeServerDown as exc:
+            return RunnerOutput(
+                status="error", status_reason=redact(exc.reason), started_at=started, ended_at=utc_now()
+            )
+        project = serve.take_folder()  # an instance of the server no other attempt is using now
+        key = opencode_server_key(request.server.name)
+        timeout_ms = int(request.config.timeouts.tool_call_s * 1000)
+        model = opencode_model(request)
+        provider_id, model_id = model.split("/", 1)
+        session_id: str | None = None
+        timed_out = False
+        down: str | None = None
+        try:
+            await serve.call(
+                process,
+                "POST",
+                "/mcp",
+                directory=project,
+                body={"name": key, "config": _served_mcp_entry(request.server, timeout_ms)},
+            )
+            session = await serve.call(
+                process,
+                "POST",
+                "/session",
+                directory=project,
+                body={"title": f"{request.task.task_id} r{request.repetition}"},
+            )
+            session_id = str(session["id"])
+            prompt = {
+                "parts": [{"type": "text", "text": request.prompt}],
+                "model": {"providerID": provider_id, "modelID": model_id},
+            }
+            async with anyio.create_task_group() as group:
+
+                async def watch() -> None:
+                    nonlocal down
+                    down = await serve.watch(process)
+                    group.cancel_scope.cancel()
+
+                async def ask() -> None:
+                    nonlocal timed_out, down
+                    remaining = max(0.1, deadline - time.monotonic())
+                    with anyio.move_on_after(remaining) as scope:
+                        try:
+                            await serve.call(
+                                process,
+                                "POST",
+                                f"/session/{session_id}/message",
+                                directory=project,
+                                body=prompt,
+                                timeout_s=remaining + 5,
+                            )
+                        except OpencodeServerDown as exc:
+                            down = exc.reason
+                    timed_out = scope.cancelled_caught
+                    group.cancel_scope.cancel()
+
+                group.start_soon(watch)
+                group.start_soon(ask)
+            if down is None and timed_out:  # stop the agent; what it did so far is read below
+                with anyio.move_on_after(10), contextlib.suppress(RuntimeError):
+                    await serve.call(process, "POST", f"/session/{session_id}/abort", directory=project)
+            export = None
+            if down is None:
+                info = await serve.call(process, "GET", f"/session/{session_id}", directory=project)
+                messages = await serve.call(
+                    process, "GET", f"/session/{session_id}/message", directory=project
+                )
+                export = {"info": info, "messages": messages}
+        except OpencodeServerDown as exc:
+            down, export = exc.reason, None
+        finally:
+            with anyio.CancelScope(shield=True):
+                await serve.release_folder(process, project, key)
+        if down is not None:
+            process.down = process.down or down
+            return RunnerOutput(
+                status="incomplete",
+                status_reason=redact(f"{down}; it is started again for the next attempts"),
+                started_at=started,
+                ended_at=utc_now(),
+            )
+        assert export is not None
+        atomic_write_json(request.workdir / "opencode-export.json", redact(export))
+        output = convert_opencode_export(
+            export, server_name=request.server.name, max_requests=request.max_requests
+        )
+        output.started_at, output.ended_at = started, utc_now()
+        if timed_out:
+            output.status = "timeout"
+            output.status_reason = f"no final answer within the task's {request.timeout_s:g} s"
+        if output.status_reason:
+            output.status_reason = redact(output.status_reason)
+        return output
+
+    async def aclose(self) -> None:
+        """Stop the run's `opencode serve`, if one was started."""
+        if self._serve is not None:
+            await self._serve.aclose()
+            self._serve = None
+
+
+def _served_mcp_entry(server: AgentServer, timeout_ms: int) -> dict[str, Any]:
+    """The server's MCP entry for `POST /mcp`: as in the config file, but with values, not `{env:NAME}`
+    references (an entry added at run time is not read as a file; it goes over loopback, is never written)."""
+    if server.transport == "stdio":
+        entry: dict[str, Any] = {
+            "type": "local",
+            "command": [server.command, *server.args],
+            "enabled": True,
+            "timeout": timeout_ms,
+        }
+        if server.cwd:
+            entry["cwd"] = server.cwd
+        if server.env:
+            entry["environment"] = dict(server.env)
+        return entry
+    entry = {"type": "remote", "url": server.url, "enabled": True, "timeout": timeout_ms}
+    if server.headers:
+        entry["headers"] = dict(server.headers)
+    return entry
 
 
 async def _export(

@@ -24,6 +24,12 @@ DEFAULT_RUNNER: AgentRunner = "native"
 RUNNERS_WITH_BUILTIN_TOOLS: tuple[AgentRunner, ...] = ("opencode", "claude-code")
 """Agent CLIs that bring tools of their own (shell, files, ...), removed unless `keep_builtin_tools`."""
 
+OpencodeMode = Literal["serve", "run"]
+OPENCODE_MODES: tuple[OpencodeMode, ...] = ("serve", "run")
+DEFAULT_OPENCODE_MODE: OpencodeMode = "serve"
+"""How the opencode runner drives opencode: `serve`, one `opencode serve` per run and an HTTP session
+per attempt (runners/opencode_serve.py); `run`, one `opencode run` process per attempt."""
+
 RUNNER_CLASSES: dict[str, str] = {
     "native": "mcpipechekr.runners.native:NativeRunner",
     "demo": "mcpipechekr.runners.demo:DemoRunner",
@@ -62,14 +68,19 @@ def load_runner_class(name: str) -> type:
 
 
 def get_runner(
-    spec: ProviderSpec, config: Config, runner: str = DEFAULT_RUNNER, *, keep_builtin_tools: bool = False
+    spec: ProviderSpec,
+    config: Config,
+    runner: str = DEFAULT_RUNNER,
+    *,
+    keep_builtin_tools: bool = False,
+    opencode_mode: str = DEFAULT_OPENCODE_MODE,
 ) -> Runner:
     """A runner instance for one provider (see `runner_name_for`).
 
     A runner class is built with no arguments (a RunRequest carries the config),
     or with the Config when its constructor requires one. `keep_builtin_tools`
     goes to the runners that take it (the agent CLIs); the others have no tools
-    but the server's.
+    but the server's; `opencode_mode` to the opencode runner (its `mode`).
     """
     cls = load_runner_class(runner_name_for(spec, runner))
     parameters = inspect.signature(cls).parameters
@@ -80,17 +91,31 @@ def get_runner(
         and parameter.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     ]
     keeps = keep_builtin_tools and "keep_builtin_tools" in parameters
-    options = {"keep_builtin_tools": True} if keeps else {}
+    options: dict[str, object] = {"keep_builtin_tools": True} if keeps else {}
+    if "mode" in parameters and cls.name == "opencode":
+        options["mode"] = opencode_mode
     return cls(config, **options) if required else cls(**options)
 
 
 def runner_factory(
-    config: Config, runner: str = DEFAULT_RUNNER, *, keep_builtin_tools: bool = False
+    config: Config,
+    runner: str = DEFAULT_RUNNER,
+    *,
+    keep_builtin_tools: bool = False,
+    opencode_mode: str = DEFAULT_OPENCODE_MODE,
 ) -> Callable[[ProviderSpec], Runner]:
     """Provider -> runner for a Phase 1 run, with the run's runner flags checked once, up front."""
+    if opencode_mode not in OPENCODE_MODES:
+        raise UserError(f"unknown opencode mode '{opencode_mode}': use one of {', '.join(OPENCODE_MODES)}")
     if keep_builtin_tools and runner not in RUNNERS_WITH_BUILTIN_TOOLS:
         raise UserError(
             f"--keep-builtin-tools is for the agent CLIs ({', '.join(RUNNERS_WITH_BUILTIN_TOOLS)}); "
             f"the {runner} runner's agent has no tools but the server's"
         )
-    return functools.partial(get_runner, config=config, runner=runner, keep_builtin_tools=keep_builtin_tools)
+    return functools.partial(
+        get_runner,
+        config=config,
+        runner=runner,
+        keep_builtin_tools=keep_builtin_tools,
+        opencode_mode=opencode_mode,
+    )

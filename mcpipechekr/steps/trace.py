@@ -31,7 +31,7 @@ from mcpipechekr.artifacts.trace import read_trace, trace_path
 from mcpipechekr.config import Config
 from mcpipechekr.runners.engine import DEFAULT_CONCURRENCY, Attempt
 from mcpipechekr.runners.execute import execute_attempts
-from mcpipechekr.runners.registry import DEFAULT_RUNNER
+from mcpipechekr.runners.registry import DEFAULT_OPENCODE_MODE, DEFAULT_RUNNER
 from mcpipechekr.steps.handoff import record_call_evidence
 from mcpipechekr.steps.stage import run_stage
 
@@ -74,6 +74,7 @@ def trace_step(
     concurrency: int = DEFAULT_CONCURRENCY,
     runner: str = DEFAULT_RUNNER,
     keep_builtin_tools: bool = False,
+    opencode_mode: str = DEFAULT_OPENCODE_MODE,
     max_requests: int | None = None,
     progress: bool = False,
     resume: bool = False,
@@ -119,6 +120,7 @@ def trace_step(
                 concurrency=concurrency,
                 runner=runner,
                 keep_builtin_tools=keep_builtin_tools,
+                opencode_mode=opencode_mode,
                 max_requests=max_requests,
                 progress=progress,
                 on_attempt=finished,
