@@ -45,6 +45,8 @@ from mcpipechekr.runners.execute import run_phase1
 from mcpipechekr.runners.opencode import OpencodeRunner
 from mcpipechekr.runners.registry import get_runner
 
+pytestmark = pytest.mark.slow
+
 
 def serve_phase1(
     tmp_path: Path,
