@@ -144,17 +144,22 @@ def build_opencode_config(
     return config
 
 
+def _local_entry(server: AgentServer, timeout_ms: int) -> dict[str, Any]:
+    """A stdio server's MCP entry, the same in the config file and over `POST /mcp`."""
+    entry: dict[str, Any] = {
+        "type": "local",
+        "command": [server.command, *server.args],
+        "enabled": True,
+        "timeout": timeout_ms,
+    }
+    if server.cwd:
+        entry["cwd"] = server.cwd
+    return entry
+
+
 def _mcp_entry(server: AgentServer, secrets: SecretEnv, timeout_ms: int) -> dict[str, Any]:
     if server.transport == "stdio":
-        entry: dict[str, Any] = {
-            "type": "local",
-            "command": [server.command, *server.args],
-            "enabled": True,
-            "timeout": timeout_ms,
-        }
-        if server.cwd:
-            entry["cwd"] = server.cwd
-        return entry
+        return _local_entry(server, timeout_ms)
     return {
         "type": "remote",
         "url": server.url,
@@ -397,14 +402,7 @@ def _served_mcp_entry(server: AgentServer, timeout_ms: int) -> dict[str, Any]:
     """The server's MCP entry for `POST /mcp`: as in the config file, but with values, not `{env:NAME}`
     references (an entry added at run time is not read as a file; it goes over loopback, is never written)."""
     if server.transport == "stdio":
-        entry: dict[str, Any] = {
-            "type": "local",
-            "command": [server.command, *server.args],
-            "enabled": True,
-            "timeout": timeout_ms,
-        }
-        if server.cwd:
-            entry["cwd"] = server.cwd
+        entry = _local_entry(server, timeout_ms)
         if server.env:
             entry["environment"] = dict(server.env)
         return entry
