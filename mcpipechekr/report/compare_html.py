@@ -13,14 +13,7 @@ from collections.abc import Sequence
 from html import escape
 
 from mcpipechekr.artifacts.comparison import Comparison
-from mcpipechekr.report.compare_text import (
-    VERDICT_WORDS,
-    describe_run,
-    mean_cell,
-    p_cell,
-    split_rows,
-    success_cell,
-)
+from mcpipechekr.report.compare_text import describe_run, split_rows, task_cells
 
 STYLE = """
 .mcpc-compare table { border-collapse: collapse; margin: 0.5em 0 1em; }
@@ -87,22 +80,7 @@ def render_comparison_html(comparison: Comparison, *, heading: str = "Comparison
     )
     split = bool(comparison.splits)
     task_rows = [
-        _row(
-            [
-                task.task_id,
-                *([task.split] if split else []),
-                success_cell(task.success_a),
-                success_cell(task.success_b),
-                p_cell(task.p_value),
-                mean_cell(task.calls),
-                mean_cell(task.tokens),
-                VERDICT_WORDS[task.verdict]
-                if task.present_in == "both"
-                else f"only in {task.present_in.upper()}",
-                task.reason,
-            ],
-            css=_CLASS.get(task.verdict),
-        )
+        _row([*task_cells(task, split=split), task.reason], css=_CLASS.get(task.verdict))
         for task in comparison.tasks
     ]
     parts.append(

@@ -15,6 +15,7 @@ from mcpipechekr.artifacts.comparison import (
     MeanComparison,
     SplitComparison,
     SuccessCounts,
+    TaskComparison,
 )
 
 VERDICT_WORDS = {
@@ -115,6 +116,20 @@ def split_row(side: SplitComparison) -> list[str]:
     ]
 
 
+def task_cells(task: TaskComparison, *, split: bool) -> list[str]:
+    """One task's row, as the text and the HTML comparisons both show it; its split only when `split`."""
+    return [
+        task.task_id,
+        *([task.split] if split else []),
+        success_cell(task.success_a),
+        success_cell(task.success_b),
+        p_cell(task.p_value),
+        mean_cell(task.calls),
+        mean_cell(task.tokens),
+        VERDICT_WORDS[task.verdict] if task.present_in == "both" else f"only in {task.present_in.upper()}",
+    ]
+
+
 def render_comparison_text(comparison: Comparison) -> str:
     """The comparison for people: the runs, what changed, tasks, bugs, warnings, then the verdict."""
     lines = [f"A  {describe_run(comparison.a)}", f"B  {describe_run(comparison.b)}", ""]
@@ -132,21 +147,7 @@ def render_comparison_text(comparison: Comparison) -> str:
     rows = [
         ["task", *(["split"] if split else []), "success A", "success B", "p", "calls", "tokens", "verdict"]
     ]
-    for task in comparison.tasks:
-        rows.append(
-            [
-                task.task_id,
-                *([task.split] if split else []),
-                success_cell(task.success_a),
-                success_cell(task.success_b),
-                p_cell(task.p_value),
-                mean_cell(task.calls),
-                mean_cell(task.tokens),
-                VERDICT_WORDS[task.verdict]
-                if task.present_in == "both"
-                else f"only in {task.present_in.upper()}",
-            ]
-        )
+    rows.extend(task_cells(task, split=split) for task in comparison.tasks)
     lines += columns(rows) if comparison.tasks else ["  none"]
     if comparison.splits:
         lines += ["", "Train and holdout (the fix agent sees only the bugs of train tasks):"]
