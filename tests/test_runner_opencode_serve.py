@@ -55,11 +55,16 @@ def serve_phase1(
     *,
     repeat: int,
     concurrency: int = 1,
+    task_s: float | None = None,
 ) -> list[Path]:
-    """Phase 1 of the echo task `repeat` times on one runner (so one opencode server)."""
+    """Phase 1 of the echo task `repeat` times on one runner (so one opencode server); `task_s`
+    overrides the task timeout."""
     with FakeOpenAI(respond) as fake:
+        config = capture_server_config({"fake": {"base_url": fake.base_url}})
+        if task_s is not None:
+            config.timeouts.task_s = task_s
         return run_phase1(
-            capture_server_config({"fake": {"base_url": fake.base_url}}),
+            config,
             tmp_path / "run",
             [ECHO_TASK],
             [ProviderSpec(provider="fake", model="fake-model")],
@@ -179,6 +184,47 @@ def test_a_hung_server_is_taken_for_dead_and_replaced(
     ]
     assert not process_alive(frozen[0])
     assert all(len(found) == 1 and found[0].expected for found in journal_exits(tmp_path))
+
+
+@pytest.mark.slow
+def test_a_timed_out_attempt_keeps_what_it_did_and_the_server_serves_the_next(tmp_path: Path) -> None:
+    """The model never answers attempt 1's second question: the attempt ends `timeout` at the task's
+    limit with its tool call kept, its session is aborted and its MCP server disconnected (the proxy
+    finishes the journal), and attempt 2 completes on the same opencode server."""
+    runner = served_runner(tmp_path)
+    answer = openai_call_then_answer("cap_", "echo", {"text": "hi"})
+    requests = 0
+    release = threading.Event()
+    lock = threading.Lock()
+    servers: list[int] = []
+
+    def respond(body: dict) -> Reply:
+        nonlocal requests
+        with lock:
+            requests += 1
+            number = requests
+        assert runner._serve is not None and runner._serve.current is not None
+        servers.append(runner._serve.current.pid)
+        if number == 2:  # attempt 1's question after its tool call: no answer before the timeout
+            release.wait(30)
+        return answer(body)
+
+    try:
+        paths = serve_phase1(tmp_path, runner, respond, repeat=2, task_s=6)
+    finally:
+        release.set()
+    traces = [read_trace(path) for path in paths]
+    assert [(t.status, t.status_reason) for t in traces] == [
+        ("timeout", "no final answer within the task's 6 s"),
+        ("completed", None),
+    ]
+    (call,) = [step for step in traces[0].steps if isinstance(step, ToolCall)]
+    assert (call.tool, call.arguments) == ("echo", {"text": "hi"})
+    assert call.result_content == [{"type": "text", "text": "hi"}]
+    assert traces[1].final_answer == DONE
+    assert len(servers) == 4 and len(set(servers)) == 1  # one opencode server throughout
+    exits = journal_exits(tmp_path)
+    assert all(len(found) == 1 and found[0].expected for found in exits)
 
 
 @pytest.mark.slow
