@@ -724,6 +724,7 @@ def task_trace() -> Iterator[dict[str, Any]]:
                         keep_builtin_tools=inputs.settings.keep_builtin_tools,
                         opencode_mode=inputs.settings.opencode_mode,
                         resume=resume,
+                        keep_runners=True,  # one agent server for all the targets (runners/kept.py)
                     )
                 finally:
                     if phase1 is not None:
@@ -947,7 +948,10 @@ def run_doit(argv: list[str], project: Path | None = None) -> int:
         # Held for this invocation only: a process may run several (tests, a Python caller).
         holding = project_lock.project_lock(project_folder()) if _preparing() else contextlib.nullcontext()
         with holding:
-            status = DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(list(argv))
+            try:
+                status = DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(list(argv))
+            finally:
+                _stop_kept_runners()
     finally:
         sys.excepthook = excepthook  # the CLI reports Ctrl-C itself
         _argv = None
@@ -975,6 +979,14 @@ def build(targets: list[str], *, settings: Settings, parallel: int = 1) -> int:
     finally:
         _ending.nesting -= 1
         _override = None
+        _stop_kept_runners()  # the trace targets' agent server: the next build may be after a fix
+
+
+def _stop_kept_runners() -> None:
+    """Stop the agent servers that doit's trace targets shared (runners/kept.py), if any were kept."""
+    kept = sys.modules.get("mcpipechekr.runners.kept")
+    if kept is not None:
+        kept.close_kept()
 
 
 def run_loop(**params: Any) -> None:

@@ -61,6 +61,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -175,7 +176,9 @@ class OpencodeRunner(CliAgentRunner):
     `mode` "run" (the default here) starts `opencode run` for each attempt;
     "serve" keeps one `opencode serve` for all the runner's attempts (see
     `opencode_serve.py`) until `aclose`. Phase 1 passes `--opencode-mode`,
-    whose default is "serve".
+    whose default is "serve". A serving runner may be kept across Phase 1
+    calls of one process (`kept.py`: doit's trace targets), also from several
+    threads' event loops at once.
     """
 
     name: ClassVar[RunnerName] = "opencode"
@@ -193,6 +196,12 @@ class OpencodeRunner(CliAgentRunner):
             raise UserError(f"unknown opencode mode '{mode}': use one of {', '.join(OPENCODE_MODES)}")
         self.mode = mode
         self._serve: OpencodeServe | None = None
+        self._serve_lock = threading.Lock()
+
+    @property
+    def kept_across_calls(self) -> bool:
+        """Worth keeping for the next Phase 1 call in this process: its server is started once."""
+        return self.mode == "serve"
 
     def _env(
         self, request: RunRequest, secrets: SecretEnv, *, with_server_env: bool = True
@@ -288,12 +297,14 @@ class OpencodeRunner(CliAgentRunner):
         started = utc_now()
         deadline = time.monotonic() + request.timeout_s
         redact = request.config.redactor.redact
-        if self._serve is None:
-            secrets = SecretEnv("MCPIPECHEKR_SECRET_")
-            config = build_opencode_config(request, secrets, keep_builtin_tools=self.keep_builtin_tools)
-            del config["mcp"]  # each attempt adds its own, with its own journal
-            self._serve = OpencodeServe(binary, self._env(request, secrets, with_server_env=False), config)
-        serve = self._serve
+        with self._serve_lock:
+            if self._serve is None:
+                secrets = SecretEnv("MCPIPECHEKR_SECRET_")
+                config = build_opencode_config(request, secrets, keep_builtin_tools=self.keep_builtin_tools)
+                del config["mcp"]  # each attempt adds its own, with its own journal
+                env = self._env(request, secrets, with_server_env=False)
+                self._serve = OpencodeServe(binary, env, config)
+            serve = self._serve
         try:
             process = await serve.ensure()
         except OpencodeServerDown as exc:
@@ -391,11 +402,17 @@ class OpencodeRunner(CliAgentRunner):
             output.status_reason = redact(output.status_reason)
         return output
 
+    async def arelease(self) -> None:
+        """Let go of what belongs to the calling event loop (its HTTP client); the server keeps running."""
+        if self._serve is not None:
+            await self._serve.release_client()
+
     async def aclose(self) -> None:
         """Stop the run's `opencode serve`, if one was started."""
-        if self._serve is not None:
-            await self._serve.aclose()
-            self._serve = None
+        with self._serve_lock:
+            serve, self._serve = self._serve, None
+        if serve is not None:
+            await serve.aclose()
 
 
 def _served_mcp_entry(server: AgentServer, timeout_ms: int) -> dict[str, Any]:

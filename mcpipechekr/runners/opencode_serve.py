@@ -37,6 +37,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,18 +117,32 @@ class OpencodeServe:
         """How long each start took, until the server said where it listens (for benchmarks)."""
         self._idle: list[Path] = []
         self._folders = 0
-        self._lock = anyio.Lock()
-        self._client: httpx2.AsyncClient | None = None
+        self._lock = threading.Lock()  # event loops of several threads may share the server (kept.py)
+        self._folders_lock = threading.Lock()  # never held across an await
+        self._local = threading.local()
 
     @property
     def client(self) -> httpx2.AsyncClient:
-        if self._client is None:
-            self._client = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0), trust_env=False)
-        return self._client
+        """This thread's HTTP client: a client belongs to the event loop it was first used in."""
+        client: httpx2.AsyncClient | None = getattr(self._local, "client", None)
+        if client is None:
+            client = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0), trust_env=False)
+            self._local.client = client
+        return client
+
+    async def release_client(self) -> None:
+        """Close this thread's client, before its event loop ends; the server keeps running."""
+        client: httpx2.AsyncClient | None = getattr(self._local, "client", None)
+        self._local.client = None
+        if client is not None:
+            with anyio.CancelScope(shield=True):
+                await client.aclose()
 
     async def ensure(self) -> ServeProcess:
         """The running server, started (or restarted once after a failure) when there is none."""
-        async with self._lock:
+        while not self._lock.acquire(blocking=False):  # held by another attempt, maybe in another loop
+            await anyio.sleep(0.02)
+        try:
             serve = self.current
             if serve is not None and serve.down is None and serve.exited() is None:
                 return serve
@@ -141,6 +156,8 @@ class OpencodeServe:
                 )
             self.current = await self._start()
             return self.current
+        finally:
+            self._lock.release()
 
     async def _start(self) -> ServeProcess:
         self.starts += 1
@@ -259,10 +276,11 @@ class OpencodeServe:
     def take_folder(self) -> Path:
         """An empty project folder no attempt is using: its instance of the server is already set up
         when an earlier attempt used it (a new instance costs seconds)."""
-        if self._idle:
-            return self._idle.pop()
-        self._folders += 1
-        folder = self.scratch / "projects" / f"p{self._folders}"
+        with self._folders_lock:
+            if self._idle:
+                return self._idle.pop()
+            self._folders += 1
+            folder = self.scratch / "projects" / f"p{self._folders}"
         folder.mkdir(parents=True)
         return folder
 
@@ -274,7 +292,8 @@ class OpencodeServe:
         with anyio.move_on_after(10):
             try:
                 await self.call(serve, "POST", f"/mcp/{mcp_name}/disconnect", directory=folder)
-                self._idle.append(folder)
+                with self._folders_lock:
+                    self._idle.append(folder)
                 return
             except (OpencodeServerDown, RuntimeError):
                 pass
@@ -290,7 +309,5 @@ class OpencodeServe:
             if self.current is not None:
                 await self._stop(self.current)
                 self.current = None
-            if self._client is not None:
-                await self._client.aclose()
-                self._client = None
+            await self.release_client()
             shutil.rmtree(self.scratch, ignore_errors=True)

@@ -31,6 +31,7 @@ from mcpipechekr.artifacts.trace import read_trace, trace_path
 from mcpipechekr.config import Config
 from mcpipechekr.runners.engine import DEFAULT_CONCURRENCY, Attempt
 from mcpipechekr.runners.execute import execute_attempts
+from mcpipechekr.runners.kept import kept_runner_for
 from mcpipechekr.runners.registry import DEFAULT_OPENCODE_MODE, DEFAULT_RUNNER
 from mcpipechekr.steps.handoff import record_call_evidence
 from mcpipechekr.steps.stage import run_stage
@@ -78,6 +79,7 @@ def trace_step(
     max_requests: int | None = None,
     progress: bool = False,
     resume: bool = False,
+    keep_runners: bool = False,
     out: Console = console,
 ) -> list[Path]:
     """Run `attempts` → traces/ and journals/ of `run_dir`; returns the traces written, in plan order.
@@ -87,6 +89,8 @@ def trace_step(
     attempt's line goes to `out`. Raises ServerHalt when the server fails and
     KeyboardInterrupt on Ctrl-C, with the run's manifest recording either.
     `resume` leaves out the attempts already traced (see the module docstring).
+    `keep_runners` keeps a runner that holds an agent server (opencode's)
+    for the next call in this process (`runners/kept.py`): doit's targets.
     """
     if resume:
         done = [one for one in attempts if already_traced(run_dir, one)]
@@ -110,6 +114,8 @@ def trace_step(
                 f"trace {attempt.label}: {attempt.state}, {attempt.tokens:,} tokens → {where}", markup=False
             )
 
+    flags = {"keep_builtin_tools": keep_builtin_tools, "opencode_mode": opencode_mode}
+    runner_for = kept_runner_for(config, runner, **flags) if keep_runners else None
     step = f"trace {attempts[0].label}" if len(attempts) == 1 else "trace"
     with run_stage(config, run_dir, step):
         try:
@@ -118,9 +124,9 @@ def trace_step(
                 run_dir,
                 attempts,
                 concurrency=concurrency,
+                runner_for=runner_for,
                 runner=runner,
-                keep_builtin_tools=keep_builtin_tools,
-                opencode_mode=opencode_mode,
+                **flags,
                 max_requests=max_requests,
                 progress=progress,
                 on_attempt=finished,
