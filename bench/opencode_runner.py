@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -32,9 +33,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
+import anyio  # noqa: E402
 from fakes.agent_cli import DEV_BIN, INSTALL, isolated_home  # noqa: E402
-from fakes.agent_scenarios import capture_server_config, openai_call_then_answer  # noqa: E402
+from fakes.agent_scenarios import CAPTURE_SERVER, capture_server_config, openai_call_then_answer  # noqa: E402
 from fakes.openai_server import FakeOpenAI, Reply  # noqa: E402
+from mcp import Client, StdioServerParameters  # noqa: E402
 
 from mcpipechekr.artifacts.trace import read_trace  # noqa: E402
 from mcpipechekr.providers import ProviderSpec  # noqa: E402
@@ -96,6 +99,19 @@ def one_mode(
     return wall, model.spent, completed, sum(getattr(runner, "start_seconds", []))
 
 
+def server_start_s() -> float:
+    """Median time for a bare MCP client to start the capture server, list its tools and stop it."""
+
+    async def once() -> float:
+        started = time.monotonic()
+        params = StdioServerParameters(command=sys.executable, args=[str(CAPTURE_SERVER)])
+        async with Client(params) as client:
+            assert (await client.list_tools()).tools
+        return time.monotonic() - started
+
+    return statistics.median(anyio.run(once) for _ in range(3))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=8)
@@ -134,6 +150,12 @@ def main() -> int:
                 f"{(wall - spent - start) / len(tasks):.2f} s per attempt without it",
                 flush=True,
             )
+    server = server_start_s()
+    print(
+        f"the server under test's own start and stop: {server:.2f} s per attempt in both modes; "
+        f"beyond it, serve {figures['serve'] - server:.2f} s and run {figures['run'] - server:.2f} s",
+        flush=True,
+    )
     ratio = figures["serve"] / figures["run"] if figures["run"] > 0 else float("nan")
     print(
         f"serve / run overhead: {ratio:.2f} (target <= 0.3); serve {figures['serve']:.2f} s per attempt "
