@@ -17,7 +17,8 @@ server, listing its tools), between requests beyond the model's time (the
 tool call), after the last answer (the CLI stopping the server and exiting,
 the stream converted) and outside the runner (the journal read, the trace
 written). It also counts the journals whose proxy was killed before it
-finished them (the run waits for each, up to `JOURNAL_SETTLE_S`). Then the
+finished them (the run waited `JOURNAL_SETTLE_S`, 10 s, for each until it
+learned to stop waiting once the proxy is gone). Then the
 CLI alone: `claude -p` with no MCP server, answered at once, spawn to its
 first request and to its exit (median of `--probes`): the part of every
 attempt a process kept alive between attempts could have saved. Exits 1 if an
@@ -53,7 +54,7 @@ from mcpipechekr.providers import ProviderSpec  # noqa: E402
 from mcpipechekr.runners.base import RunnerOutput, RunRequest  # noqa: E402
 from mcpipechekr.runners.claude_code import CLAUDE_ENV_VAR, INSTALL_HINT, ClaudeCodeRunner  # noqa: E402
 from mcpipechekr.runners.cliagent import AgentCliMissing, find_cli  # noqa: E402
-from mcpipechekr.runners.engine import JOURNAL_SETTLE_S, _journal_settled  # noqa: E402
+from mcpipechekr.runners.engine import _journal_settled  # noqa: E402
 from mcpipechekr.runners.execute import run_phase1  # noqa: E402
 from mcpipechekr.tasks import Task  # noqa: E402
 
@@ -227,8 +228,8 @@ def main() -> int:
         flush=True,
     )
     print(
-        f"       journals the proxy did not finish (no `proxy_stopped`: it was killed first; the run "
-        f"waits up to {JOURNAL_SETTLE_S:g} s for each): {int(figures['cut'])}/{len(tasks)}",
+        f"       journals the proxy did not finish (no `proxy_stopped`: it was killed first): "
+        f"{int(figures['cut'])}/{len(tasks)}",
         flush=True,
     )
     print(
