@@ -51,7 +51,7 @@ attempt's first model request carries, before its prompt, the text blocks
 </local-command-caveat>`, `<command-name>/clear</command-name>
 <command-message>clear</command-message> <command-args></command-args>` and
 `<local-command-stdout></local-command-stdout>`, where a fresh process sends
-the prompt alone: the model would be asked something else than the task's
+the prompt alone: the model would be shown more than the task's
 prompt. Nothing else resets it: a new `session_id` on the user message is
 ignored (the conversation goes on), the control request `end_session` ends
 the process, `set_cwd` after a turn appends a notice. Not used either: a
