@@ -7,6 +7,7 @@ every part but the model is the real one.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from fakes.agent_cli import process_alive
 from fakes.mcp_runner import ClientRunner
@@ -29,7 +31,7 @@ from mcpipechekr.config import Config, ServerConfig, TimeoutsConfig
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.base import RunRequest
-from mcpipechekr.runners.engine import Attempt
+from mcpipechekr.runners.engine import Attempt, _settle
 from mcpipechekr.runners.execute import execute_attempts, run_phase1
 from mcpipechekr.tasks import Task
 
@@ -413,3 +415,39 @@ def test_a_run_killed_outright_leaves_no_process_behind(tmp_path: Path) -> None:
     while left := [pid for pid in started if process_alive(pid)]:
         assert time.monotonic() < deadline, f"processes left running after the run was killed: {left}"
         time.sleep(0.05)
+
+
+def _journal_of(path: Path, pid: int, *, finished: bool) -> Path:
+    records = [{"seq": 0, "t": 1.0, "kind": "event", "event": "proxy_started", "version": 1, "pid": pid}]
+    if finished:
+        records.append({"seq": 1, "t": 2.0, "kind": "event", "event": "proxy_stopped"})
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return path
+
+
+def _settle_seconds(path: Path, timeout_s: float) -> float:
+    started = time.monotonic()
+    anyio.run(_settle, path, timeout_s)
+    return time.monotonic() - started
+
+
+@linux_only
+def test_the_wait_for_a_journal_ends_once_its_proxy_is_gone(tmp_path: Path) -> None:
+    """A proxy killed before its `proxy_stopped` writes nothing more: the run does not wait out the time."""
+    exited = subprocess.Popen([sys.executable, "-c", "pass"])
+    exited.wait()
+    assert _settle_seconds(_journal_of(tmp_path / "gone.jsonl", exited.pid, finished=False), 10) < 2
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])  # exited, never reaped until the end
+    try:
+        while process_alive(zombie.pid) or not Path(f"/proc/{zombie.pid}").exists():
+            time.sleep(0.02)
+        assert _settle_seconds(_journal_of(tmp_path / "zombie.jsonl", zombie.pid, finished=False), 10) < 2
+    finally:
+        zombie.wait()
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"]) as running:
+        try:
+            live = _journal_of(tmp_path / "live.jsonl", running.pid, finished=False)
+            assert _settle_seconds(live, 0.6) >= 0.6  # a live proxy may still write: wait
+            assert _settle_seconds(_journal_of(tmp_path / "done.jsonl", running.pid, finished=True), 10) < 1
+        finally:
+            running.kill()

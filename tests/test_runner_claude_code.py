@@ -7,8 +7,13 @@ live emailindex server, and the converted trace is checked against the proxy's j
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
+import queue
+import subprocess
+import threading
 from pathlib import Path
 
 import anyio
@@ -305,3 +310,86 @@ def test_a_server_that_dies_in_the_middle_of_a_call_halts_a_claude_code_run(tmp_
     assert (trace.status, trace.status_reason) == ("incomplete", f"the server failed: {death}")
     (call,) = [step for step in trace.steps if isinstance(step, ToolCall)]
     assert (call.tool, call.is_error, call.error_text) == ("crash", True, f"no result: {death}")
+
+
+# --- why each attempt is a process of its own (claude_code.py, "One process per attempt") ------------
+
+
+@pytest.mark.slow
+def test_a_long_lived_claude_cannot_start_a_clean_conversation(tmp_path: Path) -> None:
+    """`/clear`, the only reset a stream-json process has, records itself before the next prompt.
+
+    Should a Claude Code release send the next prompt alone, a process could be kept between
+    attempts (as opencode's `serve`): this test then fails, to say so."""
+    binary = require_cli("claude", "MCPIPECHEKR_CLAUDE")
+    project = tmp_path / "project"
+    project.mkdir()
+    config = tmp_path / "no-mcp.json"
+    config.write_text(json.dumps({"mcpServers": {}}))
+    with FakeAnthropic(lambda body: text_reply(DONE)) as fake:
+        env = {
+            **os.environ,
+            **isolated_home(tmp_path / "home"),
+            "ANTHROPIC_BASE_URL": fake.base_url,
+            "ANTHROPIC_API_KEY": "x",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        }
+        argv = [
+            binary, "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+            "--no-session-persistence", "--mcp-config", str(config), "--strict-mcp-config",
+            "--model", "claude-fake-1", "--max-turns", "2", "--tools", "",
+        ]  # fmt: skip
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=project,
+            env=env,
+        )
+        events: queue.Queue[dict | None] = queue.Queue()
+
+        def read() -> None:
+            for line in process.stdout or []:
+                with contextlib.suppress(ValueError):
+                    events.put(json.loads(line))
+            events.put(None)
+
+        threading.Thread(target=read, daemon=True).start()
+
+        def ask(text: str) -> dict:
+            message = {"role": "user", "content": text}
+            line = json.dumps(
+                {"type": "user", "message": message, "parent_tool_use_id": None, "session_id": ""}
+            )
+            assert process.stdin is not None
+            process.stdin.write(line.encode() + b"\n")
+            process.stdin.flush()
+            seen = []
+            while (event := events.get(timeout=60)) is not None:
+                seen.append(event["type"])
+                if event["type"] == "result":
+                    return {"result": event, "seen": seen}
+            raise AssertionError(f"claude exited before answering {text!r}")
+
+        try:
+            assert ask("First attempt.")["result"]["subtype"] == "success"
+            cleared = ask("/clear")
+            assert "conversation_reset" in cleared["seen"] and cleared["result"]["num_turns"] == 0
+            assert ask("Second attempt.")["result"]["subtype"] == "success"
+        finally:
+            if process.stdin is not None:
+                process.stdin.close()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        first, second = fake.requests[0]["messages"], fake.requests[-1]["messages"]
+    assert len(fake.requests) == 2  # `/clear` asks the model nothing
+    assert first[0] == {"role": "user", "content": "First attempt."}  # a fresh process: the prompt alone
+    assert "First attempt." not in json.dumps(second)  # the earlier conversation is gone ...
+    blocks = second[0]["content"]  # ... but the command is recorded before the next prompt
+    assert [block["text"] for block in blocks][-1] == "Second attempt."
+    before = "".join(block["text"] for block in blocks[:-1])
+    assert "<local-command-caveat>" in before and "<command-name>/clear</command-name>" in before

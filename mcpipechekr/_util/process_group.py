@@ -90,6 +90,16 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def process_running(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie (where /proc cannot tell: whether it exists)."""
+    if pid <= 0:
+        return False
+    if not _PROC.is_dir():
+        return pid_alive(pid)
+    fields = _proc_stat(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
+
+
 def parent_pid(pid: int) -> int | None:
     """The parent of `pid` from /proc; None where /proc cannot tell (gone, or no /proc)."""
     fields = _proc_stat(pid)

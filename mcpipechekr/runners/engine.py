@@ -55,7 +55,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
+import orjson
 
+from mcpipechekr._util.process_group import process_running
 from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.journal import JournalRecord, journal_path, read_journal
 from mcpipechekr.artifacts.rundir import RunDir
@@ -79,6 +81,8 @@ TIMEOUT_SLACK_S = 5.0
 engine cancels it."""
 JOURNAL_SETTLE_S = 10.0
 """Longest wait for a stdio proxy to finish its journal after the agent let go of it."""
+PROXY_GONE_QUIET_S = 0.2
+"""How long a journal whose proxy is gone must stay unchanged before the wait for it ends."""
 
 RunnerFor = Callable[[ProviderSpec], Runner]
 
@@ -150,9 +154,40 @@ def _journal_settled(path: Path) -> bool:
     return tail.endswith(b"\n") and b'"proxy_stopped"' in tail.rsplit(b"\n", 2)[-2]
 
 
+def _proxy_pid(path: Path) -> int | None:
+    """The stdio proxy's process id, from the journal's `proxy_started` record; None if it has none."""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(4096)
+        record = orjson.loads(first)
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    pid = record.get("pid") if isinstance(record, dict) and record.get("event") == "proxy_started" else None
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
+
+
 async def _settle(path: Path, timeout_s: float) -> None:
+    """Wait until the proxy has finished the journal, for at most `timeout_s`.
+
+    A proxy killed before it finished (an agent CLI may SIGKILL the proxy it
+    launched while the proxy is still stopping the server) will write nothing
+    more: once its process is gone and the journal has not grown for
+    `PROXY_GONE_QUIET_S`, the wait ends without running out the time.
+    """
     deadline = time.monotonic() + timeout_s
+    pid: int | None = None
+    size, quiet_since = -1, time.monotonic()
     while not _journal_settled(path) and time.monotonic() < deadline:
+        pid = pid or _proxy_pid(path)
+        if pid is not None and not process_running(pid):
+            try:
+                now_size = os.path.getsize(path)
+            except OSError:
+                return
+            if now_size != size:
+                size, quiet_since = now_size, time.monotonic()
+            elif time.monotonic() - quiet_since >= PROXY_GONE_QUIET_S:
+                return
         await anyio.sleep(0.01)
 
 
