@@ -30,7 +30,7 @@ from mcpipechekr.capture import journal_tool_calls
 from mcpipechekr.config import Config, ServerConfig, TimeoutsConfig
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.providers import ProviderSpec
-from mcpipechekr.runners.base import RunRequest
+from mcpipechekr.runners.base import RunnerOutput, RunRequest
 from mcpipechekr.runners.engine import Attempt, _settle
 from mcpipechekr.runners.execute import execute_attempts, run_phase1
 from mcpipechekr.tasks import Task
@@ -451,3 +451,51 @@ def test_the_wait_for_a_journal_ends_once_its_proxy_is_gone(tmp_path: Path) -> N
             assert _settle_seconds(_journal_of(tmp_path / "done.jsonl", running.pid, finished=True), 10) < 1
         finally:
             running.kill()
+
+
+class KillsItsProxy:
+    """An agent that starts the capture proxy, waits for the server behind it, then SIGKILLs the proxy
+    (as Claude Code does at its exit when the proxy is slow to stop): the server is left to itself."""
+
+    name = "native"
+
+    def __init__(self) -> None:
+        self.server_pids: list[int] = []
+
+    async def run(self, request: RunRequest) -> RunnerOutput:
+        server = request.server
+        assert server.command is not None
+        proxy = subprocess.Popen(
+            [server.command, *server.args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            env={**os.environ, **server.env},
+            cwd=server.cwd,
+        )
+        deadline = time.monotonic() + 30
+        while not (started := [r for r in read_journal(request.journal) if r.event == "server_started"]):
+            assert time.monotonic() < deadline and proxy.poll() is None, "the proxy never started its server"
+            await anyio.sleep(0.05)
+        assert started[0].pid is not None
+        self.server_pids.append(started[0].pid)
+        proxy.kill()
+        proxy.wait()
+        return RunnerOutput(status="completed", final_answer="done")
+
+
+@linux_only
+def test_a_server_left_behind_by_a_killed_proxy_is_stopped(tmp_path: Path) -> None:
+    """The server never reads its input, so the proxy's death does not end it: the run does."""
+    runner = KillsItsProxy()
+    ignores_its_input = "import time; time.sleep(120)"
+    paths = run_phase1(
+        _config(command=sys.executable, args=["-c", ignores_its_input]),
+        tmp_path,
+        [_task("left-behind")],
+        [A],
+        runner_for=lambda spec: runner,
+        progress=False,
+    )
+    assert [read_trace(path).status for path in paths] == ["completed"]
+    (pid,) = runner.server_pids
+    assert not process_alive(pid), "the server behind the killed proxy was left running"

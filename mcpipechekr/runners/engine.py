@@ -57,7 +57,7 @@ from pathlib import Path
 import anyio
 import orjson
 
-from mcpipechekr._util.process_group import process_running
+from mcpipechekr._util.process_group import end_group, group_running, process_running
 from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.journal import JournalRecord, journal_path, read_journal
 from mcpipechekr.artifacts.rundir import RunDir
@@ -164,6 +164,22 @@ def _proxy_pid(path: Path) -> int | None:
         return None
     pid = record.get("pid") if isinstance(record, dict) and record.get("event") == "proxy_started" else None
     return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
+
+
+def orphaned_server(records: Sequence[JournalRecord]) -> int | None:
+    """The process group of a stdio server whose proxy was killed before it could stop it, if it runs.
+
+    The proxy starts the server in a session of its own (its pid is the group's
+    id, in `server_started`) and stops it when the agent lets go. An agent that
+    kills the proxy outright (Claude Code, at its own exit, when the proxy takes
+    long to stop) leaves the server with its input closed: most servers exit
+    then, one that does not would be left running after the run.
+    """
+    events = [record for record in records if record.kind == "event"]
+    if any(record.event in ("proxy_stopped", "server_exited") for record in events):
+        return None
+    started = [record.pid for record in events if record.event == "server_started" and record.pid]
+    return started[-1] if started and group_running(started[-1]) else None
 
 
 async def _settle(path: Path, timeout_s: float) -> None:
@@ -312,6 +328,9 @@ class _Engine:
             await _settle(journal, JOURNAL_SETTLE_S if server.transport == "stdio" else 0)
             self.hub.release(server)
             records = await anyio.to_thread.run_sync(read_journal, journal)
+            orphan = orphaned_server(records)
+            if orphan is not None:
+                await anyio.to_thread.run_sync(end_group, orphan)
             failure = server_failure(records)
             if failure is not None and halt is None:
                 output.status = "incomplete"
