@@ -50,9 +50,9 @@ from mcpipechekr.tasks import Task  # noqa: E402
 class SlowModel:
     """The scripted model, answering after `latency` seconds; counts the time it spent."""
 
-    def __init__(self, latency: float):
+    def __init__(self, latency: float, tool_prefix: str = "cap_"):
         self.latency = latency
-        self.answer = openai_call_then_answer("cap_", "echo", {"text": "hi"})
+        self.answer = openai_call_then_answer(tool_prefix, "echo", {"text": "hi"})
         self.spent = 0.0
         self.requests = 0
         self.lock = threading.Lock()
@@ -80,9 +80,11 @@ class TimedRunner(OpencodeRunner):
 def one_mode(
     mode: str, binary: str, tasks: list[Task], latency: float, folder: Path
 ) -> tuple[float, float, int, float]:
-    """One Phase 1 run of `tasks` in `mode`; returns (wall s, model s, attempts completed, server start s)."""
-    model = SlowModel(latency)
-    runner = TimedRunner(binary=binary, env=isolated_home(folder / "home"), mode=mode)  # type: ignore[arg-type]
+    """One Phase 1 run of `tasks` in `mode` (an opencode mode, or "native": the pydantic-ai runner);
+    returns (wall s, model s, attempts completed, server start s)."""
+    native = mode == "native"
+    model = SlowModel(latency, tool_prefix="" if native else "cap_")
+    runner = None if native else TimedRunner(binary=binary, env=isolated_home(folder / "home"), mode=mode)  # type: ignore[arg-type]
     with FakeOpenAI(model) as fake:
         started = time.monotonic()
         paths = run_phase1(
@@ -91,7 +93,7 @@ def one_mode(
             tasks,
             [ProviderSpec(provider="fake", model="fake-model")],
             concurrency=1,
-            runner_for=lambda spec: runner,
+            runner_for=None if runner is None else (lambda spec: runner),
             progress=False,
         )
         wall = time.monotonic() - started
@@ -130,7 +132,7 @@ def main() -> int:
     ]
     figures: dict[str, float] = {}
     failed = False
-    for mode in ("run", "serve"):
+    for mode in ("run", "serve", "native"):
         folder = Path(tempfile.mkdtemp(prefix=f"mcpipechekr-bench-opencode-{mode}-"))
         try:
             wall, spent, completed, start = one_mode(mode, binary, tasks, args.latency, folder)
@@ -152,8 +154,9 @@ def main() -> int:
             )
     server = server_start_s()
     print(
-        f"the server under test's own start and stop: {server:.2f} s per attempt in both modes; "
-        f"beyond it, serve {figures['serve'] - server:.2f} s and run {figures['run'] - server:.2f} s",
+        f"the server under test's own start and stop: {server:.2f} s per attempt in every mode; "
+        f"beyond it, serve {figures['serve'] - server:.2f} s, run {figures['run'] - server:.2f} s "
+        f"and native {figures['native'] - server:.2f} s",
         flush=True,
     )
     ratio = figures["serve"] / figures["run"] if figures["run"] > 0 else float("nan")
