@@ -45,15 +45,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from fakes.agent_cli import DEV_BIN, INSTALL, isolated_home  # noqa: E402
-from fakes.agent_scenarios import anthropic_call_then_answer, capture_server_config  # noqa: E402
+from fakes.agent_cli import INSTALL, bench_cli, isolated_home  # noqa: E402
+from fakes.agent_scenarios import anthropic_call_then_answer, capture_server_config, echo_tasks  # noqa: E402
 from fakes.anthropic_server import FakeAnthropic, Reply, text_reply  # noqa: E402
 
 from mcpipechekr.artifacts.trace import read_trace  # noqa: E402
 from mcpipechekr.providers import ProviderSpec  # noqa: E402
 from mcpipechekr.runners.base import RunnerOutput, RunRequest  # noqa: E402
-from mcpipechekr.runners.claude_code import CLAUDE_ENV_VAR, INSTALL_HINT, ClaudeCodeRunner  # noqa: E402
-from mcpipechekr.runners.cliagent import AgentCliMissing, find_cli  # noqa: E402
+from mcpipechekr.runners.claude_code import CLAUDE_ENV_VAR, ClaudeCodeRunner  # noqa: E402
 from mcpipechekr.runners.engine import _journal_settled  # noqa: E402
 from mcpipechekr.runners.execute import run_phase1  # noqa: E402
 from mcpipechekr.tasks import Task  # noqa: E402
@@ -192,17 +191,11 @@ def main() -> int:
     parser.add_argument("--probes", type=int, default=5, help="starts of the bare CLI to time")
     parser.add_argument("--keep", action="store_true", help="keep the run's folder (journals, traces)")
     args = parser.parse_args()
-    try:
-        binary = find_cli("claude", CLAUDE_ENV_VAR, INSTALL_HINT)
-    except AgentCliMissing:
-        if not (DEV_BIN / "claude").is_file():
-            print(f"claude is not installed: {INSTALL}", file=sys.stderr)
-            return 2
-        binary = str(DEV_BIN / "claude")
-    tasks = [
-        Task(task_id=f"echo-{n}", prompt=f"Echo 'hi' with the tool ({n}).", task_type="deterministic")
-        for n in range(1, args.tasks + 1)
-    ]
+    binary = bench_cli("claude", CLAUDE_ENV_VAR)
+    if binary is None:
+        print(f"claude is not installed: {INSTALL}", file=sys.stderr)
+        return 2
+    tasks = echo_tasks(args.tasks)
     folder = Path(tempfile.mkdtemp(prefix="mcpipechekr-bench-claude-"))
     try:
         figures = phase1(binary, tasks, args.latency, folder / "phase1")

@@ -34,16 +34,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 import anyio  # noqa: E402
-from fakes.agent_cli import DEV_BIN, INSTALL, isolated_home  # noqa: E402
-from fakes.agent_scenarios import CAPTURE_SERVER, capture_server_config, openai_call_then_answer  # noqa: E402
+from fakes.agent_cli import INSTALL, bench_cli, isolated_home  # noqa: E402
+from fakes.agent_scenarios import CAPTURE_SERVER, capture_server_config, echo_tasks, openai_call_then_answer  # noqa: E402
 from fakes.openai_server import FakeOpenAI, Reply  # noqa: E402
 from mcp import Client, StdioServerParameters  # noqa: E402
 
 from mcpipechekr.artifacts.trace import read_trace  # noqa: E402
 from mcpipechekr.providers import ProviderSpec  # noqa: E402
-from mcpipechekr.runners.cliagent import AgentCliMissing, find_cli  # noqa: E402
 from mcpipechekr.runners.execute import run_phase1  # noqa: E402
-from mcpipechekr.runners.opencode import INSTALL_HINT, OPENCODE_ENV_VAR, OpencodeRunner  # noqa: E402
+from mcpipechekr.runners.opencode import OPENCODE_ENV_VAR, OpencodeRunner  # noqa: E402
 from mcpipechekr.tasks import Task  # noqa: E402
 
 
@@ -119,17 +118,11 @@ def main() -> int:
     parser.add_argument("--tasks", type=int, default=8)
     parser.add_argument("--latency", type=float, default=1.0, help="seconds the model takes per request")
     args = parser.parse_args()
-    try:
-        binary = find_cli("opencode", OPENCODE_ENV_VAR, INSTALL_HINT)
-    except AgentCliMissing:
-        if not (DEV_BIN / "opencode").is_file():
-            print(f"opencode is not installed: {INSTALL}", file=sys.stderr)
-            return 2
-        binary = str(DEV_BIN / "opencode")
-    tasks = [
-        Task(task_id=f"echo-{n}", prompt=f"Echo 'hi' with the tool ({n}).", task_type="deterministic")
-        for n in range(1, args.tasks + 1)
-    ]
+    binary = bench_cli("opencode", OPENCODE_ENV_VAR)
+    if binary is None:
+        print(f"opencode is not installed: {INSTALL}", file=sys.stderr)
+        return 2
+    tasks = echo_tasks(args.tasks)
     figures: dict[str, float] = {}
     failed = False
     for mode in ("run", "serve", "native"):

@@ -40,6 +40,14 @@ def require_cli(program: str, env_var: str) -> str:
     pytest.skip(message)
 
 
+def bench_cli(program: str, env_var: str) -> str | None:
+    """For benchmarks: the CLI's path ($env_var, on PATH, or the development install), or None."""
+    override = os.environ.get(env_var)
+    if override and Path(override).is_file():
+        return override
+    return shutil.which(program) or (str(DEV_BIN / program) if (DEV_BIN / program).is_file() else None)
+
+
 CLOSED_REGISTRY = "http://127.0.0.1:9/"
 """npm's registry for the CLIs under test: opencode installs `@opencode-ai/plugin` into its config
 folder in the background at every start; pointed here it fails at once (harmlessly) instead of

@@ -156,6 +156,14 @@ ECHO_TASK = Task(task_id="echo", prompt="Echo 'hi' with the tool.", task_type="d
 DONE = "Done."
 
 
+def echo_tasks(count: int) -> list[Task]:
+    """`count` tasks each answered by one `echo` call: the runner benchmarks' workload."""
+    return [
+        Task(task_id=f"echo-{n}", prompt=f"Echo 'hi' with the tool ({n}).", task_type="deterministic")
+        for n in range(1, count + 1)
+    ]
+
+
 def openai_call_then_answer(tool_prefix: str, tool: str, arguments: dict[str, Any]) -> openai.Responder:
     """Chat-completions answers: call `<tool_prefix><tool>` once with `arguments`, then answer DONE."""
 
