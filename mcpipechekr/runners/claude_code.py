@@ -31,35 +31,14 @@ How one attempt runs:
 
 One process per attempt, always (unlike opencode's `serve` mode): Claude Code
 (tested with 2.1.332) cannot run attempts one after another in one process
-and keep each the attempt a fresh `claude -p` makes. What does work in one
-`claude -p --input-format stream-json` process: each user message on stdin
-(`{"type": "user", "message": {"role": "user", "content": PROMPT},
-"parent_tool_use_id": null, "session_id": ""}`) is one attempt, ended by its
-own `result` event, with `--max-turns` counted per message; and the control
-request `{"type": "control_request", "request_id": ID, "request": {"subtype":
-"mcp_set_servers", "servers": {KEY: {"type": "stdio", "command": …, "args":
-[…], "env": {…}}}}}` (answered by `{"type": "control_response", "response":
-{"subtype": "success", "request_id": ID, "response": {"added": [KEY],
-"removed": [], "errors": {}}}}`) replaces the server under KEY: the old stdio
-server is stopped (its proxy finishes its journal), the new one started, and
-tool names stay `mcp__KEY__<tool>`. What fails is the conversation's reset.
-The only one, the `/clear` command sent as a user message (answered by a
-`conversation_reset` event and a `result` with `num_turns: 0`), drops the
-earlier messages but records the command in the new conversation: the next
-attempt's first model request carries, before its prompt, the text blocks
-`<local-command-caveat>The command below was run directly in Claude Code, …
-</local-command-caveat>`, `<command-name>/clear</command-name>
-<command-message>clear</command-message> <command-args></command-args>` and
-`<local-command-stdout></local-command-stdout>`, where a fresh process sends
-the prompt alone: the model would be shown more than the task's
-prompt. Nothing else resets it: a new `session_id` on the user message is
-ignored (the conversation goes on), the control request `end_session` ends
-the process, `set_cwd` after a turn appends a notice. Not used either: a
-spare started ahead with `--await-claim` and bound to an attempt with the
-`claim_session` control request (it works, and starts the attempt with a clean
-conversation) is marked internal in the CLI's schema and is still a process
-per attempt. What each attempt costs: see `bench/claude_code_runner.py` and
-docs/runners.md ("Cost per attempt").
+and keep each the attempt a fresh `claude -p` makes. A `--input-format
+stream-json` process takes one prompt per message, and its `mcp_set_servers`
+control request swaps the server under test between attempts, but the only
+reset of the conversation, the `/clear` command, leaves its own text blocks
+before the next prompt: the model would be shown more than the task's prompt.
+docs/runners.md ("One process per attempt") has the messages tried and what
+each did; `bench/claude_code_runner.py` measures what a process per attempt
+costs ("Cost per attempt").
 
 The conversion (`convert_claude_stream`, also what `mcpipechekr import
 --from claude-code` uses): Claude Code prints one `assistant` event per content
