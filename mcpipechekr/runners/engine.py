@@ -318,9 +318,7 @@ class _Engine:
                 await self._cleanup(server, workdir)
             raise
         except Exception as exc:  # a runner bug must not sink the other attempts
-            output = RunnerOutput(
-                status="error", status_reason=f"the runner failed: {type(exc).__name__}: {exc}"
-            )
+            output = RunnerOutput(status="error", status_reason=f"the runner failed: {_innermost(exc)}")
         # The attempt is over: its trace is written whatever is cancelled meanwhile. File work (the
         # journal, the trace's fsync, the scratch folder) runs in a worker thread, not on the event loop
         # the other attempts share.
@@ -373,6 +371,13 @@ class _Engine:
     async def _cleanup(self, server: AgentServer, workdir: Path) -> None:
         self.hub.release(server)
         await anyio.to_thread.run_sync(functools.partial(shutil.rmtree, workdir, ignore_errors=True))
+
+
+def _innermost(exc: BaseException) -> str:
+    """`Type: message` of what went wrong, out of the task groups it was raised through."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _user_error_in(group: BaseExceptionGroup) -> BaseException:
