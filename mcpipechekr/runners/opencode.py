@@ -58,7 +58,6 @@ attempt does not halt the run.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import threading
@@ -319,6 +318,7 @@ class OpencodeRunner(CliAgentRunner):
         session_id: str | None = None
         timed_out = False
         down: str | None = None
+        clean = False  # the session ended on its own and was read back: its folder may serve again
         try:
             await serve.call(
                 process,
@@ -367,8 +367,7 @@ class OpencodeRunner(CliAgentRunner):
                 group.start_soon(watch)
                 group.start_soon(ask)
             if down is None and timed_out:  # stop the agent; what it did so far is read below
-                with anyio.move_on_after(10), contextlib.suppress(RuntimeError):
-                    await serve.call(process, "POST", f"/session/{session_id}/abort", directory=project)
+                await serve.stop_session(process, project, session_id)
             export = None
             if down is None:
                 info = await serve.call(process, "GET", f"/session/{session_id}", directory=project)
@@ -376,11 +375,12 @@ class OpencodeRunner(CliAgentRunner):
                     process, "GET", f"/session/{session_id}/message", directory=project
                 )
                 export = {"info": info, "messages": messages}
+                clean = not timed_out
         except OpencodeServerDown as exc:
             down, export = exc.reason, None
         finally:
             with anyio.CancelScope(shield=True):
-                await serve.release_folder(process, project, key)
+                await serve.release_folder(process, project, key, reuse=clean)
         if down is not None:
             process.down = process.down or down
             return RunnerOutput(

@@ -59,6 +59,8 @@ HEALTH_EVERY_S = 2.0
 HUNG_AFTER_S = 20.0
 """A server whose health endpoint has not answered for this long is taken as hung."""
 STOP_GRACE_S = 3.0
+STOP_SESSION_S = 3.0
+"""Longest time spent aborting a timed-out attempt's session (the engine allows 5 s past the timeout)."""
 _LISTENING = re.compile(r"listening on (http://\S+)")
 
 
@@ -273,6 +275,23 @@ class OpencodeServe:
             )
         return response.json() if response.content else None
 
+    async def stop_session(self, serve: ServeProcess, folder: Path, session_id: str) -> None:
+        """Abort a session until its status says it no longer runs, for at most `STOP_SESSION_S`.
+
+        An abort that reaches opencode before it has started the prompt's loop is lost: the loop
+        starts after it and runs on, asking the model. The abort is sent again while the session
+        is busy; the folder's instance is then disposed of (`release_folder`), which ends a loop
+        that starts even later.
+        """
+        with anyio.move_on_after(STOP_SESSION_S), contextlib.suppress(RuntimeError):
+            while True:
+                await self.call(serve, "POST", f"/session/{session_id}/abort", directory=folder)
+                await anyio.sleep(0.2)
+                status = await self.call(serve, "GET", "/session/status", directory=folder)
+                running = status.get(session_id) if isinstance(status, dict) else None
+                if not isinstance(running, dict) or running.get("type") in (None, "idle"):
+                    return
+
     def take_folder(self) -> Path:
         """An empty project folder no attempt is using: its instance of the server is already set up
         when an earlier attempt used it (a new instance costs seconds)."""
@@ -284,19 +303,23 @@ class OpencodeServe:
         folder.mkdir(parents=True)
         return folder
 
-    async def release_folder(self, serve: ServeProcess, folder: Path, mcp_name: str) -> None:
+    async def release_folder(self, serve: ServeProcess, folder: Path, mcp_name: str, *, reuse: bool) -> None:
         """Disconnect the attempt's MCP server (the proxy then finishes its journal) and put the folder
-        back for the next attempt; if that fails, the folder's instance is disposed of, never reused."""
+        back for the next attempt. An attempt that did not end cleanly (`reuse` false: timed out, an
+        API error) may leave its session's loop running, and a later prompt in the same instance was
+        seen failing with a 500: its folder's instance is disposed of instead (which closes its MCP
+        clients too), and never reused; so is one whose disconnect fails."""
         if serve.down is not None or serve.exited() is not None:
             return
-        with anyio.move_on_after(10):
-            try:
-                await self.call(serve, "POST", f"/mcp/{mcp_name}/disconnect", directory=folder)
-                with self._folders_lock:
-                    self._idle.append(folder)
-                return
-            except (OpencodeServerDown, RuntimeError):
-                pass
+        if reuse:
+            with anyio.move_on_after(10):
+                try:
+                    await self.call(serve, "POST", f"/mcp/{mcp_name}/disconnect", directory=folder)
+                    with self._folders_lock:
+                        self._idle.append(folder)
+                    return
+                except (OpencodeServerDown, RuntimeError):
+                    pass
         with anyio.move_on_after(10):
             try:
                 await self.call(serve, "POST", "/instance/dispose", directory=folder)
