@@ -193,29 +193,31 @@ def test_a_timed_out_attempt_keeps_what_it_did_and_the_server_serves_the_next(tm
     finishes the journal), and attempt 2 completes on the same opencode server."""
     runner = served_runner(tmp_path)
     answer = openai_call_then_answer("cap_", "echo", {"text": "hi"})
-    requests = 0
+    second_questions = 0
     release = threading.Event()
     lock = threading.Lock()
     servers: list[int] = []
 
     def respond(body: dict) -> Reply:
-        nonlocal requests
+        """Hang the first question asked after a tool call: attempt 1's (attempts run one at a time)."""
+        nonlocal second_questions
+        after_call = any(message.get("role") == "tool" for message in body.get("messages") or [])
         with lock:
-            requests += 1
-            number = requests
+            hang = after_call and not release.is_set() and second_questions == 0
+            second_questions += 1 if after_call else 0
         assert runner._serve is not None and runner._serve.current is not None
         servers.append(runner._serve.current.pid)
-        if number == 2:  # attempt 1's question after its tool call: no answer before the timeout
-            release.wait(30)
+        if hang:
+            release.wait(60)
         return answer(body)
 
     try:
-        paths = serve_phase1(tmp_path, runner, respond, repeat=2, task_s=6)
+        paths = serve_phase1(tmp_path, runner, respond, repeat=2, task_s=20)
     finally:
         release.set()
     traces = [read_trace(path) for path in paths]
     assert [(t.status, t.status_reason) for t in traces] == [
-        ("timeout", "no final answer within the task's 6 s"),
+        ("timeout", "no final answer within the task's 20 s"),
         ("completed", None),
     ]
     (call,) = [step for step in traces[0].steps if isinstance(step, ToolCall)]
