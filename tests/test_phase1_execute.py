@@ -134,9 +134,18 @@ def test_timeouts_and_runner_failures_end_only_their_attempt(tmp_path: Path) -> 
         async def run(self, request: RunRequest) -> Any:
             raise RuntimeError("runner bug")
 
+    class BrokenInATaskGroup(ClientRunner):
+        async def run(self, request: RunRequest) -> Any:
+            async def fail() -> None:
+                raise ValueError("deeper bug")
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(fail)
+
     runners = {
         "hang": ClientRunner(lambda request: [("echo", {"text": "before the hang"})], hang=True),
         "bug": Broken(lambda request: []),
+        "grouped-bug": BrokenInATaskGroup(lambda request: []),
         "ok": ClientRunner(lambda request: [("echo", {"text": "fine"})]),
     }
 
@@ -151,7 +160,7 @@ def test_timeouts_and_runner_failures_end_only_their_attempt(tmp_path: Path) -> 
         tmp_path,
         [_task(name) for name in runners],
         [A],
-        concurrency=3,
+        concurrency=4,
         runner_for=lambda spec: ByTask(),
         progress=False,
     )
@@ -162,6 +171,7 @@ def test_timeouts_and_runner_failures_end_only_their_attempt(tmp_path: Path) -> 
     assert _calls(traces["hang"].steps) == [("echo", {"text": "before the hang"}, False, echoed)]
     assert traces["bug"].status == "error" and traces["bug"].steps == []
     assert traces["bug"].status_reason == "the runner failed: RuntimeError: runner bug"
+    assert traces["grouped-bug"].status_reason == "the runner failed: ValueError: deeper bug"
     assert traces["ok"].status == "completed" and traces["ok"].final_answer == "fine"
 
 
