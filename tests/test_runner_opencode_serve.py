@@ -229,6 +229,25 @@ def test_a_timed_out_attempt_keeps_what_it_did_and_the_server_serves_the_next(tm
     assert all(len(found) == 1 and found[0].expected for found in exits)
 
 
+def test_a_server_cancelled_while_it_starts_is_stopped(tmp_path: Path) -> None:
+    """An attempt's timeout (or Ctrl-C) while `opencode serve` starts must not leave it running: the
+    process is not the run's server yet, so nothing else would stop it."""
+    started = tmp_path / "pid"
+    never_listens = tmp_path / "opencode"
+    never_listens.write_text(f'#!/bin/sh\necho $$ > "{started}"\nexec sleep 60\n')
+    never_listens.chmod(0o755)
+    serve = opencode_serve.OpencodeServe(str(never_listens), dict(os.environ), {})
+
+    async def start_then_give_up() -> None:
+        with anyio.move_on_after(1.0):
+            await serve.ensure()
+        await serve.aclose()
+
+    anyio.run(start_then_give_up)
+    pid = int(started.read_text())
+    assert serve.current is None and not process_alive(pid)
+
+
 @pytest.mark.slow
 def test_a_served_attempt_converts_like_an_opencode_run(
     tmp_path: Path, emailindex_dir: Path, emailindex_db: Path

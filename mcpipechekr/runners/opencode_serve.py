@@ -182,13 +182,17 @@ class OpencodeServe:
         serve = ServeProcess(process, "", log)
         began = time.monotonic()
         deadline = began + START_TIMEOUT_S
-        while time.monotonic() < deadline and process.poll() is None:
-            match = _LISTENING.search(log.read_text(errors="replace"))
-            if match:
-                serve.url = match.group(1).rstrip("/")
-                self.start_seconds.append(time.monotonic() - began)
-                return serve
-            await anyio.sleep(0.05)
+        try:
+            while time.monotonic() < deadline and process.poll() is None:
+                match = _LISTENING.search(log.read_text(errors="replace"))
+                if match:
+                    serve.url = match.group(1).rstrip("/")
+                    self.start_seconds.append(time.monotonic() - began)
+                    return serve
+                await anyio.sleep(0.05)
+        except BaseException:  # cancelled while it starts (a timeout, Ctrl-C): nobody else would stop it
+            await self._stop(serve)
+            raise
         await self._stop(serve)
         how = serve.exited() or f"no address within {START_TIMEOUT_S:g} s"
         raise OpencodeServerDown(f"`opencode serve` did not start ({how}): {serve.log_tail()}")
