@@ -310,9 +310,9 @@ class OpencodeServe:
     async def release_folder(self, serve: ServeProcess, folder: Path, mcp_name: str, *, reuse: bool) -> None:
         """Disconnect the attempt's MCP server (the proxy then finishes its journal) and put the folder
         back for the next attempt. An attempt that did not end cleanly (`reuse` false: timed out, an
-        API error) may leave its session's loop running, and a later prompt in the same instance was
-        seen failing with a 500: its folder's instance is disposed of instead (which closes its MCP
-        clients too), and never reused; so is one whose disconnect fails."""
+        API error) may leave its session's loop running (an abort can be lost, see `stop_session`):
+        its folder's instance is disposed of instead, which ends that loop and closes its MCP
+        clients, and is never reused; so is one whose disconnect fails."""
         if serve.down is not None or serve.exited() is not None:
             return
         if reuse:
