@@ -57,7 +57,7 @@ from pathlib import Path
 import anyio
 import orjson
 
-from mcpipechekr._util.process_group import end_group, group_running, process_running
+from mcpipechekr._util.process_group import end_group, process_running
 from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.journal import JournalRecord, journal_path, read_journal
 from mcpipechekr.artifacts.rundir import RunDir
@@ -167,7 +167,7 @@ def _proxy_pid(path: Path) -> int | None:
 
 
 def orphaned_server(records: Sequence[JournalRecord]) -> int | None:
-    """The process group of a stdio server whose proxy was killed before it could stop it, if it runs.
+    """The process group of a stdio server whose proxy was killed before it could stop it.
 
     The proxy starts the server in a session of its own (its pid is the group's
     id, in `server_started`) and stops it when the agent lets go. An agent that
@@ -179,7 +179,7 @@ def orphaned_server(records: Sequence[JournalRecord]) -> int | None:
     if any(record.event in ("proxy_stopped", "server_exited") for record in events):
         return None
     started = [record.pid for record in events if record.event == "server_started" and record.pid]
-    return started[-1] if started and group_running(started[-1]) else None
+    return started[-1] if started else None
 
 
 async def _settle(path: Path, timeout_s: float) -> None:
@@ -327,7 +327,7 @@ class _Engine:
             self.hub.release(server)
             records = await anyio.to_thread.run_sync(read_journal, journal)
             orphan = orphaned_server(records)
-            if orphan is not None:
+            if orphan is not None:  # ended if it still runs
                 await anyio.to_thread.run_sync(end_group, orphan)
             failure = server_failure(records)
             if failure is not None and halt is None:
