@@ -500,7 +500,7 @@ class LoopConfig(StrictModel):
     )
 
 
-FixAgentName = Literal["opencode", "claude-code", "codex", "aider", "demo", "shell"]
+FixAgentName = Literal["opencode", "claude-code", "codex", "aider", "demo", "shell", "none"]
 FIX_PLACEHOLDERS = ("prompt", "prompt_file", "model", "provider_model", "repo", "bug_id", "python")
 """What a fix agent command may name in braces; see docs/fix.md for each."""
 TEST_PLACEHOLDERS = ("repo", "python")
@@ -532,7 +532,7 @@ class FixConfig(StrictModel):
     agent: FixAgentName = Field(
         default="opencode",
         description="The fix agent: a built-in command template (opencode, claude-code, codex, aider, "
-        "demo) or `shell` for the command in `command`.",
+        "demo), `shell` for the command in `command`, or `none`: evaluate only, nothing is fixed.",
     )
     command: str | None = Field(
         default=None,
@@ -744,6 +744,20 @@ class Config(StrictModel):
         # values (`DEBUG=1`) that would otherwise replace every matching setting.
         dump = Redactor(self._config_secret_pairs(), exact_min_length=1).redact(dump)
         return Redactor(self._environment_secret_pairs()).redact(dump)
+
+    def fixing_off(self) -> str | None:
+        """Why the loop only evaluates (no fix step), in words; None when it fixes.
+
+        A server without `server.repo` (installed from a package, no checkout) or
+        `fix.agent: none` is evaluated: lint, traces, bug report, review. The
+        review then offers `export` instead of `approve`, and nothing about
+        Phase 3 (its model, its agent's CLI) is asked for.
+        """
+        if self.fix.agent == "none":
+            return "fix.agent is `none`"
+        if self.server.repo is None:
+            return "server.repo is not set (no checkout of the server's source to commit fixes in)"
+        return None
 
     @property
     def config_hash(self) -> str:

@@ -1032,6 +1032,9 @@ def run_loop(**params: Any) -> None:
         if exited_at_review(plan.run_dir):
             stop = ended_at_review(plan.run_dir)
             break
+        if config.fixing_off() is not None:  # evaluation only: the review's decision ends the session
+            stop = f"evaluation only ({config.fixing_off()}): nothing is fixed here"
+            break
         if build(["fix"], settings=settings) != 0:
             raise UserError(f"the loop stopped in the fix step of {plan.run_id} (see above)")
         if not committed_fixes(plan.run_dir):

@@ -147,10 +147,21 @@ def fix_is_configured(config: Config) -> bool:
     """Whether the fix step is set up: its agent needs no model (`demo`), or providers.phase3 names one.
 
     The defaults (agent `opencode`, Phase 3 `demo`) are not: that agent cannot run without a model.
+    Nor is `fix.agent: none`, which turns fixing off.
     """
     from mcpipechekr.fix.agents import uses_model
 
+    if config.fix.agent == "none":
+        return False
     return not uses_model(config.fix) or config.providers.phase3.model is not None
+
+
+def loop_phases(config: Config) -> tuple[str, ...]:
+    """The phases `doit loop` runs on this config: all of `LOOP_PHASES`, or those before the fix when the
+    loop only evaluates (`Config.fixing_off`), so nothing about Phase 3 can stop it."""
+    if config.fixing_off() is not None:
+        return tuple(phase for phase in LOOP_PHASES if phase != "phase3")
+    return LOOP_PHASES
 
 
 def _fix_problems(config: Config, *, missing_cli: Severity) -> list[PreflightProblem]:

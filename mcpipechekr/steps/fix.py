@@ -17,6 +17,7 @@ from mcpipechekr._util.console import console
 from mcpipechekr.artifacts import RunDir, utc_now
 from mcpipechekr.artifacts.fix_record import FixRecord, read_fix_record
 from mcpipechekr.config import Config
+from mcpipechekr.errors import UserError
 from mcpipechekr.server.workspace import prepare_repo
 from mcpipechekr.steps.handoff import claim_fixes, findings_home
 from mcpipechekr.steps.stage import coverage_note, require_traced, run_stage
@@ -39,6 +40,13 @@ def fix_step(
     """
     from mcpipechekr.fix.loop import run_fix_loop
 
+    off = config.fixing_off()
+    if off is not None:
+        raise UserError(
+            f"{run_dir.run_id}: nothing to fix with: {off}. Set server.repo to the server's git checkout and "
+            "fix.agent to a coding agent (docs/fix.md), or export the bugs as issues: "
+            f"`mcpipechekr review {run_dir.run_id} --export`"
+        )
     coverage = require_traced(run_dir, "fix", allow_incomplete=allow_incomplete)
     if coverage is not None:
         out.print(f"note: the report {coverage_note(coverage)}", markup=False)

@@ -24,10 +24,17 @@ def start_session(config: Config, *, runner: str, out: Console = console) -> Non
     be traced as the server's code (`fix.interruption`)."""
     from mcpipechekr.baseline import require_baseline
     from mcpipechekr.fix.interruption import clean_killed_fixes
-    from mcpipechekr.preflight import LOOP_PHASES, check_preflight
+    from mcpipechekr.preflight import check_preflight, loop_phases
 
     announce_project(config, out)
-    check_preflight(config, LOOP_PHASES, runner=runner)
+    off = config.fixing_off()
+    if off is not None:
+        out.print(
+            f"evaluation only: {off}; the loop stops at the review, where `export` writes the approved "
+            "bugs as issues for the server's authors",
+            markup=False,
+        )
+    check_preflight(config, loop_phases(config), runner=runner)
     require_baseline(config)
     clean_killed_fixes(config, out=out)
 
