@@ -484,7 +484,7 @@ def build_baseline(
         return BaselineOutcome(existing, path, [], [t.task_id for t in selected], [], False)
     spec = config.providers.phase0
     prepare_repo(config.server)
-    live = server or server_under_test(config, _server_log(config))
+    live = server or server_under_test(config, _server_log(config), share=True)
     if server is None:
         live.start()
     try:

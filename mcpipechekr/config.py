@@ -228,7 +228,11 @@ class HealthConfig(StrictModel):
     """What "healthy" means: tools/list answers with at least `min_tools` tools within `timeout_s`."""
 
     timeout_s: Number = Field(
-        default=30.0, gt=0, le=MAX_SECONDS, description="Seconds allowed for start-up plus tools/list."
+        default=60.0,
+        gt=0,
+        le=MAX_SECONDS,
+        description="Seconds allowed for start-up plus tools/list: the least a start is allowed; one "
+        "measured slower gets three times its measured start.",
     )
     min_tools: Count = Field(default=1, ge=0, le=100_000, description="Fewest tools a healthy server lists.")
 

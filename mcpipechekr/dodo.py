@@ -10,6 +10,7 @@ it readies the project folder (doit runs in it) and takes the project's lock.
 from mcpipechekr.graph import (
     DOIT_CONFIG,
     open_project,
+    task__phase1,
     task__tools,
     task_baseline,
     task_check,
@@ -26,6 +27,7 @@ open_project()
 
 __all__ = [
     "DOIT_CONFIG",
+    "task__phase1",
     "task__tools",
     "task_baseline",
     "task_check",

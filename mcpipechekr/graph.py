@@ -62,6 +62,7 @@ from mcpipechekr.config import PROVIDER_FLAGS, Config, ConfigOverrides, load_con
 from mcpipechekr.errors import InputError, Interrupted, UserError, as_user_error
 from mcpipechekr.runplan import RunPlan
 from mcpipechekr.runshard import SHARD_HELP, parse_shard
+from mcpipechekr.server import kept as kept_servers
 from mcpipechekr.steps.stage import ALLOW_INCOMPLETE_HELP, interrupt_runs, plan_run_folder
 from mcpipechekr.tasks import Task, load_tasks, select_tasks
 
@@ -345,6 +346,7 @@ def open_project() -> None:
     doit opens its dependency file in the state folder before any task runs, even for `list`.
     """
     sys.excepthook = _interrupted_anywhere
+    kept_servers.keep_until_exit()  # one start of the server for the steps of this doit run
     try:
         STATE_DIR.mkdir(exist_ok=True)
         hold_project_lock()
@@ -533,7 +535,7 @@ class Reporter(ConsoleReporter):
 
 
 # Tasks that show their own progress (the loop's Phase 1 line counts the traces) or wait for a person.
-_OWN_DISPLAY = frozenset({"trace", "review", "loop"})
+_OWN_DISPLAY = frozenset({"trace", "review", "loop", "_phase1"})
 
 DOIT_CONFIG["reporter"] = Reporter  # a class: doit takes one from DOIT_CONFIG, not from the command line
 
@@ -734,12 +736,75 @@ def task_trace() -> Iterator[dict[str, Any]]:
             yield {
                 "name": target.stem,
                 "actions": [_action(attempt)],
-                "task_dep": ["lint"],
+                "task_dep": ["lint", "_phase1"],
                 "file_dep": [_p(plan.run_dir.tools)],
                 "targets": [_p(target)],
                 "uptodate": [config_changed(_attempt_digest(config, task, inputs.settings.runner))],
                 "params": PARAMS,
             }
+
+
+def _phase1() -> bool:
+    """The traces this doit run needs, built at `--concurrency` in threads before doit reaches them.
+
+    doit runs its targets one after another unless told `-n N`, and the loop's Phase 1 is the one place
+    that tells it; `doit evaluate` (or `review`, `trace`, a bug report's path) would trace a run's
+    attempts one by one. Every trace target depends on this task, so it runs first: it builds the
+    traces the command line asks for (the named `trace:` targets, else the planned run's) in a nested
+    invocation, as the loop does, and doit then finds them up to date. Nothing to do under the loop,
+    inside its own nested build, or with `--concurrency 1`.
+    """
+    settings = current_settings()
+    if _ending.nesting > 0 or settings.concurrency <= 1:
+        return True
+    config, tasks, plan = _inputs().require()
+    named = [word for word in _selected(doit_argv()) if word.startswith("trace:")]
+    targets = named if named and len(named) == len(_selected(doit_argv())) else ["trace"]
+    # The nested build works in the run this invocation planned: the same settings, the plan kept.
+    return _build_phase1(config, tasks, plan, settings, targets, replan=False) == 0
+
+
+def _selected(argv: list[str]) -> list[str]:
+    """The tasks and targets named on a doit command line (after `run`, if given)."""
+    values = {index + 1 for index, word in enumerate(argv) if _takes_value(word)}
+    words = [word for index, word in enumerate(argv) if not word.startswith("-") and index not in values]
+    return words[1:] if words[:1] == ["run"] else words
+
+
+def _takes_value(word: str) -> bool:
+    """A `--flag` of ours given without `=` whose value is the next word."""
+    if not word.startswith("--") or "=" in word:
+        return False
+    param = _LONG.get(word[2:])
+    return param is not None and param.get("type") is not bool
+
+
+def _build_phase1(
+    config: Config,
+    tasks: list[Task],
+    plan: RunPlan,
+    settings: Settings,
+    targets: list[str],
+    replan: bool = True,
+) -> int:
+    """Build `targets` (trace targets) at `--concurrency`, with servers started ahead for their attempts."""
+    from mcpipechekr.runners.engine import plan_attempts
+    from mcpipechekr.steps.trace import pending_attempts, phase1_pool
+
+    attempts = plan_attempts(tasks, [config.providers.phase1], settings.repeat)
+    expected = pending_attempts(plan.run_dir, attempts)
+    with phase1_pool(config, plan.run_dir, expected, settings.concurrency):
+        with progress.Activity("phase 1", total=len(tasks) * settings.repeat):
+            return build(targets, settings=settings, parallel=settings.concurrency, replan=replan)
+
+
+@answers_help
+def task__phase1() -> dict[str, Any]:
+    """Phase 1 at --concurrency: the traces this invocation needs, in threads (see `_phase1`)."""
+    inputs = _inputs()
+    if inputs.error:
+        return _unavailable("_phase1", task__phase1.__doc__, inputs.error)
+    return {"actions": [_action(_phase1)], "uptodate": [False], "params": PARAMS}
 
 
 def _evaluate(run_root: str) -> None:
@@ -947,7 +1012,7 @@ def run_doit(argv: list[str], project: Path | None = None) -> int:
         _open_dep_file()
         # Held for this invocation only: a process may run several (tests, a Python caller).
         holding = project_lock.project_lock(project_folder()) if _preparing() else contextlib.nullcontext()
-        with holding:
+        with holding, kept_servers.keeping():
             try:
                 status = DoitMain(ModuleTaskLoader(sys.modules[__name__])).run(list(argv))
             finally:
@@ -961,14 +1026,19 @@ def run_doit(argv: list[str], project: Path | None = None) -> int:
     return UserError.exit_code if status == DOIT_BEFORE_TASKS else status
 
 
-def build(targets: list[str], *, settings: Settings, parallel: int = 1) -> int:
-    """Run doit on `targets` in this process, re-planning the run first (a fix changes the server)."""
+def build(targets: list[str], *, settings: Settings, parallel: int = 1, replan: bool = True) -> int:
+    """Run doit on `targets` in this process, re-planning the run first (a fix changes the server).
+
+    Without `replan`, what the invocation around this one planned stays as it was (`_phase1`: its own
+    tasks go on in the run it planned once the nested build is done).
+    """
     from doit.cmd_base import ModuleTaskLoader
     from doit.doit_cmd import DoitMain
 
     global _override
-    _override = settings
-    graph_inputs.cache_clear()
+    outer, _override = _override, settings
+    if replan:
+        graph_inputs.cache_clear()
     args = ["run", *(["-n", str(parallel), "-P", "thread"] if parallel > 1 else []), *targets]
     _ending.nesting += 1
     try:
@@ -978,7 +1048,7 @@ def build(targets: list[str], *, settings: Settings, parallel: int = 1) -> int:
         raise
     finally:
         _ending.nesting -= 1
-        _override = None
+        _override = outer
         _stop_kept_runners()  # the trace targets' agent server: the next build may be after a fix
 
 
@@ -1015,8 +1085,7 @@ def run_loop(**params: Any) -> None:
         _ending.shown.clear()  # a new run: each task gets its line again
         if plan.reused and (resuming := resume_line(plan.run_dir)):
             console.print(resuming, markup=False)
-        with progress.Activity("phase 1", total=len(tasks) * settings.repeat):
-            traced = build(["trace"], settings=settings, parallel=settings.concurrency)
+        traced = _build_phase1(config, tasks, plan, settings, ["trace"])
         if traced != 0:
             raise UserError(f"the loop stopped in {plan.run_id} before evaluation (see above)")
         settings = replace(settings, new_run=False)  # the run exists now: later steps work in it
@@ -1035,6 +1104,7 @@ def run_loop(**params: Any) -> None:
         if config.fixing_off() is not None:  # evaluation only: the review's decision ends the session
             stop = f"evaluation only ({config.fixing_off()}): nothing is fixed here"
             break
+        kept_servers.close_kept()  # the fix changes the server's code: no step may use the old one
         if build(["fix"], settings=settings) != 0:
             raise UserError(f"the loop stopped in the fix step of {plan.run_id} (see above)")
         if not committed_fixes(plan.run_dir):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpipechekr import __version__
-from mcpipechekr._util.hashing import sha256_bytes, sha256_json
+from mcpipechekr._util.hashing import sha256_json
 from mcpipechekr.artifacts import Manifest, PhaseProviders, RunDir, ServerRef, list_runs, utc_now
 from mcpipechekr.artifacts.manifest import RunShard
 from mcpipechekr.artifacts.rundir import MAX_RUNS_PER_DAY, existing_run_numbers, format_run_id
@@ -33,6 +33,7 @@ from mcpipechekr.artifacts.runstate import load_manifest
 from mcpipechekr.config import PHASES, Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.runshard import Shard, shard_record
+from mcpipechekr.server.workspace import server_source_digest
 from mcpipechekr.tasks import Task, task_file_hash
 
 
@@ -49,45 +50,6 @@ class RunPlan:
     @property
     def run_id(self) -> str:
         return self.run_dir.run_id
-
-
-def server_source_digest(config: Config) -> str | None:
-    """HEAD plus the bytes of uncommitted changes, so editing a dirty tree changes the identity too.
-
-    None when the server has no repository configured: its changes cannot be
-    seen, and runs are told apart only by the other inputs (or `--new-run`).
-    """
-    repo_path = config.server.repo
-    if repo_path is None or not (Path(repo_path) / ".git").exists():
-        return None
-    import git  # deferred: `doit list` should not pay for GitPython
-
-    repo = git.Repo(repo_path)
-    try:
-        head = repo.head.commit.hexsha if repo.head.is_valid() else "no-commit"
-        if not repo.is_dirty(untracked_files=True):
-            return head
-        diff = repo.git.diff("HEAD", binary=True).encode()
-        untracked = b"".join(
-            name.encode() + b"\0" + _read(Path(repo_path) / name) for name in sorted(repo.untracked_files)
-        )
-        changes = sha256_bytes(diff + b"\0" + untracked)
-        return f"{head}+{changes}"
-    except git.GitCommandError as exc:  # git refreshes its index here: a full disk or read-only tree stops it
-        why = (exc.stderr or "").strip().removeprefix("stderr:").strip(" '\n") or f"exit status {exc.status}"
-        raise UserError(
-            f"cannot read the state of the server's repository {repo_path}: git failed ({why}); "
-            "is the disk full, or the folder read-only?"
-        ) from None
-    finally:
-        repo.close()
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return b""
 
 
 def run_identity(

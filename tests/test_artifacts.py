@@ -75,6 +75,7 @@ from mcpipechekr.artifacts.comparison import (
 from mcpipechekr.artifacts.fieldtables import models_in_order, refresh_doc_text
 from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.artifacts.fix_record import AgentRun, BugFix, FixHealth, FixRecord
+from mcpipechekr.artifacts.server_starts import ServerStarts, StartMeasure
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.evidence.records import CallRecord
 from mcpipechekr.findings.views.render import FindingsList
@@ -481,6 +482,18 @@ def make_call_record() -> CallRecord:
     )
 
 
+def make_server_starts() -> ServerStarts:
+    at = datetime(2026, 12, 4, 9, 30, tzinfo=UTC)
+    return ServerStarts(
+        servers={
+            "notes:0f3a9c1e5b2d7a41": [
+                StartMeasure(at=at, wall_s=21.4, cpu_s=1.2),
+                StartMeasure(at=at, wall_s=0.8),
+            ]
+        }
+    )
+
+
 def make_comparison() -> Comparison:
     def side(run_id: str, sha: str) -> ComparedRun:
         return ComparedRun(
@@ -560,6 +573,7 @@ SAMPLES = {
     "call_record": make_call_record,
     "findings": make_findings_list,
     "comparison": make_comparison,
+    "server_starts": make_server_starts,
 }
 
 

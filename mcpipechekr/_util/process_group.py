@@ -141,3 +141,21 @@ def end_group(pgid: int, grace_s: float = GRACE_S) -> bool:
                 return True
             time.sleep(0.05)
     return True
+
+
+def group_cpu_seconds(pgid: int) -> float | None:
+    """CPU seconds (user and system, with waited-for children) the processes of group `pgid` used so far;
+    None where /proc cannot tell.
+
+    How a server's start is told apart: CPU-bound (loading, indexing) or waiting (sleeping, network).
+    """
+    if not _PROC.is_dir():
+        return None
+    ticks = 0
+    for entry in _PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        fields = _proc_stat(int(entry.name))
+        if fields is not None and int(fields[2]) == pgid:
+            ticks += sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")

@@ -202,6 +202,14 @@ class ReviewFlag(ArtifactModel):
     reason: str = Field(min_length=1, description="Why it was flagged.")
 
 
+class ErroredAttempt(ArtifactModel):
+    """An attempt whose agent never had a working server: left out of the evaluation, never an answer."""
+
+    trace: str = Field(min_length=1, description="The trace file, relative to the run folder.")
+    task_id: str = Field(min_length=1, description="Its task.")
+    reason: str = Field(description="Why its tries had no working server (the trace's status_reason).")
+
+
 class BugReport(ArtifactModel):
     """runs/{run-id}/bug_report.json: the evaluated bugs and per-task statistics of one run."""
 
@@ -220,6 +228,11 @@ class BugReport(ArtifactModel):
     notes: list[str] = Field(
         default_factory=list,
         description="What the evaluation could not do: unreadable traces, failed analyzers, no baseline.",
+    )
+    errored: list[ErroredAttempt] = Field(
+        default_factory=list,
+        description="Attempts recorded `errored` (the server did not start or connect, twice): an "
+        "infrastructure failure, so neither their calls nor their answers are evaluated or counted.",
     )
 
     def holdout_task_ids(self) -> set[str]:

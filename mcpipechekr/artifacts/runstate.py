@@ -29,7 +29,7 @@ from mcpipechekr.artifacts.rundir import RunDir
 from mcpipechekr.artifacts.trace import Trace, trace_path
 from mcpipechekr.errors import UserError
 
-FINAL_TRACE_STATUSES = frozenset({"completed", "error", "timeout"})
+FINAL_TRACE_STATUSES = frozenset({"completed", "error", "timeout", "errored"})
 CUT_SHORT_REASONS = (
     "interrupted by the user",
     "the run halted:",

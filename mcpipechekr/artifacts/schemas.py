@@ -23,6 +23,7 @@ from mcpipechekr.artifacts.findings import FindingsList
 from mcpipechekr.artifacts.fix_record import FixRecord
 from mcpipechekr.artifacts.manifest import Manifest
 from mcpipechekr.artifacts.review import Review
+from mcpipechekr.artifacts.server_starts import ServerStarts
 from mcpipechekr.artifacts.tef_report import TefReport
 from mcpipechekr.artifacts.tools_snapshot import ToolsSnapshot
 from mcpipechekr.artifacts.trace import Trace
@@ -42,6 +43,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "findings": FindingsList,
     "call_record": CallRecord,
     "comparison": Comparison,
+    "server_starts": ServerStarts,
 }
 """File-format name -> model; each becomes `<name>.schema.json`."""
 

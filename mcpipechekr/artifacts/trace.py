@@ -43,7 +43,7 @@ from mcpipechekr.artifacts.tool_result import seen_size
 
 UsageSource = Literal["reported", "estimated"]
 Runner = Literal["native", "opencode", "claude-code", "demo", "import"]
-TraceStatus = Literal["completed", "error", "timeout", "incomplete"]
+TraceStatus = Literal["completed", "error", "timeout", "incomplete", "errored"]
 
 
 class Usage(ArtifactModel):
@@ -178,9 +178,16 @@ class Trace(ArtifactModel):
     started_at: AwareDatetime = Field(description="When the attempt started.")
     ended_at: AwareDatetime | None = Field(default=None, description="When it ended; absent if it never did.")
     status: TraceStatus = Field(
-        description="`completed` (gave a final answer), `error`, `timeout`, or `incomplete` (cut short)."
+        description="`completed` (gave a final answer), `error` (the agent or its runner failed), "
+        "`timeout`, `incomplete` (cut short), or `errored`: the agent never reached a working server (it "
+        "did not start or connect, twice), an infrastructure failure that is never judged as an answer."
     )
     status_reason: str | None = Field(default=None, description="Why it did not complete, in one line.")
+    failed_starts: list[str] = Field(
+        default_factory=list,
+        description="Why each earlier try of this attempt never had a working server (it did not start "
+        "or connect), oldest first; an `errored` trace lists every try. Absent when the first try worked.",
+    )
     steps: list[Step] = Field(default_factory=list, description="Model turns and tool calls, in order.")
     final_answer: str | None = Field(default=None, description="The agent's final answer, if it gave one.")
     totals: TraceTotals = Field(

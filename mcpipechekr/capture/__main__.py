@@ -28,6 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cwd", help="Working directory of the server.")
     parser.add_argument("--stderr", type=Path, help="Append the server's stderr here (default: inherit).")
     parser.add_argument("--secrets", type=Path, help="JSON file with the server's env and values to redact.")
+    parser.add_argument(
+        "--attach",
+        type=Path,
+        help="Unix socket of a server the harness started ahead (Phase 1's pool): use it, start none.",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS…: the server to run.")
     opts = parser.parse_args(argv)
     command = opts.command[1:] if opts.command[:1] == ["--"] else opts.command
@@ -49,7 +54,13 @@ def main(argv: list[str] | None = None) -> int:
         for name in secrets.get("unset") or []:
             os.environ.pop(str(name), None)  # the server inherits the rest of this process's environment
     return run_stdio_proxy(
-        command, opts.journal, env=env, cwd=opts.cwd, stderr_path=opts.stderr, redactor=redactor
+        command,
+        opts.journal,
+        env=env,
+        cwd=opts.cwd,
+        stderr_path=opts.stderr,
+        redactor=redactor,
+        attach=opts.attach,
     )
 
 

@@ -125,3 +125,53 @@ def server_failure(journal: Path | str | list[JournalRecord]) -> str | None:
         if record.event == "upstream_error":
             return record.detail or "the server could not be reached"
     return None
+
+
+
+HANDSHAKES = frozenset({"initialize", "server/discover"})
+"""How a client opens a session: `initialize`, or the stateless revisions' `server/discover`."""
+
+
+def start_failure(journal: Path | str | list[JournalRecord]) -> str | None:
+    """Why the agent never had a working server, or None when it had one: an infrastructure failure.
+
+    The agent reached the proxy (the journal has records) but the server
+    answered none of its requests: it could not be started, died while it
+    started, or was too slow for the agent's client, which gave up. Such an
+    attempt says nothing about the server's tools or the agent's answer, so
+    Phase 1 tries it once more and records it `errored` when the second try
+    fails too; it is never judged as an answer. A server that refuses the
+    handshake (`initialize`, `server/discover`) with an error counts too. A
+    journal without records (the agent failed before it launched its MCP
+    server) is not one: the runner's own error says what happened.
+    """
+    records = _records(journal)
+    if not records:
+        return None
+    asked: dict[bytes, str] = {}
+    death: str | None = None
+    for record in records:
+        if record.kind == "event":
+            if record.event == "server_exited" and record.expected is False:
+                death = death or record.detail or "the server exited"
+            elif record.event == "upstream_error":
+                death = death or record.detail or "the server could not be reached"
+            continue
+        message = record.message
+        if not isinstance(message, dict) or "id" not in message:
+            continue
+        if record.direction == "to_server" and isinstance(message.get("method"), str):
+            asked[_key(message["id"])] = message["method"]
+        elif record.direction == "to_agent" and "method" not in message:
+            method = asked.get(_key(message["id"]))
+            if method is None:
+                continue
+            if "result" in message or method not in HANDSHAKES:
+                return None  # the server answered: it was up, whatever happened next
+            error = message.get("error") if isinstance(message.get("error"), dict) else {}
+            return f"the server refused {method}: {error.get('message') or 'JSON-RPC error'}"
+    if death is not None:
+        return f"{death} before it answered any request"
+    if asked:
+        return "the server answered no request before the agent's client gave up"
+    return None  # the agent asked nothing, and the server did not die: nothing to say of the server

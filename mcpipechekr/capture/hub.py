@@ -27,6 +27,7 @@ import orjson
 from mcpipechekr._util.private_log import write_private
 from mcpipechekr.capture.agent_server import AgentServer
 from mcpipechekr.capture.http_proxy import HttpCaptureProxy
+from mcpipechekr.capture.warm import WarmPool
 from mcpipechekr.config import Redactor, ServerConfig
 
 SECRETS_FILE = "capture-secrets.json"
@@ -55,8 +56,12 @@ def proxy_server(
     redactions: Sequence[tuple[str, str]] = (),
     stderr_log: Path | None = None,
     withheld_env: Sequence[str] = (),
+    attach: Path | None = None,
 ) -> AgentServer:
     """The AgentServer for a stdio server behind the capture proxy, journaling to `journal`.
+
+    With `attach`, the proxy uses the server a `capture.warm.WarmPool` started ahead, listening there,
+    instead of starting one (the command is still given: the journal names it).
 
     With `secrets_dir`, the server's env, `redactions` and `withheld_env` (names
     the server must not inherit from the agent) are passed in a private file
@@ -73,6 +78,8 @@ def proxy_server(
         args += ["--cwd", server_config.cwd]
     if stderr_log is not None:
         args += ["--stderr", str(stderr_log)]
+    if attach is not None:
+        args += ["--attach", str(attach)]
     env: dict[str, str] = {}
     if secrets_dir is not None:
         secrets = write_secrets_file(secrets_dir, dict(server_config.env), redactions, withheld_env)
@@ -95,11 +102,13 @@ class CaptureHub:
         redactions: Sequence[tuple[str, str]] = (),
         stderr_log: Path | None = None,
         withheld_env: Sequence[str] = (),
+        pool: WarmPool | None = None,
     ):
         self.server_config = server_config
         self.redactions = list(redactions)
         self.stderr_log = stderr_log
         self.withheld_env = list(withheld_env)
+        self.pool = pool  # stdio servers started ahead of the attempts (`capture.warm`)
         self.http: HttpCaptureProxy | None = None
 
     def _http_proxy(self) -> HttpCaptureProxy | None:
@@ -142,6 +151,7 @@ class CaptureHub:
                 redactions=self.redactions,
                 stderr_log=self.stderr_log,
                 withheld_env=self.withheld_env,
+                attach=self.pool.take() if self.pool is not None else None,
             )
         return AgentServer(name=name, url=self.http.route(journal, label=journal.stem))
 

@@ -47,6 +47,7 @@ import contextlib
 import os
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -123,8 +124,10 @@ class StdioProxy:
         agent_out: IO[bytes] | None = None,
         grace_s: float = GRACE_S,
         leave_s: float = LEAVE_S,
+        attach: Path | None = None,
     ):
         self.argv = list(argv)
+        self.attach = attach  # a server the harness started ahead (`capture.warm`), instead of starting one
         self.writer = writer
         self.env = env or {}
         self.cwd = cwd
@@ -146,23 +149,31 @@ class StdioProxy:
         self.writer.event(
             "proxy_started", version=1, pid=os.getpid(), detail=f"stdio: {shlex.join(self.argv)}"
         )
+        detail: str | None = None
         try:
-            self.process = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self.stderr,
-                cwd=self.cwd,
-                env=_python_env(self.env),
-                start_new_session=True,
-            )
+            if self.attach is not None:
+                attached = AttachedServer(self.attach)
+                self.process = attached  # type: ignore[assignment]
+                detail = f"started {attached.started_s:.1f} s before the agent attached"
+            else:
+                self.process = subprocess.Popen(
+                    self.argv,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=self.stderr,
+                    cwd=self.cwd,
+                    env=_python_env(self.env),
+                    start_new_session=True,
+                )
         except OSError as exc:
             detail = f"could not start the server: {exc.strerror or exc}: {self.argv[0]!r}"
+            if self.attach is not None:
+                detail = f"could not reach the server started ahead: {exc.strerror or exc}"
             self.writer.event("server_exited", expected=False, detail=detail)
             self.writer.event("proxy_stopped")
             print(f"mcpipechekr capture: {detail}", file=sys.stderr)
             return 127
-        self.writer.event("server_started", pid=self.process.pid)
+        self.writer.event("server_started", pid=self.process.pid, detail=detail)
         pump = threading.Thread(target=self._agent_to_server, name="capture-to-server", daemon=True)
         pump.start()
         self._server_to_agent()
@@ -287,6 +298,68 @@ class StdioProxy:
                 continue
 
 
+class AttachedServer:
+    """A server the harness started ahead (`capture.warm`), driven like a process the proxy started.
+
+    The pool hands over the server's stdin and stdout over a unix socket (SCM_RIGHTS) with its pid, keeps
+    the process as its own child, and sends its exit status down the socket when it ends: `wait` reads it.
+    The attributes and methods are those of `subprocess.Popen` the proxy uses.
+    """
+
+    def __init__(self, path: Path):
+        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._socket.connect(str(path))
+            data, fds, _, _ = socket.recv_fds(self._socket, 4096, 2)
+        except OSError:
+            self._socket.close()
+            raise
+        line, _, self._buffer = data.partition(b"\n")
+        header = orjson.loads(line) if line else {"error": "the pool closed the connection"}
+        if "error" in header or len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            self._socket.close()
+            raise OSError(str(header.get("error") or "the pool sent no pipes"))
+        self.pid: int = header["pid"]
+        self.started_s: float = float(header.get("started_s") or 0.0)
+        self.stdin: IO[bytes] = os.fdopen(fds[0], "wb")
+        self.stdout: IO[bytes] = os.fdopen(fds[1], "rb")
+        self.returncode: int | None = None
+        self._lock = threading.Lock()
+
+    def wait(self, timeout: float | None = None) -> int:
+        with self._lock:
+            if self.returncode is not None:
+                return self.returncode
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while b"\n" not in self._buffer:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
+                self._socket.settimeout(remaining)
+                try:
+                    chunk = self._socket.recv(4096)
+                except TimeoutError:
+                    raise subprocess.TimeoutExpired(str(self.pid), timeout or 0) from None
+                except OSError:
+                    chunk = b""
+                if not chunk:  # the pool is gone (its process was killed): the status cannot be known
+                    self.returncode = 0
+                    return 0
+                self._buffer += chunk
+            line = self._buffer.split(b"\n", 1)[0]
+            self.returncode = int(orjson.loads(line).get("exit", 0))
+            self._socket.close()
+            return self.returncode
+
+    def poll(self) -> int | None:
+        try:
+            return self.wait(timeout=0.001)
+        except subprocess.TimeoutExpired:
+            return None
+
+
 def _signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
@@ -311,6 +384,7 @@ def run_stdio_proxy(
     cwd: str | None = None,
     stderr_path: Path | None = None,
     redactor: Redactor | None = None,
+    attach: Path | None = None,
 ) -> int:
     """The `python -m mcpipechekr.capture` entry: proxy stdin/stdout to `argv`, journal to `journal`.
 
@@ -324,7 +398,7 @@ def run_stdio_proxy(
             else None
         )
         writer = stack.enter_context(JournalWriter(journal, redactor))
-        proxy = StdioProxy(argv, writer, env=env, cwd=cwd, stderr=stderr)
+        proxy = StdioProxy(argv, writer, env=env, cwd=cwd, stderr=stderr, attach=attach)
 
         def on_signal(signum: int, frame: object) -> None:
             proxy.stop()

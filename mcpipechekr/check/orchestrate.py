@@ -68,7 +68,7 @@ def run_check(
     if progress is not None:
         progress(f"starting {config.server.name}")
     sizes: list[ResponseSize] = []
-    with server_under_test(config, log_path) as server:
+    with server_under_test(config, log_path, share=True) as server:
         ctx = CheckContext(config=config, server=server, call_timeout_s=timeout_s, progress=progress)
         if cases is not None:
             ctx.opted_in |= cases.opt_in_tools

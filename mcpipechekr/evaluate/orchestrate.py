@@ -30,7 +30,7 @@ from mcpipechekr._util.collector import collector_paused
 from mcpipechekr.artifacts import RunDir, read_model, read_trace, utc_now, write_model
 from mcpipechekr.artifacts.atomic import atomic_write_text
 from mcpipechekr.artifacts.baseline import Baseline
-from mcpipechekr.artifacts.bug_report import BugReport, BugSeverity, ReviewFlag, TaskStats
+from mcpipechekr.artifacts.bug_report import BugReport, BugSeverity, ErroredAttempt, ReviewFlag, TaskStats
 from mcpipechekr.artifacts.runstate import load_manifest
 from mcpipechekr.artifacts.tools_snapshot import ToolsSnapshot
 from mcpipechekr.artifacts.trace import list_traces
@@ -435,9 +435,13 @@ def _task_map(config: Config) -> dict[str, Task]:
 
 
 def load_contexts(
-    config: Config, run_dir: RunDir, baseline: Baseline | None
+    config: Config, run_dir: RunDir, baseline: Baseline | None, errored: list[ErroredAttempt] | None = None
 ) -> tuple[list[TraceContext], list[str]]:
-    """The run's traces with their tasks and baseline entries; unreadable traces become notes."""
+    """The run's traces with their tasks and baseline entries; unreadable traces become notes.
+
+    An `errored` trace (its agent never had a working server) is no evidence of anything: it is left
+    out, and added to `errored` when a list is given.
+    """
     tasks = _task_map(config)
     budgets = Budgets(default=config.check.budget_tokens, per_tool=dict(config.check.tool_budgets))
     contexts: list[TraceContext] = []
@@ -450,6 +454,11 @@ def load_contexts(
         except UserError as exc:
             notes.append(f"{ref} was skipped: {exc.message.splitlines()[0]}")
             continue
+        if trace.status == "errored":
+            if errored is not None:
+                reason = trace.status_reason or ""
+                errored.append(ErroredAttempt(trace=ref, task_id=trace.task_id, reason=reason))
+            continue
         task = tasks.get(trace.task_id)
         if task is None:
             unknown.add(trace.task_id)
@@ -461,6 +470,17 @@ def load_contexts(
         for task_id in sorted(unknown)
     )
     return contexts, notes
+
+
+def errored_note(errored: Sequence[ErroredAttempt]) -> str:
+    """The report's note on the attempts left out because their agent never had a working server."""
+    tasks = sorted({item.task_id for item in errored})
+    return (
+        f"{len(errored)} attempt(s) errored, the server not started or not connected in two tries "
+        f"({', '.join(f'`{task}`' for task in tasks)}): an infrastructure failure, not evaluated; first "
+        f"reason: {errored[0].reason}. Trace them in a new run (`doit loop --new-run`); a server that is "
+        "slow to start gets more time with server.health.timeout_s"
+    )
 
 
 def _phase1_provider(run_dir: RunDir, contexts: list[TraceContext], config: Config) -> str:
@@ -492,8 +512,11 @@ def evaluate_run(config: Config, run_dir: RunDir | str | Path, *, notes: Sequenc
     # traces, sightings and reports hold no reference cycles; on 1,000 traces the collector's
     # fruitless walks were a third of the reading time.
     with collector_paused():
-        contexts, found = load_contexts(config, run, baseline)
+        errored: list[ErroredAttempt] = []
+        contexts, found = load_contexts(config, run, baseline, errored)
         notes = [*notes, *found]
+        if errored:
+            notes.append(errored_note(errored))
         if baseline is None:
             notes.append(
                 f"no baseline at {run.baseline}: answers were not checked (run `mcpipechekr baseline`)"
@@ -510,6 +533,7 @@ def evaluate_run(config: Config, run_dir: RunDir | str | Path, *, notes: Sequenc
             notes=notes,
             judge=None if spec.is_demo else AnswerJudge.for_provider(spec, config),
         )
+        report.errored = errored
         traces = len(contexts)
         prompt = None if spec.is_demo else digest(contexts, baseline, report)
         del contexts, outcomes  # the traces go now, before the collector is back and would walk them

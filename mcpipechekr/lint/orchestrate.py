@@ -155,7 +155,7 @@ def _definitions(config: Config, tools: Sequence[Any] | ToolsSnapshot | None) ->
     if isinstance(tools, ToolsSnapshot):
         return list(tools.tools)
     if tools is None:
-        with server_under_test(config) as live:
+        with server_under_test(config, share=True) as live:
             tools = live.list_tools()
     return [tool if isinstance(tool, ToolDefinition) else tool_definition(tool) for tool in tools]
 

@@ -49,7 +49,8 @@ table.bugs td:first-child { min-width: 200px; word-break: break-all; }
 details.trace { border: 1px solid var(--line); border-radius: 6px; margin: 6px 0; padding: 4px 8px; }
 details.trace > summary { cursor: pointer; }
 details.trace .task { font-weight: 600; }
-.status-completed { color: #067647; } .status-error, .status-timeout, .status-incomplete { color: #b42318; }
+.status-completed { color: #067647; }
+.status-error, .status-timeout, .status-incomplete, .status-errored { color: #b42318; }
 .wasted-count { color: #b54708; }
 ol.steps { padding-left: 0; list-style: none; }
 li.step { border-left: 3px solid var(--line); margin: 6px 0; padding: 2px 0 2px 10px; }

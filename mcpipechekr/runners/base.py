@@ -20,14 +20,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import ClassVar, Literal, Protocol
 
-from mcpipechekr.artifacts.trace import ModelTurn, ToolCall
+from mcpipechekr.artifacts.trace import ModelTurn, ToolCall, TraceStatus
 from mcpipechekr.capture.agent_server import AgentServer
 from mcpipechekr.config import Config
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.tasks import Task
 
 RunnerName = Literal["native", "opencode", "claude-code", "demo", "import"]
-TraceStatus = Literal["completed", "error", "timeout", "incomplete"]
 DEMO_MODEL_LABEL = "scripted demo model"
 """How the demo provider is named wherever a provider or model is shown, so nobody mistakes it for an LLM."""
 

@@ -45,14 +45,16 @@ test behind the capture proxy (`Config.provider_env_from_dotenv`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import anyio
 import orjson
@@ -62,18 +64,22 @@ from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.journal import JournalRecord, journal_path, read_journal
 from mcpipechekr.artifacts.rundir import RunDir
 from mcpipechekr.artifacts.trace import Trace, safe_name, write_trace
-from mcpipechekr.capture.calls import journal_tool_calls, server_failure
+from mcpipechekr.capture.calls import journal_tool_calls, server_failure, start_failure
 from mcpipechekr.capture.hub import CaptureHub
+from mcpipechekr.capture.warm import StartTally, open_pool
 from mcpipechekr.config import Config, Redactor
 from mcpipechekr.errors import ServerHalt, UserError
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.assemble import assemble_trace
 from mcpipechekr.runners.base import AgentServer, Runner, RunnerOutput, RunRequest
 from mcpipechekr.server.lifecycle import http_server_started
+from mcpipechekr.server.starts import parallel_starts, start_profile, starts_path, with_start_allowance
 from mcpipechekr.tasks import Task
 
 DEFAULT_CONCURRENCY = 4
 """Attempts in flight at once: enough to hide API latency, few enough for provider rate limits."""
+START_TRIES = 2
+"""Tries of an attempt whose agent never had a working server before it is recorded `errored`."""
 DEFAULT_MAX_REQUESTS = 50
 """Model requests one attempt may make before it is cut short as `incomplete`."""
 TIMEOUT_SLACK_S = 5.0
@@ -85,6 +91,9 @@ PROXY_GONE_QUIET_S = 0.2
 """How long a journal whose proxy is gone must stay unchanged before the wait for it ends."""
 
 RunnerFor = Callable[[ProviderSpec], Runner]
+T = TypeVar("T")
+ENDED = ("completed", "error", "timeout", "incomplete", "errored")
+"""The states an attempt ends in: `completed`, then the failures."""
 
 
 @dataclass
@@ -120,8 +129,8 @@ class Phase1State:
         return sum(attempt.tokens for attempt in self.attempts)
 
     def summary(self) -> str:
-        done = self.count("completed", "error", "timeout", "incomplete")
-        failed = self.count("error", "timeout", "incomplete")
+        done = self.count(*ENDED)
+        failed = self.count(*ENDED[1:])
         return (
             f"{done}/{len(self.attempts)} done, {self.count('running')} running, {failed} failed, "
             f"{self.tokens:,} tokens, {time.monotonic() - self.started:.0f}s"
@@ -228,6 +237,7 @@ class _Engine:
         self.max_requests = max_requests
         self.on_change = on_change
         self.runners: dict[str, Runner] = {}
+        self.starts = StartTally()  # the phase's: the pool's when there is one
 
     def runner(self, provider: ProviderSpec) -> Runner:
         """The provider's runner, one for the whole run, so what it keeps (a model's client) is shared."""
@@ -266,7 +276,34 @@ class _Engine:
             self.on_change(attempt)
 
     async def _run(self, attempt: Attempt) -> str | None:
-        """Run one attempt and write its trace; returns a halt message if the server failed."""
+        """Run one attempt and write its trace; returns a halt message if the server failed.
+
+        A try whose agent never had a working server (`capture.calls.start_failure`) is tried again,
+        once; a second such try writes the attempt `errored`, unless no server of this kind has started
+        yet and `STARTS_BEFORE_HALT` starts in a row failed: then the server cannot start at all, and
+        the run halts as for any server failure.
+        """
+        failed_starts: list[str] = []
+        while True:
+            halt, start = await self._try(attempt, failed_starts)
+            if start is None:
+                self.starts.succeeded()
+                return halt
+            failed_starts.append(start)
+            if self.starts.failed():
+                return (
+                    f"the server under test did not start in {self.starts.in_a_row} tries in a row "
+                    f"(task '{attempt.task.task_id}'): {start}\n  server stderr: "
+                    f"{self.run_dir.server_stderr_log}"
+                )
+            if len(failed_starts) >= START_TRIES:
+                return None
+
+    async def _try(self, attempt: Attempt, failed_starts: list[str]) -> tuple[str | None, str | None]:
+        """One try of an attempt: (halt message, why the server did not start).
+
+        The trace is written unless the server did not start and another try is due.
+        """
         config, task = self.config, attempt.task
         journal = journal_path(self.run_dir, task.task_id, str(attempt.provider), attempt.repetition)
         journal.parent.mkdir(parents=True, exist_ok=True)
@@ -329,20 +366,49 @@ class _Engine:
             orphan = orphaned_server(records)
             if orphan is not None:  # ended if it still runs
                 await anyio.to_thread.run_sync(end_group, orphan)
-            failure = server_failure(records)
-            if failure is not None and halt is None:
-                output.status = "incomplete"
-                output.status_reason = f"the server failed: {failure}"
-                halt = failure
-            await anyio.to_thread.run_sync(self._write, attempt, request, output, runner, started, records)
+            start = start_failure(records)
+            if start is not None:
+                start = self._within_start_allowance(start)
+                if len(failed_starts) + 1 < START_TRIES:
+                    await self._cleanup(server, workdir)  # tried again: this try leaves no trace
+                    return None, start
+                output.status = "errored"
+                tries = [*failed_starts, start]
+                output.status_reason = (
+                    f"the agent never had a working server ({len(tries)} tries): {'; '.join(tries)}"
+                )
+                halt = None
+            else:
+                failure = server_failure(records)
+                if failure is not None and halt is None:
+                    output.status = "incomplete"
+                    output.status_reason = f"the server failed: {failure}"
+                    halt = failure
+            written = [*failed_starts, start] if start is not None else failed_starts
+            await anyio.to_thread.run_sync(
+                functools.partial(self._write, failed_starts=written),
+                attempt,
+                request,
+                output,
+                runner,
+                started,
+                records,
+            )
             await self._cleanup(server, workdir)
         if halt is None:
-            return None
+            return None, start
         return (
             f"the server under test failed during task '{task.task_id}' ({attempt.provider}, repetition "
             f"{attempt.repetition}): {_first_line(halt)}\n  journal: {journal}\n  server stderr: "
             f"{self.run_dir.server_stderr_log}"
-        )
+        ), None
+
+    def _within_start_allowance(self, reason: str) -> str:
+        """The start failure's reason, naming the setting that bounds a start when the client gave up."""
+        if "answered no request before" not in reason:
+            return reason
+        allowed = self.config.server.health.timeout_s
+        return f"{reason} (server.health.timeout_s allows {allowed:g} s to start: raise it in config.yaml)"
 
     def _write(
         self,
@@ -352,6 +418,8 @@ class _Engine:
         runner: Runner | None,
         started: object,
         records: list[JournalRecord] | None = None,
+        *,
+        failed_starts: Sequence[str] = (),
     ) -> None:
         if records is None:
             records = read_journal(request.journal)
@@ -364,6 +432,8 @@ class _Engine:
             started_at=started,  # type: ignore[arg-type]
             ended_at=utc_now(),
         )
+        if failed_starts:
+            trace.failed_starts = [self.redactor.redact(reason) for reason in failed_starts]
         attempt.trace = write_trace(self.run_dir, trace)
         attempt.state = trace.status
         attempt.tokens = trace.totals.total_tokens
@@ -391,6 +461,36 @@ def _user_error_in(group: BaseExceptionGroup) -> BaseException:
 
 def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0]
+
+
+def pool_options(config: Config, expected: int, slots: int, stderr_log: Path) -> dict[str, Any]:
+    """How a Phase 1 pool of servers started ahead is sized for this server (see `capture.warm`)."""
+    profile = start_profile(starts_path(config), config.server)
+    return {
+        "expected": expected,
+        "slots": slots,
+        "parallel_starts": parallel_starts(config),
+        "start_s": profile.wall_s if profile is not None else 0.0,
+        "stderr_log": stderr_log,
+        "redactor": config.redactor,
+        "withheld_env": config.provider_env_from_dotenv(),
+    }
+
+
+@contextlib.asynccontextmanager
+async def _closing_in_thread(cm: contextlib.AbstractContextManager[T]) -> AsyncIterator[T]:
+    """A blocking context manager (the pool: closing it stops servers) entered here, left in a worker
+    thread so that stopping its servers does not hold up the event loop."""
+    value = cm.__enter__()
+    try:
+        yield value
+    except BaseException as exc:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(cm.__exit__, type(exc), exc, exc.__traceback__)
+        raise
+    else:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(cm.__exit__, None, None, None)
 
 
 def plan_attempts(tasks: Sequence[Task], providers: Sequence[ProviderSpec], repeat: int) -> list[Attempt]:
@@ -431,18 +531,25 @@ async def run_attempts(
     notify = (lambda attempt: on_change(state, attempt)) if on_change else (lambda attempt: None)
     pending = iter(attempts)
     stderr_log = root / "server.stderr.log"
+    # Agents' clients and the HTTP server's start get as long as a start of this server may take.
+    config = config.model_copy(update={"server": with_start_allowance(config)})
     # An HTTP server with a `start` command runs for the whole phase (stdio servers start per attempt,
-    # behind each attempt's proxy): `mcpipechekr run` and doit's trace targets both come through here.
+    # behind each attempt's proxy, from a pool started ahead): `mcpipechekr run` and doit's trace
+    # targets both come through here; the loop's Phase 1 opens the pool its targets share.
+    pool_cm = open_pool(config.server, **pool_options(config, len(attempts), concurrency, stderr_log))
     async with (
+        _closing_in_thread(pool_cm) as pool,
         http_server_started(config.server, stderr_log, config.redactor),
         CaptureHub(
             config.server,
             redactions=pairs,
             stderr_log=stderr_log,
             withheld_env=config.provider_env_from_dotenv(),
+            pool=pool,
         ) as hub,
     ):
         engine = _Engine(config, run_dir, runner_for, hub, Redactor(pairs), state, max_requests, notify)
+        engine.starts = pool.tally if pool is not None else StartTally()
         try:
             async with anyio.create_task_group() as outer:
                 async with anyio.create_task_group() as tg:

@@ -11,9 +11,15 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from mcpipechekr.runners.engine import Attempt, Phase1State
+from mcpipechekr.runners.engine import ENDED, Attempt, Phase1State
 
-_STYLE = {"completed": "green", "error": "red", "timeout": "yellow", "incomplete": "yellow"}
+_STYLE = {
+    "completed": "green",
+    "error": "red",
+    "timeout": "yellow",
+    "incomplete": "yellow",
+    "errored": "magenta",
+}
 
 
 class Phase1Progress:
@@ -30,7 +36,7 @@ class Phase1Progress:
 
     def update(self, state: Phase1State, attempt: Attempt | None) -> None:
         if attempt is not None and attempt.trace is not None:
-            done = state.count("completed", "error", "timeout", "incomplete")
+            done = state.count(*ENDED)
             line = Text(f"[{done}/{len(state.attempts)}] {attempt.label}: ")
             line.append(attempt.state, style=_STYLE.get(attempt.state, ""))
             line.append(f", {attempt.tokens:,} tokens")

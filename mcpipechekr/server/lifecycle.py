@@ -53,6 +53,7 @@ from mcp.shared.exceptions import MCPError
 from mcpipechekr import __version__
 from mcpipechekr._util.leftover_processes import note_started, note_stopped
 from mcpipechekr._util.private_log import RedactingLog, UnsafeLogPath
+from mcpipechekr._util.process_group import group_cpu_seconds
 from mcpipechekr._util.project_lock import held_lock_file
 from mcpipechekr._util.redact import Redactor
 from mcpipechekr._util.stops import own_group, release_group
@@ -83,6 +84,9 @@ class HealthReport:
     elapsed_s: float
     protocol_version: str | None = None
     server_info: dict[str, Any] = field(default_factory=dict)
+    cpu_s: float | None = None
+    """CPU seconds the server's processes used to get there, where it could be told (a stdio server on
+    Linux): whether its start is CPU-bound (`server.starts`)."""
 
 
 def describe_target(server: ServerConfig) -> str:
@@ -155,11 +159,13 @@ class Connection:
         log: ServerLog,
         exit_code: Callable[[], int | None],
         kill: Callable[[], None] | None = None,
+        group: Callable[[], int | None] | None = None,
     ):
         self.server = server
         self.client = client
         self.log = log
         self.exit_code = exit_code
+        self.group = group or (lambda: None)  # the process group we started, for its CPU time
         self.halted: ServerHalt | None = None
         self.kill = kill or (lambda: None)
 
@@ -233,6 +239,7 @@ class Connection:
                 "at the health check",
             )
         info = self.client.server_info
+        group = self.group()
         return HealthReport(
             server=self.server.name,
             transport=self.server.transport,
@@ -240,6 +247,7 @@ class Connection:
             elapsed_s=time.monotonic() - started,
             protocol_version=self.client.protocol_version,
             server_info=info.model_dump(exclude_none=True) if info is not None else {},
+            cpu_s=group_cpu_seconds(group) if group is not None else None,
         )
 
 
@@ -288,7 +296,10 @@ async def connect(
             def exit_code() -> int | None:
                 return transport.process.returncode if transport.process is not None else None
 
-            connection = Connection(server, _client(transport), log, exit_code, transport.kill)
+            def group() -> int | None:
+                return transport.process.pid if transport.process is not None else None
+
+            connection = Connection(server, _client(transport), log, exit_code, transport.kill, group)
             async with _session(connection, started) as pair:
                 yield pair
             return
@@ -309,6 +320,7 @@ async def connect(
                     log,
                     (lambda: process.poll()) if process is not None else (lambda: None),
                     (lambda: _kill_popen(process)) if process is not None else None,
+                    (lambda: process.pid) if process is not None else None,
                 )
                 async with _session(connection, started) as pair:
                     yield pair
@@ -412,9 +424,7 @@ async def _session(connection: Connection, started: float) -> AsyncIterator[tupl
     except BaseException as caught:
         exc = _leaf(caught)
         if timed_out and report is None:
-            raise connection.halt(
-                f"did not answer within {timeout_s:g}s", "during start-up", prefer_cause=True
-            ) from None
+            raise connection.halt(_start_timeout(timeout_s), "during start-up", prefer_cause=True) from None
         if isinstance(exc, FileNotFoundError):
             raise ServerHalt(
                 connection.log.redactor.redact(
@@ -435,7 +445,15 @@ async def _session(connection: Connection, started: float) -> AsyncIterator[tupl
             f"failed to initialize ({type(exc).__name__}: {exc})", "during start-up"
         ) from None
     if timed_out and report is None:
-        raise connection.halt(f"did not answer within {timeout_s:g}s", "during start-up", prefer_cause=True)
+        raise connection.halt(_start_timeout(timeout_s), "during start-up", prefer_cause=True)
+
+
+def _start_timeout(timeout_s: float) -> str:
+    """A start that ran out of time, naming the setting that bounds it."""
+    return (
+        f"did not answer within {timeout_s:g}s (server.health.timeout_s, or more when its starts were "
+        "measured slower: raise it in config.yaml if the server needs longer to start)"
+    )
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -551,8 +569,15 @@ class ServerUnderTest:
     it. Use it as a context manager to guarantee the process is stopped.
     """
 
-    def __init__(self, server: ServerConfig, log_path: Path | None = None, redactor: Redactor | None = None):
+    def __init__(
+        self,
+        server: ServerConfig,
+        log_path: Path | None = None,
+        redactor: Redactor | None = None,
+        on_started: Callable[[HealthReport], None] | None = None,
+    ):
         self.server = server
+        self.on_started = on_started  # told of each start's health report (its start is measured)
         self.redactor = redactor or server_redactor(server)
         # Without a log path (no run folder, no findings home) each start logs into a private folder
         # of its own, made by mkdtemp and removed at stop().
@@ -596,6 +621,8 @@ class ServerUnderTest:
             self._close_portal(exc)
             self._remove_scratch()
             raise
+        if self.on_started is not None:
+            self.on_started(self.health)
         return self.health
 
     def stop(self) -> None:
@@ -690,16 +717,70 @@ def log_path_in(folder: Path, server_name: str) -> Path:
 
 
 def server_under_test(
-    config: Config, log_path: Path | None = None, server: ServerConfig | None = None
+    config: Config, log_path: Path | None = None, server: ServerConfig | None = None, *, share: bool = False
 ) -> ServerUnderTest:
     """The configured server (or `server`, a variant of it) with the config's redactor on its stderr.
 
     Its stderr goes to `log_path` (a run folder's log), else to the `logs/`
-    folder of `paths.home`.
+    folder of `paths.home`. It is allowed as long to start as its measured
+    starts say (`server.starts`), and each start is measured. With `share`,
+    while the doit front end keeps servers (`server.kept`), a step that only
+    needs the server up uses the one an earlier step started: stopping it
+    leaves it running for the next.
     """
+    from mcpipechekr.server import kept
+    from mcpipechekr.server.starts import record_start, starts_path, with_start_allowance
+
     server = server or config.server
     log_path = log_path or log_path_in(config.paths.home / "logs", server.name)
-    return ServerUnderTest(server, log_path, config.redactor)
+    measured = server  # measurements are keyed by the launch as configured, not by the allowance
+    path = starts_path(config)
+
+    def record(health: HealthReport) -> None:
+        record_start(path, measured, health.elapsed_s, health.cpu_s)
+
+    def new() -> ServerUnderTest:
+        return ServerUnderTest(
+            with_start_allowance(config, server), log_path, config.redactor, on_started=record
+        )
+
+    if share and kept.keeping_on():
+
+        def started() -> ServerUnderTest:
+            live = new()
+            live.start()
+            return live
+
+        return _SharedServer(lambda: kept.shared(config, measured, started))  # type: ignore[return-value]
+    return new()
+
+
+class _SharedServer:
+    """A kept server as one step sees it: `start` finds it (or starts it), `stop` leaves it running."""
+
+    def __init__(self, get: Callable[[], ServerUnderTest]):
+        self._get = get
+        self._live: ServerUnderTest | None = None
+
+    def start(self) -> HealthReport:
+        self._live = self._get()
+        assert self._live.health is not None
+        return self._live.health
+
+    def stop(self) -> None:
+        self._live = None
+
+    def __enter__(self) -> _SharedServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def __getattr__(self, name: str) -> Any:
+        if self._live is None:
+            raise RuntimeError("server not started")
+        return getattr(self._live, name)
 
 
 def fetch_tool_names(

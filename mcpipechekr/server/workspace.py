@@ -15,6 +15,7 @@ from pathlib import Path
 
 import git
 
+from mcpipechekr._util.hashing import sha256_bytes
 from mcpipechekr._util.yamlsrc import Problem, display_path
 from mcpipechekr.config import Config, ServerConfig
 from mcpipechekr.errors import UserError
@@ -137,3 +138,47 @@ def fix_repo_problems(config: Config) -> list[Problem]:
             "it from",
         )
     ]
+
+
+def server_source_digest(config: Config) -> str | None:
+    """HEAD plus the bytes of uncommitted changes, so editing a dirty tree changes the identity too.
+
+    None when the server has no repository configured: its changes cannot be
+    seen, and runs are told apart only by the other inputs (or `--new-run`).
+    """
+    repo_path = config.server.repo
+    if repo_path is None or not (Path(repo_path) / ".git").exists():
+        return None
+    repo = git.Repo(repo_path)
+    try:
+        head = repo.head.commit.hexsha if repo.head.is_valid() else "no-commit"
+        if not repo.is_dirty(untracked_files=True):
+            return head
+        diff = repo.git.diff("HEAD", binary=True).encode()
+        untracked = b"".join(
+            name.encode() + b"\0" + _read(Path(repo_path) / name) for name in sorted(repo.untracked_files)
+        )
+        changes = sha256_bytes(diff + b"\0" + untracked)
+        return f"{head}+{changes}"
+    except git.GitCommandError as exc:  # git refreshes its index here: a full disk or read-only tree stops it
+        why = (exc.stderr or "").strip().removeprefix("stderr:").strip(" '\n") or f"exit status {exc.status}"
+        raise UserError(
+            f"cannot read the state of the server's repository {repo_path}: git failed ({why}); "
+            "is the disk full, or the folder read-only?"
+        ) from None
+    finally:
+        repo.close()
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""

@@ -50,7 +50,7 @@ def snapshot_step(
     open_planned_run(config, plan, tasks, providers=providers)
     run_dir = plan.run_dir
     with run_stage(config, run_dir, "tools"):
-        with server_under_test(config, run_dir.server_stderr_log) as server:
+        with server_under_test(config, run_dir.server_stderr_log, share=True) as server:
             assert server.health is not None
             tools = server_tools(config, server, server.health)
         write_model(run_dir.tools, tools)

@@ -17,7 +17,8 @@ never saved which targets it built.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
@@ -65,6 +66,25 @@ def already_traced(run_dir: RunDir, attempt: Attempt) -> bool:
     """
     path = attempt_trace(run_dir, attempt)
     return is_traced(path) and read_trace(path).prompt == attempt.task.prompt
+
+
+def pending_attempts(run_dir: RunDir, attempts: Sequence[Attempt]) -> int:
+    """How many of `attempts` lack a finished trace: those a resumed Phase 1 will run."""
+    return sum(1 for attempt in attempts if not already_traced(run_dir, attempt))
+
+
+@contextmanager
+def phase1_pool(config: Config, run_dir: RunDir, expected: int, concurrency: int) -> Iterator[None]:
+    """Servers started ahead for the block's Phase 1 (`capture.warm`), shared by every trace in this process:
+    doit's trace targets each run one attempt, in threads, and find the pool the loop opened here."""
+    from mcpipechekr.capture.warm import open_pool
+    from mcpipechekr.runners.engine import pool_options
+    from mcpipechekr.server.starts import with_start_allowance
+
+    server = with_start_allowance(config)
+    config = config.model_copy(update={"server": server})
+    with open_pool(server, **pool_options(config, expected, concurrency, run_dir.server_stderr_log)):
+        yield
 
 
 def trace_step(
