@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from mcpipechekr._util.yamlsrc import ConfigFileError
 from mcpipechekr.cli import main
 from mcpipechekr.config import load_config
-from mcpipechekr.preflight import LOOP_PHASES, check_preflight, preflight_problems
+from mcpipechekr.preflight import LOOP_PHASES, check_preflight, loop_phases, preflight_problems
 from mcpipechekr.providers import provider_env_names
 
 TINY = Path(__file__).resolve().parent / "servers" / "tiny_server.py"
@@ -101,6 +101,26 @@ def test_a_config_not_set_up_for_fixing_passes_validate_but_not_the_loop(project
         check_preflight(config, LOOP_PHASES)
     assert info.value.problems[0].line == 1 and "server.repo" in info.value.message
     check_preflight(config, ("phase1", "phase2"))  # trace and evaluate need no repository
+
+
+def test_without_a_repository_or_with_fix_agent_none_the_loop_only_evaluates(project: Path) -> None:
+    """Nothing about Phase 3 stops a loop that cannot fix: a server installed from a package, or none."""
+    config = load_config(write_config(project, STDIO))
+    assert config.fixing_off() is not None and "server.repo is not set" in config.fixing_off()
+    assert loop_phases(config) == ("phase05", "phase1", "phase2")
+    check_preflight(config, loop_phases(config))
+
+    git.Repo.init(project / "checkout", initial_branch="main").close()
+    config = load_config(write_config(project, STDIO + "  repo: checkout\nfix:\n  agent: none\n"))
+    assert config.fixing_off() == "fix.agent is `none`"
+    check_preflight(config, loop_phases(config))
+    assert validate().stdout == "ok: config.yaml, tasks.yaml (1 task)\n"
+
+    # With a repository and a fix agent, fixing is on: a missing Phase 3 model is said, with its line.
+    config = load_config(write_config(project, STDIO + "  repo: checkout\nfix:\n  agent: opencode\n"))
+    assert config.fixing_off() is None and loop_phases(config) == LOOP_PHASES
+    with pytest.raises(ConfigFileError, match=r"providers.phase3"):
+        check_preflight(config, loop_phases(config))
 
 
 # --- provider keys ---------------------------------------------------------------------------------
