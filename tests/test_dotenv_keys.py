@@ -141,7 +141,7 @@ def test_dotenv_values_and_keys_are_redacted(tmp_path: Path, monkeypatch: pytest
     assert pairs[DOTENV_KEY] == "${OPENAI_API_KEY}" and pairs[EXPORTED_KEY] == "${ANTHROPIC_API_KEY}"
     assert config.redactor.redact(f"key {DOTENV_KEY}, 1 call") == "key ${OPENAI_API_KEY}, 1 call"
     dump = json.dumps(config.redacted_dump())
-    assert DOTENV_KEY not in dump and '"health": {"timeout_s": 30.0, "min_tools": 1}' in dump  # `1` kept
+    assert DOTENV_KEY not in dump and '"health": {"timeout_s": 60.0, "min_tools": 1}' in dump  # `1` kept
 
 
 def test_the_key_table_matches_the_installed_pydantic_ai(monkeypatch: pytest.MonkeyPatch) -> None:

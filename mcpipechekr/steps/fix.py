@@ -40,6 +40,7 @@ def fix_step(
     """
     from mcpipechekr.fix.loop import run_fix_loop
 
+    coverage = require_traced(run_dir, "fix", allow_incomplete=allow_incomplete)
     off = config.fixing_off()
     if off is not None:
         raise UserError(
@@ -47,7 +48,6 @@ def fix_step(
             "fix.agent to a coding agent (docs/fix.md), or export the bugs as issues: "
             f"`mcpipechekr review {run_dir.run_id} --export`"
         )
-    coverage = require_traced(run_dir, "fix", allow_incomplete=allow_incomplete)
     if coverage is not None:
         out.print(f"note: the report {coverage_note(coverage)}", markup=False)
     prepare_repo(config.server)
