@@ -991,7 +991,7 @@ def _stop_kept_runners() -> None:
 
 def run_loop(**params: Any) -> None:
     """lint → trace → evaluate → review → fix → restart, a new run each iteration, until exit or the cap."""
-    from mcpipechekr.steps.report import report_step
+    from mcpipechekr.steps.report import session_report_step
     from mcpipechekr.steps.session import committed_fixes, ended_at_review, exited_at_review, start_session
     from mcpipechekr.steps.summary import summary_step
     from mcpipechekr.steps.trace import resume_line
@@ -1026,7 +1026,7 @@ def run_loop(**params: Any) -> None:
             raise UserError(f"the loop stopped rebuilding the stale baseline for {plan.run_id} (see above)")
         if build([f"evaluate:{plan.run_id}"], settings=settings) != 0:
             raise UserError(f"the loop stopped evaluating {plan.run_id} (see above)")
-        report_step(session)  # the HTML report, there before the review asks
+        session_report_step(session)  # the evaluation wrote report.html; again only if it misses a run
         if build(["review"], settings=settings) != 0:
             raise UserError(f"the loop stopped at review of {plan.run_id} (see above)")
         if exited_at_review(plan.run_dir):
