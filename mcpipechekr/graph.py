@@ -852,10 +852,11 @@ def task_evaluate() -> Iterator[dict[str, Any]]:
 
 
 def _review_is_current(run_dir: RunDir) -> Callable[[], bool]:
-    """Up to date while review.json holds a decision (approve or exit) on the bug report as it is now.
+    """Up to date while review.json holds a decision (approve, export or exit) on the bug report as it is
+    now.
 
-    A decided report is not asked about again: `exit` ends the loop there, `approve` lets the fix step
-    run. A review.json on another report, or one `record_decision` did not seal, decides nothing.
+    A decided report is not asked about again: `exit` and `export` end the loop there, `approve` lets the
+    fix step run. A review.json on another report, or one `record_decision` did not seal, decides nothing.
     """
 
     def check() -> bool:
@@ -871,7 +872,7 @@ def _review_is_current(run_dir: RunDir) -> Callable[[], bool]:
 
 @answers_help
 def task_review() -> dict[str, Any]:
-    """Human review of the bug report: approve (with annotations) or exit → review.json."""
+    """Human review of the bug report: approve (with annotations), export as issues, or exit → review.json."""
     inputs = _inputs()
     if inputs.error:
         return _unavailable("review", task_review.__doc__, inputs.error)
@@ -1061,7 +1062,7 @@ def _stop_kept_runners() -> None:
 
 def run_loop(**params: Any) -> None:
     """lint → trace → evaluate → review → fix → restart, a new run each iteration, until exit or the cap."""
-    from mcpipechekr.steps.report import report_step
+    from mcpipechekr.steps.report import session_report_step
     from mcpipechekr.steps.session import committed_fixes, ended_at_review, exited_at_review, start_session
     from mcpipechekr.steps.summary import summary_step
     from mcpipechekr.steps.trace import resume_line
@@ -1095,11 +1096,11 @@ def run_loop(**params: Any) -> None:
             raise UserError(f"the loop stopped rebuilding the stale baseline for {plan.run_id} (see above)")
         if build([f"evaluate:{plan.run_id}"], settings=settings) != 0:
             raise UserError(f"the loop stopped evaluating {plan.run_id} (see above)")
-        report_step(session)  # the HTML report, there before the review asks
+        session_report_step(session)  # the evaluation wrote report.html; again only if it misses a run
         if build(["review"], settings=settings) != 0:
             raise UserError(f"the loop stopped at review of {plan.run_id} (see above)")
         if exited_at_review(plan.run_dir):
-            stop = ended_at_review(plan.run_dir)
+            stop = ended_at_review(plan.run_dir, config)
             break
         if config.fixing_off() is not None:  # evaluation only: the review's decision ends the session
             stop = f"evaluation only ({config.fixing_off()}): nothing is fixed here"

@@ -19,6 +19,12 @@ approval, recorded in runs/{run-id}/review.json. These rules hold it together:
 - An approval covers exactly the bug ids it lists (every server-fixable bug by
   default, or those the reviewer named), and Phase 3 works on those alone
   (`approved_bugs`). An id the report does not offer to the fixer is refused.
+- Where nothing is fixed here (`Config.fixing_off`: no `server.repo`, or
+  `fix.agent: none`) the review ends with `export` or `exit`, and `approve` is
+  refused, saying why and what to type instead. `export` (offered in either
+  mode) writes the bugs an approval would cover (or those named) as issues for
+  the server's authors, one markdown file each in runs/{run-id}/issues/
+  (`evaluate.issues`), and ends the session as `exit` does.
 - Only this module writes a review that counts: review.json carries a seal, an
   HMAC over its content keyed by a secret in the runs folder (`.review-key`,
   mode 0600, made on first use). A review.json written by hand, or one whose
@@ -58,6 +64,7 @@ from mcpipechekr.artifacts import (
     Annotation,
     Bug,
     BugReport,
+    Manifest,
     Review,
     ReviewDecision,
     ReviewEntry,
@@ -71,14 +78,17 @@ from mcpipechekr.artifacts.runstate import load_manifest
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.aggregate import priority_order
+from mcpipechekr.evaluate.issues import write_issues
 from mcpipechekr.server.workspace import fix_repo_problems
 from mcpipechekr.session_summary import write_session_summary
 
 __all__ = [
     "PROMPT",
+    "announce_decision",
     "continue_hint",
     "current_review",
     "fix_order",
+    "help_text",
     "interactive_review",
     "load_bug_report",
     "read_review",
@@ -97,12 +107,30 @@ __all__ = [
 ]
 
 PROMPT = "review> "
-HELP = (
-    "Commands: `approve` (the fix loop may work on these bugs, in this order; `approve ID ...` on "
-    "those alone), "
-    "`annotate <text>` (a note for the fix agent; the prompt comes back), "
-    "`exit` (stop here, nothing is fixed)."
-)
+
+
+def help_text(fixing_off: str | None = None) -> str:
+    """The commands the `review>` prompt takes: with fixing on, approve / annotate / export / exit; with
+    fixing off (``fixing_off`` says why, `Config.fixing_off`), annotate / export / exit."""
+    export = (
+        "`export` (write these bugs as issues for the server's authors, one file each in "
+        "runs/<run>/issues/; `export ID ...` those alone; nothing is fixed), "
+    )
+    if fixing_off is not None:
+        return (
+            f"Fixing is off: {fixing_off}. Nothing is fixed here. Commands: "
+            "`annotate <text>` (a note, written into the exported issues; the prompt comes back), "
+            + export
+            + "`exit` (stop here, nothing is exported)."
+        )
+    return (
+        "Commands: `approve` (the fix loop may work on these bugs, in this order; `approve ID ...` on "
+        "those alone), "
+        "`annotate <text>` (a note for the fix agent and the exported issues; the prompt comes back), "
+        + export
+        + "`exit` (stop here, nothing is fixed)."
+    )
+
 
 InputFn = Callable[[str], str]
 
@@ -296,13 +324,16 @@ def record_decision(
     now. Annotations already recorded for the same report come first, so a
     second decision on it does not lose what the reviewer said before; an
     identical text is kept once. With ``config``, an approval is refused (a
-    UserError, nothing written) while the fix step could not run with it.
+    UserError, nothing written) while the fix step could not run with it, and
+    an export's files are redacted with its secrets.
 
-    ``bug_ids`` scopes an approval: the fix loop works on those bugs only
-    (in fix order); None approves every server-fixable bug. An id the report
-    does not offer to the fixer is a UserError naming it, and nothing is
-    written. The seal (``seal_problem``) is what makes this function the only
-    way to record a review that counts.
+    ``bug_ids`` scopes an approval or an export: the fix loop works on those
+    bugs only (in fix order), or only they are exported; None takes every
+    server-fixable bug. An id the report does not offer to the fixer is a
+    UserError naming it, and nothing is written. An `export` writes its issue
+    files (`evaluate.issues.write_issues`) before the decision, so a recorded
+    export always has them. The seal (``seal_problem``) is what makes this
+    function the only way to record a review that counts.
     """
     if decision == "approve" and config is not None:
         require_fixable(run_dir, config)
@@ -313,7 +344,7 @@ def record_decision(
             f"{_short(digest)} now); nothing was recorded. Review it again: `mcpipechekr review "
             f"{run_dir.run_id}`."
         )
-    approved = _approved_ids(run_dir, report, decision, bug_ids)
+    chosen = _chosen_ids(run_dir, report, decision, bug_ids)
     who = by or reviewer_name()
     now = utc_now()
     previous = current_review(run_dir, digest)
@@ -329,61 +360,71 @@ def record_decision(
         decided_by=who,
         decided_at=now,
         bug_report_hash=digest,
-        bug_ids=approved,
+        bug_ids=chosen,
     )
     review = review.model_copy(
         update={"seal": seal_json(ensure_key(review_key_path(run_dir)), _sealed_content(review))}
     )
-    _add_to_manifest(run_dir, review)  # first: a damaged manifest refuses with nothing approved
+    manifest = load_manifest(run_dir) if run_dir.manifest.exists() else None  # damaged: nothing recorded
+    if decision == "export":
+        exported = [bug for bug in bugs_to_fix(report) if bug.id in set(chosen)]
+        write_issues(run_dir.issues, exported, review, redactor=config.redactor if config else None)
+    if manifest is not None:  # a run without one (made by hand) has nowhere to say it
+        _add_to_manifest(run_dir, manifest, review)
     write_model(run_dir.review, review)
     return review
 
 
-def _approved_ids(
+def _chosen_ids(
     run_dir: RunDir, report: BugReport, decision: ReviewDecision, bug_ids: Iterable[str] | None
 ) -> list[str]:
-    """The ids a decision approves, in fix order: all server-fixable bugs, or those asked for."""
-    if decision != "approve":
+    """The ids an approval approves or an export exports, in fix order: all server-fixable bugs, or
+    those asked for; none for `exit`."""
+    if decision == "exit":
         if bug_ids:
-            raise UserError("bug ids scope an approval; `exit` approves nothing (nothing was recorded).")
+            raise UserError(
+                "bug ids scope an approval or an export; `exit` approves nothing (nothing was recorded)."
+            )
         return []
     fixable = [bug.id for bug in bugs_to_fix(report)]
     if bug_ids is None:
         return fixable
     asked = list(dict.fromkeys(bug_ids))
     if not asked:
+        verb = "approves" if decision == "approve" else "exports"
         raise UserError(
-            f"{run_dir.run_id}: an approval scoped to no bug approves nothing; name at least one bug, "
-            "or leave out the bug ids to approve every server-fixable one (nothing was recorded)."
+            f"{run_dir.run_id}: {_AN[decision]} scoped to no bug {verb} nothing; name at least one bug, "
+            f"or leave out the bug ids to take every server-fixable one (nothing was recorded)."
         )
-    _require_offered(run_dir, report, asked)
+    _require_offered(run_dir, report, asked, decision)
     return [bug_id for bug_id in fixable if bug_id in set(asked)]
 
 
-def _require_offered(run_dir: RunDir, report: BugReport, bug_ids: Iterable[str]) -> None:
-    """Refuse, naming it, an id the report does not offer to the fixer (unknown, or not server-fixable)."""
+_AN = {"approve": "an approval", "export": "an export", "exit": "an exit"}
+
+
+def _require_offered(
+    run_dir: RunDir, report: BugReport, bug_ids: Iterable[str], decision: ReviewDecision = "approve"
+) -> None:
+    """Refuse, naming it, an id the report does not offer to the fixer (unknown, or not server-fixable):
+    it can be neither approved nor exported as an issue of the server."""
     known = {bug.id for bug in report.bugs}
     fixable = {bug.id for bug in bugs_to_fix(report)}
+    which = "the fix loop can work on" if decision == "approve" else "that can be exported"
+    offered = f"The bugs {which}: {', '.join(sorted(fixable)) or 'none'}."
     for bug_id in bug_ids:
         if bug_id not in known:
-            raise UserError(
-                f"{run_dir.run_id}: {bug_id!r} is not a bug of this run's bug report. "
-                f"The bugs the fix loop can work on: {', '.join(sorted(fixable)) or 'none'}."
-            )
+            raise UserError(f"{run_dir.run_id}: {bug_id!r} is not a bug of this run's bug report. {offered}")
         if bug_id not in fixable:
+            what = "approved" if decision == "approve" else "exported as an issue of the server"
             raise UserError(
                 f"{run_dir.run_id}: {bug_id!r} is not sent to the fix loop (agent behaviour, evidence "
-                "for another bug, or seen only in holdout tasks), so it cannot be approved. "
-                "The bugs the fix loop can work on: "
-                f"{', '.join(sorted(fixable)) or 'none'}."
+                f"for another bug, or seen only in holdout tasks), so it cannot be {what}. {offered}"
             )
 
 
-def _add_to_manifest(run_dir: RunDir, review: Review) -> None:
-    """Add the decision to the run's manifest; a run without one (made by hand) has nowhere to say it."""
-    if not run_dir.manifest.exists():
-        return
-    manifest = load_manifest(run_dir)
+def _add_to_manifest(run_dir: RunDir, manifest: Manifest, review: Review) -> None:
+    """Add the decision to the run's manifest (``manifest``, as read before anything was written)."""
     entry = ReviewEntry(
         decision=review.decision,
         decided_by=review.decided_by,
@@ -395,7 +436,21 @@ def _add_to_manifest(run_dir: RunDir, review: Review) -> None:
 
 
 def require_fixable(run_dir: RunDir, config: Config) -> None:
-    """Refuse an approval the fix step could not act on (no `server.repo`): a UserError naming the fix."""
+    """Refuse an approval the fix step could not act on: a UserError saying why and what to do instead.
+
+    With fixing off (`Config.fixing_off`: no `server.repo`, or `fix.agent: none`) the way on is an
+    export; with a `server.repo` the fix step cannot use (`fix_repo_problems`), a fix of config.yaml.
+    """
+    run = run_dir.run_id
+    off = config.fixing_off()
+    if off is not None:
+        raise UserError(
+            f"{run}: not approved, because fixing is off: {off}. Nothing was recorded. Export the "
+            "bugs as issues for the server's authors instead: type "
+            f"`export` at the prompt, or run `mcpipechekr review {run} --export`; or `exit`. "
+            "To fix them here, set server.repo to the server's git checkout and fix.agent to a coding "
+            "agent (docs/fix.md)."
+        )
     problems = fix_repo_problems(config)
     if problems:
         listed = "\n".join(f"  {problem}" for problem in problems)
@@ -413,20 +468,26 @@ def _annotation(text: str, by: str, at: datetime) -> Annotation:
     return Annotation(text=cleaned, by=by, at=at)
 
 
-def show_review(run_dir: RunDir, console: Console) -> tuple[BugReport, str]:
+def show_review(run_dir: RunDir, console: Console, *, config: Config | None = None) -> tuple[BugReport, str]:
     """Print what the reviewer decides on; returns the report shown and the hash of its bytes.
 
     First the figures (bug count, highest token_cost_of_gap), then the bugs in
-    fix order, then the Phase 2 narrative.
+    fix order, then the Phase 2 narrative. ``config`` says whether fixing is
+    on (`Config.fixing_off`), which decides what a run without bugs offers.
     """
     report, digest = load_bug_report(run_dir)
     bugs = fix_order(report)
     console.rule(Text(f"Review of {report.run_id}"))
     if not bugs:
+        offers = (
+            "`export` and `exit` end the session"
+            if _fixing_off(config)
+            else "`approve` goes on with nothing to fix, `exit` stops"
+        )
         console.print(
             Text(
                 f"{report.run_id}: no bugs found, so there is nothing to fix. The run still stops here: "
-                "`approve` goes on with nothing to fix, `exit` stops."
+                f"{offers}."
             )
         )
     else:
@@ -490,74 +551,95 @@ def bug_table(bugs: list[Bug], width: int = WIDE_TABLE) -> Table:
     return table
 
 
-def continue_hint(run_dir: RunDir) -> str:
-    """How to go on from a review nobody answered (no terminal), in commands to copy."""
+def continue_hint(run_dir: RunDir, config: Config | None = None) -> str:
+    """How to go on from a review nobody answered (no terminal), in commands to copy: those that fit the
+    mode ``config`` is in (with fixing off, `Config.fixing_off`, export instead of approve)."""
     run = run_dir.run_id
     review = f"{script_command('mcpipechekr')} review {run}"  # unquoted: spelled here, not by the console
+    prompt = f"  {review}                 decide at the prompt (in a terminal)\n"
+    export = (
+        f"  {review} --export        write the bugs as issues for the server's authors "
+        f"({display_path(run_dir.issues)}/); add --annotate TEXT for them\n"
+    )
+    off = _fixing_off(config)
+    if off is not None:
+        return (
+            f"{run}: stopped at the review. Fixing is off: {off}; nothing is exported without a person. "
+            f"To continue:\n{prompt}{export}"
+            f"  {review} --exit          stop here, nothing is exported"
+        )
     return (
-        f"{run}: stopped at the review; nothing is approved without a person. To continue:\n"
-        f"  {review}                 decide at the prompt (in a terminal)\n"
+        f"{run}: stopped at the review; nothing is approved without a person. To continue:\n{prompt}"
         f"  {review} --approve       approve; add --annotate TEXT for the fix agent\n"
+        f"{export}"
         f"  {review} --exit          stop here, nothing is fixed\n"
         f"then fix the approved bugs with `mcpipechekr fix {run}`."
     )
 
 
+def _fixing_off(config: Config | None) -> str | None:
+    """Why nothing is fixed here, or None; a run reviewed away from its project (no config) counts as on."""
+    return None if config is None else config.fixing_off()
+
+
 def interactive_review(
     run_dir: RunDir, console: Console, input_fn: InputFn | None = None, *, config: Config | None = None
 ) -> Review:
-    """Show the report and ask until the person approves or exits; the decision is in review.json.
+    """Show the report and ask until the person approves, exports or exits; the decision is in review.json.
 
     ``input_fn`` reads one line after printing its prompt (``console.input`` by
     default; tests pass a scripted one). `annotate <text>` adds a note and asks
     again; anything unknown prints the commands and asks again. End of input
     (Ctrl-D, a closed pipe) counts as `exit`: leaving is never approval.
-    `approve ID ...` approves those bugs alone; an id the report does not offer
-    to the fixer is refused, and the prompt asks again. With
-    ``config``, `approve` is refused while the fix step could not run
-    (``require_fixable``): the reason is printed and the prompt asks again.
+    `approve ID ...` and `export ID ...` take those bugs alone; an id the
+    report does not offer to the fixer is refused, and the prompt asks again.
+    With ``config``, `approve` is refused while the fix step could not run
+    (``require_fixable``: fixing is off, or server.repo is unusable): the
+    reason and what to type instead are printed and the prompt asks again;
+    with fixing off the commands shown are annotate, export and exit.
     """
     read = input_fn or console.input
-    report, digest = show_review(run_dir, console)
+    off = _fixing_off(config)
+    report, digest = show_review(run_dir, console, config=config)
     previous = current_review(run_dir, digest)
     if previous and previous.annotations:
         console.print(Text("Annotations already recorded for this report:"))
         for note in previous.annotations:
             console.print(Text(f"  - {note.text} ({note.by})"))
-    console.print(Text(HELP))
+    console.print(Text(help_text(off)))
     notes: list[str] = []
     while True:
         try:
             line = read(PROMPT)
         except EOFError:
             console.print(Text("\nend of input: leaving the review without approving."))
-            return _decide(run_dir, console, "exit", notes, digest)
+            return _decide(run_dir, console, "exit", notes, digest, config=config)
         command, _, rest = line.strip().partition(" ")
         command = command.lower()
-        if command == "approve":
+        if command in ("approve", "export"):
+            decision: ReviewDecision = "approve" if command == "approve" else "export"
             scope = rest.split() or None
             try:
-                if config is not None:
+                if decision == "approve" and config is not None:
                     require_fixable(run_dir, config)
                 if scope is not None:
-                    _require_offered(run_dir, report, scope)
+                    _require_offered(run_dir, report, scope, decision)
             except UserError as exc:  # nothing was recorded: say why and ask again
                 console.print(Text(exc.message))
                 continue
-            return _decide(run_dir, console, "approve", notes, digest, scope)
+            return _decide(run_dir, console, decision, notes, digest, scope, config=config)
         if command == "exit" and not rest.strip():
-            return _decide(run_dir, console, "exit", notes, digest)
+            return _decide(run_dir, console, "exit", notes, digest, config=config)
         if command == "annotate" and rest.strip():
             notes.append(rest.strip())
-            console.print(
-                Text(f"noted ({len(notes)} annotation(s) this review); the fix agent will read it.")
-            )
+            reader = "the exported issues carry it" if off else "the fix agent will read it"
+            console.print(Text(f"noted ({len(notes)} annotation(s) this review); {reader}."))
             continue
         if command == "annotate":
             console.print(Text("annotate needs text: `annotate <your note for the fix agent>`."))
             continue
         if command:
-            console.print(Text(HELP))
+            console.print(Text(help_text(off)))
 
 
 def _decide(
@@ -567,10 +649,31 @@ def _decide(
     notes: list[str],
     digest: str,
     bug_ids: list[str] | None = None,
+    *,
+    config: Config | None = None,
 ) -> Review:
-    review = record_decision(run_dir, decision, notes, bug_report_hash=digest, bug_ids=bug_ids)
-    console.print(Text(describe_decision(review) + f" → {display_path(run_dir.review)}"))
+    review = record_decision(
+        run_dir,
+        decision,
+        notes,
+        bug_report_hash=digest,
+        bug_ids=bug_ids,
+        config=config if decision == "export" else None,  # an approval was checked before: ask no more
+    )
+    announce_decision(run_dir, review, console)
     return review
+
+
+def announce_decision(run_dir: RunDir, review: Review, console: Console) -> None:
+    """Say what was just recorded and where: review.json, and for an export the folder of its issues."""
+    console.print(Text(describe_decision(review) + f" → {display_path(run_dir.review)}"))
+    if review.decision == "export" and review.bug_ids:
+        console.print(
+            Text(
+                f"issues → {display_path(run_dir.issues)}/ ({len(review.bug_ids)} file(s), one per bug: "
+                "paste each into the server's issue tracker)"
+            )
+        )
 
 
 def describe_decision(review: Review) -> str:
@@ -581,6 +684,12 @@ def describe_decision(review: Review) -> str:
             f"approved {len(review.bug_ids)} bug(s) for the fix loop"
             if review.bug_ids
             else "approved: no bugs, nothing to fix"
+        )
+    elif review.decision == "export":
+        what = (
+            f"exported {len(review.bug_ids)} bug(s) as issues for the server's authors"
+            if review.bug_ids
+            else "export: no bugs the server can fix, nothing to export"
         )
     else:
         what = "exit: nothing will be fixed"
@@ -599,20 +708,20 @@ def review_checkpoint(
 
     ``interactive`` defaults to whether stdin is a terminal. Without one, the
     report is shown and a decision already recorded for this very report is
-    returned; otherwise the commands to continue are printed and the result is
-    None: the caller stops, nothing approved. ``config`` is the fix step's, for
-    ``interactive_review``.
+    returned; otherwise the commands to continue are printed (those that fit
+    ``config``'s mode) and the result is None: the caller stops, nothing
+    approved. ``config`` is the fix step's, for ``interactive_review``.
     """
     if interactive is None:
         interactive = sys.stdin.isatty()
     if interactive:
         return interactive_review(run_dir, console, input_fn, config=config)
-    _, digest = show_review(run_dir, console)
+    _, digest = show_review(run_dir, console, config=config)
     decided = current_review(run_dir, digest)
     if decided is not None:
         console.print(Text(describe_decision(decided)))
         return decided
-    console.print(Text(continue_hint(run_dir)))
+    console.print(Text(continue_hint(run_dir, config)))
     return None
 
 

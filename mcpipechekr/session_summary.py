@@ -1,6 +1,6 @@
 """session_summary.md: what a loop session did, for the person who ends it.
 
-Written when the reviewer exits: which runs ran (tasks, models, server commit),
+Written when the reviewer exits or exports the bugs as issues: which runs ran (tasks, models, server commit),
 what each found, what the fix loop committed or could not fix, and what the
 agents' work cost in tokens. It is built only from the run folders' artifacts
 (manifest.json, bug_report.json, review.json, fix.json), so it can be rewritten
@@ -207,7 +207,11 @@ def _review_line(review: Review | None) -> str:
     if review is None:
         return "not reviewed"
     notes = f", {len(review.annotations)} annotation(s)" if review.annotations else ""
-    return f"{review.decision} by {_md(review.decided_by)} at {review.decided_at:%Y-%m-%d %H:%M} UTC{notes}"
+    line = f"{review.decision} by {_md(review.decided_by)} at {review.decided_at:%Y-%m-%d %H:%M} UTC{notes}"
+    if review.decision == "export":
+        exported = ", ".join(f"`{bug_id}`" for bug_id in review.bug_ids) or "none"
+        line += f"; exported as issues (issues/ in the run folder): {exported}"
+    return line
 
 
 def _what_was_fixed(facts: list[_RunFacts]) -> list[str]:

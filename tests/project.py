@@ -75,12 +75,15 @@ def at_the_review_prompt(
     *,
     timeout: float = 300,
     width: int = 160,
+    approve_iterates: bool = True,
 ) -> tuple[int | None, str]:
     """Run `argv` (a `doit loop`) at a pseudo-terminal, answering each `review> ` prompt in turn.
 
     An answer `approve` is expected to start the next iteration before its
-    prompt comes. Returns the exit status and the whole transcript (also in
-    `log_path`). pexpect is imported here: only the loop tests need it.
+    prompt comes, unless `approve_iterates` is False (a loop that only
+    evaluates refuses it and asks again). Returns the exit status and the
+    whole transcript (also in `log_path`). pexpect is imported here: only the
+    loop tests need it.
     """
     import pexpect
 
@@ -99,7 +102,7 @@ def at_the_review_prompt(
             for answer in answers:
                 child.expect("review> ")
                 child.sendline(answer)
-                if answer == "approve":
+                if answer == "approve" and approve_iterates:
                     child.expect("iteration 2")
             child.expect(pexpect.EOF)
         finally:

@@ -8,6 +8,8 @@ figures are checked on a real loop in test_loop_e2e.py.
 
 from __future__ import annotations
 
+import io
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,6 +20,8 @@ from mcpipechekr.artifacts.bug_report import TaskStats
 from mcpipechekr.artifacts.fix_record import BugFix
 from mcpipechekr.artifacts.manifest import PhaseProviders, ServerRef
 from mcpipechekr.before_after import compare_runs, previous_run, run_chain
+from mcpipechekr.report import REPORT_FILE
+from mcpipechekr.steps.report import session_report_step
 from mcpipechekr.steps.summary import summary_step
 
 T0 = datetime(2026, 3, 4, 5, 6, tzinfo=UTC)
@@ -173,3 +177,21 @@ def test_the_summary_of_a_later_invocation_keeps_the_earlier_runs_fixes(tmp_path
     assert "| `GAP-no-sort-list-tickets` | committed |" in text
     assert "## Before and after" in text
     assert "- oldest-open-ticket: 6 → 1 calls, 2,400 → 420 tokens, after fix: GAP-no-sort-list-" in text
+
+
+def test_the_loop_writes_its_sessions_report_only_when_the_chain_leaves_a_run_out(tmp_path: Path) -> None:
+    """The evaluation's report.html follows the fix commits; a session the chain breaks gets its own."""
+    first, second = two_runs(tmp_path)
+    out = io.StringIO()
+    quiet = Console(file=out, width=200)
+    assert session_report_step([first, second], out=quiet) is None  # the evaluation's report covers both
+    assert out.getvalue() == ""
+    dirty = write_run(tmp_path / "runs", "run-20260304-003", FIX_TWO, [stats("flaky", 2, 500)], dirty=True)
+    path = session_report_step([first, dirty], out=quiet)
+    assert path == dirty.root / REPORT_FILE
+    page = path.read_text()
+    assert re.findall(r'<section class="run" id="run-[^"]+" data-run="([^"]+)"', page) == [
+        first.run_id,
+        dirty.run_id,
+    ]
+    assert out.getvalue().startswith("report → ") and f"{dirty.run_id}/{REPORT_FILE}" in out.getvalue()

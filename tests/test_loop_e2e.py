@@ -20,6 +20,7 @@ from pathlib import Path
 
 import git
 import pytest
+import yaml
 from project import at_the_review_prompt, copy_project, doit
 
 from mcpipechekr.artifacts import BugReport, ToolsSnapshot, list_runs, read_model, read_trace
@@ -185,3 +186,77 @@ def test_before_after_on_the_loops_own_run_folders(looped: Looped) -> None:
     assert first_email.tokens_after is not None and first_email.tokens_before is not None
     assert first_email.tokens_after < first_email.tokens_before
     assert "ron-chinn-history" not in changed  # the same calls and tokens: not listed
+
+
+# --- evaluation only ----------------------------------------------------------------------------
+
+ONLY_TASKS = ["find-first-email-ron-chinn", "list-office-move-emails-2024"]
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """A project of a server installed without its source (no server.repo) after `doit baseline`, one
+    `doit loop` answered at a terminal (`approve`, refused; an annotation; `export`) and a second one."""
+
+    project: Path
+    status: int | None
+    transcript: str
+    again_status: int | None
+    again: str
+
+
+@pytest.fixture(scope="module")
+def evaluation_only(tmp_path_factory: pytest.TempPathFactory, emailindex_env: dict[str, str]) -> Evaluated:
+    root = tmp_path_factory.mktemp("evaluation-only")
+    project = copy_project(root)
+    config_path = project / "config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    server = config["server"]
+    server.pop("repo"), server.pop("repo_template")
+    server["cwd"] = "examples/emailindex"  # run where it is installed: nothing to commit fixes in
+    config_path.write_text(yaml.safe_dump(config))
+    env = {**emailindex_env, "COLUMNS": "160", "TERM": "xterm", "NO_COLOR": "1"}
+    select = [arg for task in ONLY_TASKS for arg in ("--task", task)]
+    baseline = doit(project, env, "baseline", *select)
+    assert baseline.returncode == 0, baseline.stdout + baseline.stderr
+    loop = [sys.executable, "-m", "doit", "loop", *select]
+    status, transcript = at_the_review_prompt(
+        loop,
+        project,
+        env,
+        ["approve", f"annotate {NOTE}", "export"],
+        root / "loop.log",
+        approve_iterates=False,
+    )
+    again_status, again = at_the_review_prompt(loop, project, env, [], root / "again.log", timeout=200)
+    return Evaluated(project, status, transcript, again_status, again)
+
+
+def test_a_loop_that_only_evaluates_ends_with_the_bugs_exported_as_issues(evaluation_only: Evaluated) -> None:
+    assert evaluation_only.status == 0, evaluation_only.transcript[-3000:]
+    text = plain(evaluation_only.transcript)
+    (run,) = list_runs(evaluation_only.project / "runs")
+    assert "evaluation only: server.repo is not set" in text
+    assert f"report → runs/{run.run_id}/report.html" in text and (run.root / "report.html").is_file()
+    # the prompt offers what fits: annotate, export, exit; `approve` is refused, saying what to type
+    assert "Fixing is off: server.repo is not set" in text
+    assert "Commands: `annotate <text>`" in text and "`export`" in text
+    assert f"{run.run_id}: not approved, because fixing is off" in text
+    assert "type `export` at the prompt" in text
+    exported = bugs_to_fix(read_model(run.bug_report, BugReport))
+    assert exported and f"exported {len(exported)} bug(s) as issues for the server's authors" in text
+    assert f"issues → runs/{run.run_id}/issues/" in text
+    review = read_model(run.review, Review)
+    assert review.decision == "export" and review.bug_ids == [bug.id for bug in exported]
+    assert sorted(path.stem for path in run.issues.iterdir()) == sorted(review.bug_ids)
+    assert all(NOTE in path.read_text() for path in run.issues.iterdir())
+    assert f"loop finished: you exported {len(exported)} bug(s) as issues → runs/{run.run_id}/issues/" in text
+    assert not run.fix_record.exists() and "Traceback" not in text
+    assert "review: export by" in run.session_summary.read_text()
+
+
+def test_a_second_loop_after_an_export_asks_nothing(evaluation_only: Evaluated) -> None:
+    assert evaluation_only.again_status == 0, evaluation_only.again[-3000:]
+    again = plain(evaluation_only.again)
+    assert "review> " not in again and "-- review" in again
+    assert "loop finished: you exported" in again and "to decide again: `" in again

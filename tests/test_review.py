@@ -381,6 +381,23 @@ def test_approve_at_the_prompt_with_ids_approves_those_alone(run_dir: RunDir) ->
     assert require_approval(run_dir) == review
 
 
+def test_export_at_the_prompt_with_fixing_on_takes_the_bugs_named(run_dir: RunDir) -> None:
+    console, out = recording_console()
+    read, prompts = scripted("export BUG-invented", "annotate keep limit", f"export {SORT_GAP.id}")
+    review = interactive_review(
+        run_dir, console, read, config=load_config(run_dir.root.parents[1] / "config.yaml")
+    )
+    text = out.getvalue()
+    assert "Commands: `approve`" in text and "`export` (write these bugs as issues" in text
+    assert "'BUG-invented' is not a bug of this run's bug report. The bugs that can be exported:" in text
+    assert len(prompts) == 3 and review.decision == "export" and review.bug_ids == [SORT_GAP.id]
+    assert [path.name for path in run_dir.issues.iterdir()] == [f"{SORT_GAP.id}.md"]
+    assert "- keep limit (" in (run_dir.issues / f"{SORT_GAP.id}.md").read_text()
+    assert "issues → " in text and "/issues/ (1 file(s), one per bug" in text
+    with pytest.raises(UserError, match="chose `export`"):
+        require_approval(run_dir)
+
+
 def test_exit_at_the_prompt_is_recorded(run_dir: RunDir) -> None:
     console, out = recording_console()
     read, _ = scripted("annotate the ranking is wrong, not the dates", "exit")
@@ -491,9 +508,10 @@ def test_the_seal_key_is_made_once_and_readable_by_its_owner_only(run_dir: RunDi
     assert require_approval(run_dir).decision == "approve"
 
 
-def test_cli_bug_needs_approve(project: Path, run_dir: RunDir) -> None:
+def test_cli_bug_needs_approve_or_export(project: Path, run_dir: RunDir) -> None:
     result = invoke(project, RUN_ID, "--exit", "--bug", FTS_RANK.id)
-    assert result.exit_code == 2 and "--bug scopes an approval: add --approve" in result.output
+    assert result.exit_code == 2
+    assert "--bug scopes an approval or an export: add --approve or --export" in result.output
     assert not run_dir.review.exists()
 
 
@@ -533,11 +551,13 @@ def test_cli_approve_with_annotations(project: Path, run_dir: RunDir) -> None:
 
 def test_an_approval_the_fix_step_could_not_act_on_is_never_recorded(project: Path, run_dir: RunDir) -> None:
     config_path = project / "config.yaml"
-    config_path.write_text(yaml.safe_dump({"server": {"command": "python"}, "paths": {"runs": "runs"}}))
+    (project / "plain").mkdir()
+    config = {"server": {"command": "python", "repo": "plain"}, "paths": {"runs": "runs"}}
+    config_path.write_text(yaml.safe_dump(config))
     result = invoke(project, RUN_ID, "--approve")
     assert result.exit_code == 2
     assert f"{RUN_ID}: not approved, because the fix step could not run:" in result.output
-    assert "config.yaml:3: field 'server.repo': is not set, and the `fix` step commits" in result.output
+    assert "field 'server.repo': " in result.output and "plain is not a git repository" in result.output
     assert not run_dir.review.exists()
     with pytest.raises(UserError, match="Nothing was recorded"):
         record_decision(run_dir, "approve", config=load_config(config_path))
@@ -548,6 +568,45 @@ def test_an_approval_the_fix_step_could_not_act_on_is_never_recorded(project: Pa
     assert result.exit_code == 0, result.output
     assert result.output.count(PROMPT) == 2 and "not approved, because the fix step" in result.output
     assert read_model(run_dir.review, Review).decision == "exit"
+
+
+@pytest.mark.parametrize(
+    ("config", "reason"),
+    [
+        ({"server": {"command": "python"}}, "server.repo is not set"),
+        (
+            {"server": {"command": "python", "repo": "server"}, "fix": {"agent": "none"}},
+            "fix.agent is `none`",
+        ),
+    ],
+)
+def test_with_fixing_off_an_approval_is_refused_with_what_to_type_instead(
+    project: Path, run_dir: RunDir, config: dict[str, object], reason: str
+) -> None:
+    (project / "config.yaml").write_text(yaml.safe_dump({**config, "paths": {"runs": "runs"}}))
+    result = invoke(project, RUN_ID, "--approve")
+    assert result.exit_code == 2
+    assert f"{RUN_ID}: not approved, because fixing is off: {reason}" in result.output
+    assert f"mcpipechekr review {RUN_ID} --export`" in result.output
+    assert "Nothing was recorded" in result.output
+    assert not run_dir.review.exists()
+
+    # the prompt offers annotate, export and exit; `approve` is refused and asked again
+    result = invoke(project, RUN_ID, "--interactive", input="approve\nannotate keep limit\nexport\n")
+    assert result.exit_code == 0, result.output
+    assert f"Fixing is off: {reason}" in result.output
+    assert "Commands: `annotate <text>`" in result.output and "`approve`" not in help_line(result.output)
+    assert result.output.count(PROMPT) == 3 and "not approved, because fixing is off" in result.output
+    assert "the exported issues carry it" in result.output
+    review = read_model(run_dir.review, Review)
+    assert review.decision == "export" and review.bug_ids == [FTS_RANK.id, OVERSIZED.id, SORT_GAP.id]
+    assert sorted(path.stem for path in run_dir.issues.iterdir()) == sorted(review.bug_ids)
+
+
+def help_line(output: str) -> str:
+    """The line of the prompt's help: what it offers."""
+    (line,) = {line for line in output.splitlines() if "Commands: " in line}
+    return line
 
 
 def test_cli_takes_a_run_folder_without_a_config(run_dir: RunDir, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -607,9 +666,10 @@ def test_cli_exit_writes_the_session_summary(project: Path, run_dir: RunDir) -> 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--approve", "--exit"], "--approve and --exit are mutually exclusive"),
+        (["--approve", "--exit"], "--approve, --export and --exit are mutually exclusive"),
+        (["--export", "--exit"], "--approve, --export and --exit are mutually exclusive"),
         (["--annotate", "keep limit"], "--annotate is recorded with a decision"),
-        (["--approve", "--interactive"], "drop --approve/--exit"),
+        (["--approve", "--interactive"], "drop --approve/--export/--exit"),
         (["run-20261202-009", "--approve"], "no run `run-20261202-009`"),
     ],
 )
@@ -623,7 +683,7 @@ def test_cli_bad_input(project: Path, run_dir: RunDir, args: list[str], message:
 def test_cli_help_describes_the_decisions() -> None:
     result = CliRunner().invoke(main, ["review", "--help"])
     assert result.exit_code == 0
-    for flag in ("--approve", "--exit", "--annotate", "--interactive"):
+    for flag in ("--approve", "--export", "--exit", "--annotate", "--interactive"):
         assert flag in result.output
 
 

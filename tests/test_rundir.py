@@ -135,6 +135,7 @@ def test_run_dir_knows_its_artifact_paths(tmp_path: Path) -> None:
         "bug_report": "bug_report.json",
         "phase2_narrative": "phase2_narrative.md",
         "review": "review.json",
+        "issues": "issues",
         "fix_record": "fix.json",
         "session_summary": "session_summary.md",
         "server_stderr_log": "server.stderr.log",

@@ -35,6 +35,7 @@ from mcpipechekr.artifacts._base import (
     Sha256,
     utc_now,
 )
+from mcpipechekr.artifacts.review import ReviewDecision
 
 RunStatus = Literal["running", "completed", "failed", "interrupted"]
 
@@ -96,13 +97,14 @@ class ImportedSession(ArtifactModel):
 class ReviewEntry(ArtifactModel):
     """One decision at the review of this run, as `mcpipechekr review` recorded it."""
 
-    decision: Literal["approve", "exit"] = Field(description="`approve` or `exit`.")
+    decision: ReviewDecision = Field(description="`approve`, `export` or `exit`.")
     decided_by: str = Field(min_length=1, description="Who decided (the local user name).")
     decided_at: AwareDatetime = Field(description="When.")
     bug_report_hash: Sha256 = Field(description="Hash of the bug_report.json bytes decided on.")
     bug_ids: list[str] = Field(
         default_factory=list,
-        description="The bug ids approved for the fix loop, in fix order; empty on `exit`.",
+        description="The bug ids approved for the fix loop (`approve`) or written as issues (`export`), in "
+        "fix order; empty on `exit`.",
     )
 
 

@@ -13,6 +13,11 @@ An approval covers exactly the bug ids it lists, and only a review written by
 by a secret next to the runs (see mcpipechekr.review). A file written or
 widened by hand has no valid seal and approves nothing.
 
+Where nothing is fixed (no `server.repo`, or `fix.agent: none`) or the reviewer
+prefers it, the decision is `export`: the bugs listed were written as issues for
+the server's authors, one markdown file each in runs/{run-id}/issues/, and the
+session ends there as it does on `exit`.
+
 Format versions: 2 added `seal`. A version 1 file (written before) still
 reads, but, unsealed, approves nothing: review the run again.
 """
@@ -30,7 +35,7 @@ from mcpipechekr.artifacts._base import (
     Sha256,
 )
 
-ReviewDecision = Literal["approve", "exit"]
+ReviewDecision = Literal["approve", "exit", "export"]
 
 REVIEW_VERSION = 2
 """review.json's format version; see the module docstring for what each version added."""
@@ -45,12 +50,14 @@ class Annotation(ArtifactModel):
 
 
 class Review(ArtifactModel):
-    """runs/{run-id}/review.json: approve (the fix loop may run) or exit (stop here), for one bug report."""
+    """runs/{run-id}/review.json: approve (the fix loop may run), export or exit, for one bug report."""
 
     version: Literal[1, 2] = Field(default=REVIEW_VERSION, description=VERSION_DESCRIPTION)
     run_id: RunId = Field(description="The run whose bug report was reviewed.")
     decision: ReviewDecision = Field(
-        description="`approve`: Phase 3 may fix the bugs listed; `exit`: the reviewer stopped the loop here."
+        description="`approve`: Phase 3 may fix the bugs listed; `export`: the bugs listed were written as "
+        "issues for the server's authors (runs/{run-id}/issues/) and nothing is fixed; `exit`: the reviewer "
+        "stopped the loop here."
     )
     annotations: list[Annotation] = Field(
         default_factory=list, description="The reviewer's notes for the fix agent, oldest first."
@@ -65,7 +72,8 @@ class Review(ArtifactModel):
         default_factory=list,
         description="`approve`: the bugs of that report the fix loop may work on, all `fixable_by: server`, "
         "in fix order (severity, then highest token_cost_of_gap); by default every server-fixable bug, "
-        "or those named with `--bug`. `exit`: empty.",
+        "or those named with `--bug`. `export`: the bugs written as issues, chosen and ordered the same way. "
+        "`exit`: empty.",
     )
     seal: str | None = Field(
         default=None,

@@ -109,6 +109,11 @@ class RunDir:
         return self.root / "review.json"
 
     @property
+    def issues(self) -> Path:
+        """The bugs exported at the review, one issue-ready markdown file each (`<bug id>.md`)."""
+        return self.root / "issues"
+
+    @property
     def fix_record(self) -> Path:
         """Phase 3: each bug the fix loop worked on, its commit, and the server's health after it."""
         return self.root / "fix.json"
@@ -139,6 +144,7 @@ class RunDir:
             "bug_report",
             "phase2_narrative",
             "review",
+            "issues",
             "fix_record",
             "session_summary",
             "server_stderr_log",

@@ -1,4 +1,4 @@
-"""`mcpipechekr review RUN`: the human checkpoint between Phase 2 and the fix loop."""
+"""`mcpipechekr review RUN`: the human checkpoint between Phase 2 and the fix loop (or the issue tracker)."""
 
 from __future__ import annotations
 
@@ -30,21 +30,28 @@ from mcpipechekr.steps.summary import summary_step
 @click.argument("run", metavar="RUN", default="latest")
 @config_options
 @click.option("--approve", "approve", is_flag=True, help="Approve the bug report: the fix loop may run.")
+@click.option(
+    "--export",
+    "export",
+    is_flag=True,
+    help="Write the bugs as issues for the server's authors, one markdown file each in "
+    "runs/<run>/issues/; nothing is fixed; writes session_summary.md.",
+)
 @click.option("--exit", "exit_", is_flag=True, help="Stop here: nothing is fixed; writes session_summary.md.")
 @click.option(
     "--annotate",
     "annotations",
     metavar="TEXT",
     multiple=True,
-    help="A note for the fix agent, recorded with the decision; repeatable.",
+    help="A note for the fix agent (and the exported issues), recorded with the decision; repeatable.",
 )
 @click.option(
     "--bug",
     "bug_ids",
     metavar="ID",
     multiple=True,
-    help="With --approve: approve only this bug (repeatable); the fix loop works on these alone "
-    "[default: every bug the server can fix].",
+    help="With --approve or --export: only this bug (repeatable); the fix loop works on these alone, "
+    "or only these are exported [default: every bug the server can fix].",
 )
 @click.option(
     "--interactive/--no-interactive",
@@ -57,6 +64,7 @@ def review_command(
     ctx: click.Context,
     run: str,
     approve: bool,
+    export: bool,
     exit_: bool,
     annotations: tuple[str, ...],
     bug_ids: tuple[str, ...],
@@ -64,7 +72,7 @@ def review_command(
     allow_incomplete: bool,
     **_: object,
 ) -> None:
-    """Review a run's bug report and decide: approve the fix loop, or exit.
+    """Review a run's bug report and decide: approve the fix loop, export the bugs as issues, or exit.
 
     RUN is a run id (run-YYYYMMDD-NNN), `latest` (the default), or a run
     folder. Shows the bugs in fix order (server-fixable first, then severity,
@@ -75,37 +83,51 @@ def review_command(
     fix` works on those alone, and only while that report is unchanged.
     review.json is sealed: one written or edited by hand approves nothing.
 
-    At the `review>` prompt: `approve`, `annotate <text>` (a note for the fix
-    agent; asks again), or `exit`. End of input counts as exit. Nothing is
-    ever approved by default: with no decision flag and no terminal, the
-    summary and the commands to continue are printed and the exit code is 2.
+    --export writes the same bugs (agent-behaviour bugs never) as issues for
+    the server's authors, one markdown file each in runs/<run>/issues/ (title,
+    type, severity, tool, trigger, evidence, token cost, what done looks
+    like, the annotations), prints the folder and ends the session: nothing
+    is fixed. It is how a server installed from a package, or a project with
+    fix.agent: none, ends its review.
 
-    An approval is refused, with nothing recorded, while config.yaml gives the
-    fix step no repository to commit in (server.repo). A run folder reviewed
-    where there is no config.yaml is approved unchecked.
+    At the `review>` prompt: `approve`, `annotate <text>` (a note for the fix
+    agent and the issues; asks again), `export`, or `exit`; with fixing off
+    (no server.repo, or fix.agent: none) `approve` is refused, saying why.
+    End of input counts as exit. Nothing is ever approved by default: with
+    no decision flag and no terminal, the summary and the commands to
+    continue are printed and the exit code is 2.
+
+    An approval is refused, with nothing recorded, while fixing is off or
+    config.yaml gives the fix step no repository to commit in (server.repo).
+    A run folder reviewed where there is no config.yaml is approved unchecked.
 
     A run that lacks some of its planned traces is refused, naming them,
     unless --allow-incomplete.
 
     Exits 0 once a decision is recorded, 2 when none is or for bad input.
     """
-    if approve and exit_:
-        raise UserError("--approve and --exit are mutually exclusive: choose one decision.")
+    if approve + export + exit_ > 1:
+        raise UserError("--approve, --export and --exit are mutually exclusive: choose one decision.")
     run_dir = resolve_run(ctx, run)  # a run folder given as a path needs no config
-    decision: ReviewDecision | None = "approve" if approve else "exit" if exit_ else None
-    if bug_ids and decision != "approve":
-        raise UserError("--bug scopes an approval: add --approve (nothing was recorded).")
+    decision: ReviewDecision | None = (
+        "approve" if approve else "export" if export else "exit" if exit_ else None
+    )
+    if bug_ids and decision not in ("approve", "export"):
+        raise UserError(
+            "--bug scopes an approval or an export: add --approve or --export (nothing was recorded)."
+        )
     if decision is not None and interactive:
-        raise UserError("--interactive asks for the decision at the prompt; drop --approve/--exit.")
+        raise UserError("--interactive asks for the decision at the prompt; drop --approve/--export/--exit.")
     asking = decision is None and (interactive or (interactive is None and sys.stdin.isatty()))
     if decision is None and not asking and annotations:
         raise UserError(
-            "--annotate is recorded with a decision: add --approve or --exit (nothing was recorded)."
+            "--annotate is recorded with a decision: add --approve, --export or --exit "
+            "(nothing was recorded)."
         )
-    # Only a decision writes (review.json, the summary): showing the report needs no lock.
+    # Only a decision writes (review.json, the issues, the summary): showing the report needs no lock.
     with holding_project(ctx) if decision is not None or asking else contextlib.nullcontext():
         review = review_step(
-            _project_config(ctx) if decision == "approve" or asking else None,
+            _project_config(ctx) if decision != "exit" else None,
             run_dir,
             decision=decision,
             annotations=annotations if decision is not None else (),
@@ -125,8 +147,9 @@ def review_command(
 
 
 def _project_config(ctx: click.Context) -> Config | None:
-    """The project's config: the fix step's, to check an approval against, and the findings home's for
-    the summary; None where there is none.
+    """The project's config: the fix step's, to check an approval against; its secrets, kept out of
+    exported issues; its mode, for the prompt and the hint; the findings home's for the summary; None
+    where there is none.
 
     A run folder may be reviewed away from its project (no config.yaml, --config
     left at its default): then there is nothing to check the approval against.

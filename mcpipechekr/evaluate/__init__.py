@@ -6,7 +6,8 @@ each a small class whose docstring states its rule and its blind spots; then
 `correctness` (answers against the baseline), `costing` (the token prices,
 with `turns`: the model requests around each call),
 `aggregate` (sightings into bugs), `stats` (Wilson, pass@k, pass^k),
-`narrative` (phase2_narrative.md, and the optional model evaluator) and
+`narrative` (phase2_narrative.md, and the optional model evaluator),
+`issues` (the bugs as issue files, which the review's `export` writes) and
 `orchestrate` (`evaluate_run`). docs/evaluation.md explains them for users.
 """
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC
 
-from mcpipechekr.artifacts import Bug
+from mcpipechekr.artifacts import Bug, Review
 from mcpipechekr.errors import UserError
 from mcpipechekr.report._charts import legend, line_chart
 from mcpipechekr.report._data import ReportData, RunData
@@ -69,7 +69,7 @@ def overview(data: ReportData) -> str:
             cells += [
                 tag("td", str(len(run.traces))),
                 tag("td", str(len(run.bug_report.bugs)) if run.bug_report else "not evaluated"),
-                tag("td", esc(run.review.decision) if run.review else "-"),
+                tag("td", esc(_review_cell(run.review)) if run.review else "-"),
                 tag("td", _fixes(run)),
             ]
         link = tag("a", esc(run.run_id), href=f"#{run_anchor(run)}")
@@ -77,6 +77,13 @@ def overview(data: ReportData) -> str:
             tag("tr", tag("td", str(run.iteration)) + tag("td", link) + "".join(cells), data_run=run.run_id)
         )
     return tag("table", tag("thead", tag("tr", head)) + tag("tbody", "".join(rows)), class_="runs")
+
+
+def _review_cell(review: Review) -> str:
+    """The decision; an export with the number of issues it wrote (runs/<run>/issues/)."""
+    if review.decision == "export":
+        return f"export: {len(review.bug_ids)} issue(s)"
+    return review.decision
 
 
 def _fixes(run: RunData) -> str:

@@ -1,9 +1,13 @@
-"""Phase 2, `evaluate`: a run's traces → bug_report.json and phase2_narrative.md, then the findings hand-off.
+"""Phase 2, `evaluate`: a run's traces → bug_report.json and phase2_narrative.md, then the findings hand-off
+and report.html.
 
 Both front ends get the same evaluation and the same hand-off: the run's bugs
 are registered as findings, and every finding a fix claimed is judged by this
 run (`handoff.register_and_verify`). The lines that describe the report are
-printed here, once, for both.
+printed here, once, for both. Last comes the HTML report of the run and of
+the runs whose fixes led to it (`steps.report`), with its path: `mcpipechekr
+evaluate`, `doit evaluate` and each iteration of `doit loop` leave it in the
+run folder, there before the review asks for a decision.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import BugReport, RunDir
 from mcpipechekr.config import Config
 from mcpipechekr.steps.handoff import register_and_verify
+from mcpipechekr.steps.report import report_step
 from mcpipechekr.steps.stage import coverage_note, require_traced, run_stage
 
 
@@ -26,13 +31,15 @@ def evaluate_step(
     allow_incomplete: bool = False,
     out: Console = console,
 ) -> BugReport:
-    """Evaluate the run, describe the report on `out`, register and verify its findings; return the report.
+    """Evaluate the run, describe the report on `out`, register and verify its findings, write report.html;
+    return the report.
 
     `require_baseline` refuses to evaluate before runs/baseline.json exists
     (the loop judges answers against it); without it, a missing baseline is a
     note in the report and answers go unchecked. A run that lacks planned
     traces is refused unless `allow_incomplete`; then the report's first note
-    says how many attempts it covers.
+    says how many attempts it covers. report.html is written once the run's
+    status is final (after `run_stage`), so the page shows it as it stays.
     """
     from mcpipechekr.baseline import require_baseline as baseline_exists
     from mcpipechekr.evaluate import evaluate_run
@@ -48,6 +55,7 @@ def evaluate_step(
         for line in before_after_lines(run_dir):
             out.print(line, markup=False)
         register_and_verify(config, run_dir, report, out=out)
+    report_step([run_dir], out=out)
     return report
 
 

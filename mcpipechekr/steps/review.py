@@ -1,9 +1,10 @@
-"""The review checkpoint: a person approves the bug report for the fix loop, or exits.
+"""The review checkpoint: a person approves the bug report for the fix loop, exports it as issues, or exits.
 
 One step for both front ends. A decision given up front (`mcpipechekr review
---approve/--exit`) is recorded after the report is shown; otherwise a person
-at a terminal is asked at the `review>` prompt; with neither, the report and
-the commands to continue are shown and nothing is approved. The loop meets
+--approve/--export/--exit`) is recorded after the report is shown; otherwise a
+person at a terminal is asked at the `review>` prompt; with neither, the report
+and the commands to continue (those that fit the config's mode: export instead
+of approve when fixing is off) are shown and nothing is decided. The loop meets
 the checkpoint through `require_decision`, which stops it there.
 """
 
@@ -12,15 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Console
-from rich.text import Text
 
 from mcpipechekr._util.console import console
-from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import RunDir
 from mcpipechekr.artifacts.review import Review, ReviewDecision
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.review import InputFn, describe_decision, record_decision, review_checkpoint, show_review
+from mcpipechekr.review import InputFn, announce_decision, record_decision, review_checkpoint, show_review
 from mcpipechekr.steps.stage import coverage_note, require_traced
 
 
@@ -38,27 +37,30 @@ def review_step(
 ) -> Review | None:
     """Record `decision`, or ask for one; returns the review in force, or None when nobody decided.
 
-    `config` is the fix step's: an approval it could not act on (no
-    `server.repo`) is refused; None (a run folder reviewed away from its
-    project) approves unchecked. `interactive` defaults to whether stdin is a
-    terminal; `input_fn` reads the prompt's answers (default: the console).
-    `bug_ids` scopes an approval (None: every server-fixable bug). A run that
-    lacks planned traces is refused unless `allow_incomplete`.
+    `config` is the project's: an approval the fix step could not act on
+    (fixing off, `Config.fixing_off`, or an unusable `server.repo`) is refused,
+    saying what to do instead; an export's issue files are redacted with its
+    secrets; the prompt and the hint offer what fits its mode. None (a run
+    folder reviewed away from its project) approves unchecked. `interactive`
+    defaults to whether stdin is a terminal; `input_fn` reads the prompt's
+    answers (default: the console). `bug_ids` scopes an approval or an export
+    (None: every server-fixable bug). A run that lacks planned traces is
+    refused unless `allow_incomplete`.
     """
     coverage = require_traced(run_dir, "review", allow_incomplete=allow_incomplete)
     if coverage is not None:
         out.print(f"note: the report {coverage_note(coverage)}", markup=False)
     if decision is None:
         return review_checkpoint(run_dir, out, interactive=interactive, input_fn=input_fn, config=config)
-    show_review(run_dir, out)
+    show_review(run_dir, out, config=config)
     review = record_decision(
         run_dir,
         decision,
         annotations,
-        config=config if decision == "approve" else None,
+        config=config if decision in ("approve", "export") else None,
         bug_ids=bug_ids,
     )
-    out.print(Text(describe_decision(review) + f" → {display_path(run_dir.review)}"))
+    announce_decision(run_dir, review, out)
     return review
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from mcpipechekr._util.console import console
+from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import RunDir, read_model
 from mcpipechekr.artifacts.fix_record import read_fix_record
 from mcpipechekr.artifacts.review import Review
@@ -30,8 +31,8 @@ def start_session(config: Config, *, runner: str, out: Console = console) -> Non
     off = config.fixing_off()
     if off is not None:
         out.print(
-            f"evaluation only: {off}; the loop stops at the review, where `export` writes the approved "
-            "bugs as issues for the server's authors",
+            f"evaluation only: {off}; the loop stops at the review, where `export` writes the bugs the "
+            "server can fix as issues for its authors",
             markup=False,
         )
     check_preflight(config, loop_phases(config), runner=runner)
@@ -40,19 +41,35 @@ def start_session(config: Config, *, runner: str, out: Console = console) -> Non
 
 
 def exited_at_review(run_dir: RunDir) -> bool:
-    """True when the person ended the loop at this run's review."""
-    return read_model(run_dir.review, Review).decision == "exit"
+    """True when the person ended the loop at this run's review: `exit`, or `export` (the bugs went to
+    the server's authors as issues, so nothing is left for the fix loop here)."""
+    return read_model(run_dir.review, Review).decision in ("exit", "export")
 
 
-def ended_at_review(run_dir: RunDir) -> str:
-    """Why the loop stops at an `exit`, with who decided it and when: a later `doit loop` with nothing
-    changed stops there without asking, and says which decision it follows and how to change it."""
+def ended_at_review(run_dir: RunDir, config: Config) -> str:
+    """Why the loop stops at an `exit` or an `export`, with who decided it and when, and for an export what
+    was exported and where: a later `doit loop` with nothing changed stops there without asking, and says
+    which decision it follows and how to change it (`config` says whether fixing is on)."""
+    run = run_dir.run_id
     review = read_model(run_dir.review, Review)
     when = review.decided_at.astimezone().strftime("%Y-%m-%d %H:%M")
-    return (
-        f"you ended the loop at the review of {run_dir.run_id} ({review.decided_by}, {when}); to fix its "
-        f"bugs after all: `mcpipechekr review {run_dir.run_id} --approve`, then `doit loop`"
-    )
+    if config.fixing_off() is not None:
+        again = (
+            f"to decide again: `mcpipechekr review {run}`"
+            if review.decision == "export"
+            else f"to export its bugs as issues: `mcpipechekr review {run} --export`"
+        )
+    else:
+        again = f"to fix its bugs after all: `mcpipechekr review {run} --approve`, then `doit loop`"
+    if review.decision == "export":
+        exported = (
+            f"exported {len(review.bug_ids)} bug(s) as issues → {display_path(run_dir.issues)}/ "
+            f"({', '.join(review.bug_ids)})"
+            if review.bug_ids
+            else "exported no bug (none the server can fix)"
+        )
+        return f"you {exported} at the review of {run} ({review.decided_by}, {when}); {again}"
+    return f"you ended the loop at the review of {run} ({review.decided_by}, {when}); {again}"
 
 
 def committed_fixes(run_dir: RunDir) -> bool:
