@@ -26,6 +26,7 @@ from mcpipechekr._util.yamlsrc import read_dotenv
 from mcpipechekr.cli.common import server_flags, server_options
 from mcpipechekr.config import DEFAULT_CONFIG_FILE, ServerConfig
 from mcpipechekr.errors import UserError
+from mcpipechekr.server.program import is_generic
 from mcpipechekr.tasks import DEFAULT_TASKS_FILE
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_./@+-][A-Za-z0-9_./@+:=-]*$")
@@ -42,7 +43,7 @@ _PLAIN = re.compile(r"^[A-Za-z0-9_./@+-][A-Za-z0-9_./@+:=-]*$")
     help="Folder to write config.yaml and tasks.yaml into (created if missing).",
 )
 @click.option(
-    "--name", help="Short name of the server for reports [default: from mcp.json or the folder name]."
+    "--name", help="Short name of the server for reports [default: from mcp.json or the program it runs]."
 )
 @click.option("--force", is_flag=True, help="Overwrite config.yaml and tasks.yaml if they exist.")
 @click.pass_context
@@ -84,7 +85,7 @@ def init_project(
         raise UserError(f"{names} already {verb}: pass --force to overwrite")
     target_dir.mkdir(parents=True, exist_ok=True)
     if name is None:
-        name = server.name if server.name != "server" else _slug(target_dir.resolve().name) or "server"
+        name = server.name if not is_generic(server.name) else _slug(target_dir.resolve().name) or "server"
 
     secrets: dict[str, str] = {}
     headers = {key: _reference(value, f"MCP_HEADER_{key}", secrets) for key, value in server.headers.items()}

@@ -11,10 +11,11 @@ the same thing everywhere:
 
 A flag names another server: it replaces config.yaml's whole server section
 except `health` (how patient to be is a setting, not a property of the server).
-The name comes from the flag (the mcp.json entry, the script or package the
-command runs, the URL's host and port), and `repo`/`repo_template` are dropped:
-a one-off server must never have fixes committed into the configured server's
-repository.
+The name comes from the flag (the mcp.json entry, the program the command
+really runs once `env`, shells and package runners are looked through
+(`server/program.py`), the URL's host and port), and `repo`/`repo_template`
+are dropped: a one-off server must never have fixes committed into the
+configured server's repository.
 """
 
 from __future__ import annotations
@@ -40,11 +41,10 @@ from mcpipechekr._util.yamlsrc import (
 )
 from mcpipechekr.config import ServerConfig
 from mcpipechekr.errors import UserError
+from mcpipechekr.server.program import program_name, program_of
 
 # The only part of config.yaml's server section a flag keeps.
 _KEPT_FIELDS = {"health"}
-# Launchers whose first plain argument, not themselves, names the server.
-_LAUNCHERS = {"python", "python3", "node", "npx", "uv", "uvx", "deno", "bun", "bunx", "pipx", "docker"}
 _HTTP_TYPES = ("http", "streamable-http", "streamableHttp", "streamable_http")
 
 
@@ -174,17 +174,13 @@ def _command_fields(command: str) -> dict[str, Any]:
     return {"command": parts[0], "args": parts[1:]}
 
 
-def _name_from_command(command: str, args: list[str]) -> str:
-    """`python tools/my_server.py` -> `my_server`; `npx -y @scope/server-files` -> `server-files`."""
-    words = [command, *args]
-    if Path(command).name.split(".")[0].rstrip("0123456789.") in _LAUNCHERS:
-        plain = [arg for arg in args if not arg.startswith("-")]
-        words = plain[:1] or words
-    stem = Path(words[0].rstrip("/")).name
-    stem = stem.split("@")[0] if not stem.startswith("@") else stem
-    for suffix in (".py", ".js", ".mjs", ".ts"):
-        stem = stem.removesuffix(suffix)
-    return stem or "server"
+def _name_from_command(command: str, args: list[str], cwd: str | None = None) -> str:
+    """The name of the program the command really runs (`server/program.py`).
+
+    `python tools/my_server.py` -> `my_server`; `env HOME=/h my-server` -> `my-server`;
+    `npx -y @scope/server-files` -> `server-files`; `node ../weather/dist/index.js` -> `weather`.
+    """
+    return program_name(program_of([command, *args]), cwd) or Path(command).name or "server"
 
 
 def _name_from_url(url: str) -> str:
