@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,13 @@ from click.testing import CliRunner
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from mcpipechekr._util.process_group import process_running
 from mcpipechekr.artifacts import create_run_dir, read_trace
 from mcpipechekr.artifacts.trace import ToolCall
 from mcpipechekr.baseline import build_baseline
 from mcpipechekr.cli import main
 from mcpipechekr.config import load_config
+from mcpipechekr.errors import UserError
 from mcpipechekr.propose import propose_tasks
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.execute import run_phase1
@@ -409,3 +412,74 @@ def test_a_secret_the_server_shows_is_neither_sent_to_the_model_nor_written(
 
     offline = propose_tasks(load_config(config_path), count=10)
     assert secret not in repr(offline)
+
+
+# --- the two servers: exploring, and the fresh one that verifies ------------------------------------
+
+
+def lifetimes_config(tmp_path: Path, **env: str) -> Path:
+    events = tmp_path / "lifetimes"
+    events.mkdir()
+    return write_config(
+        tmp_path,
+        {
+            "name": "lifetimes",
+            "command": sys.executable,
+            "args": [str(SERVERS / "lifetimes_server.py")],
+            "env": {"LIFETIME_DIR": str(events), "LIFETIME_PEERS": "2", **env},
+        },
+    )
+
+
+def lifetime_events(config_path: Path) -> list[tuple[str, int]]:
+    lines = (config_path.parent / "lifetimes" / "events").read_text().splitlines()
+    return [(event, int(pid)) for event, pid in (line.split() for line in lines)]
+
+
+def assert_nothing_left(events: list[tuple[str, int]]) -> None:
+    """Every server process recorded is gone, and no thread still waits on a start."""
+    assert [pid for _, pid in events if process_running(pid)] == []
+    assert [thread.name for thread in threading.enumerate() if thread.name.startswith("start ")] == []
+
+
+def test_the_verifying_server_starts_while_the_first_explores(tmp_path: Path) -> None:
+    config_path = lifetimes_config(tmp_path)
+    propose_tasks(load_config(config_path), count=3)
+    events = lifetime_events(config_path)
+    # Each copy waits, before it answers, until two have started: one after the other, the first would
+    # have stopped before the second started. Both starts come before either stop.
+    assert [event for event, _ in events] == ["start", "start", "stop", "stop"], events
+    assert len({pid for _, pid in events}) == 2
+    assert_nothing_left(events)
+    logs = config_path.parent / "home" / "logs"
+    assert sorted(path.name for path in logs.iterdir()) == [
+        "lifetimes-verify.stderr.log",
+        "lifetimes.stderr.log",
+    ]
+
+
+def test_the_verifying_server_is_stopped_when_proposing_fails(tmp_path: Path) -> None:
+    config_path = lifetimes_config(tmp_path)
+
+    def unreachable(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise ConnectionError("the provider is unreachable")
+
+    with pytest.raises(UserError, match="could not propose tasks: ConnectionError"):
+        propose_tasks(load_config(config_path), count=3, model=FunctionModel(unreachable))
+    events = lifetime_events(config_path)
+    assert [event for event, _ in events][:2] == ["start", "start"]
+    assert_nothing_left(events)
+
+
+def test_the_verifying_server_is_stopped_on_ctrl_c(tmp_path: Path) -> None:
+    config_path = lifetimes_config(tmp_path)
+
+    def interrupt(text: str) -> None:
+        if text.startswith("verifying"):  # exploration is done, the fresh server is up or coming up
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        propose_tasks(load_config(config_path), count=3, progress=interrupt)
+    events = lifetime_events(config_path)
+    assert [event for event, _ in events][:2] == ["start", "start"]
+    assert_nothing_left(events)
