@@ -229,3 +229,121 @@ def test_init_needs_exactly_one_server_source(workdir):
         "Error: --command and --from-mcp-json are mutually exclusive: give one way to reach the server\n",
     )
     assert not (Path(workdir) / "config.yaml").exists()
+
+
+def test_init_env_settings_stay_literal_and_secrets_go_to_dotenv(workdir):
+    (workdir / "srv").mkdir()
+    (workdir / "srv" / "server.py").write_text(textwrap.dedent(PROBE_SERVER), encoding="utf-8")
+    result = run(
+        "init",
+        "--dir",
+        "proj",
+        "--command",
+        "python server.py",
+        "--cwd",
+        "srv",
+        "--env",
+        "HOME=/tmp/notes home",
+        "--env",
+        "LOG_LEVEL=${LOG_LEVEL:-info}",
+        "--env",
+        f"NOTES_API_KEY={SECRET}",
+        "--env",
+        "EMPTY=",
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[:6] == [
+        "wrote proj/config.yaml",
+        "wrote proj/tasks.yaml",
+        "wrote proj/dodo.py",
+        "wrote proj/.gitignore",
+        "wrote proj/.env",
+        "secrets in proj/.env, not in config.yaml, which reads them as ${NOTES_API_KEY}",
+    ]
+    text = (workdir / "proj" / "config.yaml").read_text(encoding="utf-8")
+    assert SECRET not in text
+    server = yaml.safe_load(text)["server"]
+    assert server["env"] == {
+        "HOME": "/tmp/notes home",
+        "LOG_LEVEL": "${LOG_LEVEL:-info}",
+        "NOTES_API_KEY": "${NOTES_API_KEY}",
+        "EMPTY": "",
+    }
+    assert (server["name"], server["cwd"]) == ("srv", "../srv")  # `server.py` says nothing: its folder does
+    dotenv = workdir / "proj" / ".env"
+    assert dotenv.read_text(encoding="utf-8") == f"NOTES_API_KEY='{SECRET}'\n"
+    assert stat.S_IMODE(dotenv.stat().st_mode) == 0o600
+
+    config = load_config(workdir / "proj" / "config.yaml", environ={})
+    assert config.server.env == {
+        "HOME": "/tmp/notes home",
+        "LOG_LEVEL": "info",
+        "NOTES_API_KEY": SECRET,
+        "EMPTY": "",
+    }
+    assert config.server.cwd == str(workdir / "srv")
+    validate_offline("proj")  # which finds server.py in the --cwd folder
+
+
+def test_init_env_and_cwd_override_an_mcp_json_entry(workdir):
+    (workdir / "srv").mkdir()
+    (workdir / "mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "notes": {
+                        "command": "notes-mcp",
+                        "cwd": ".",
+                        "env": {"HOME": "/from-json", "NOTES_TOKEN": SECRET},
+                    },
+                    "web": {"url": "http://127.0.0.1:1/mcp"},
+                }
+            }
+        ),
+        encoding="utf-8",
+    )
+    result = run(
+        "init", "--from-mcp-json", "mcp.json", "--server", "notes", "--env", "HOME=/from-flag", "--cwd", "srv"
+    )
+    assert result.exit_code == 0, result.output
+    server = yaml.safe_load((workdir / "config.yaml").read_text(encoding="utf-8"))["server"]
+    assert (server["name"], server["cwd"]) == ("notes", "srv")
+    assert server["env"] == {"HOME": "/from-flag", "NOTES_TOKEN": "${NOTES_TOKEN}"}
+    assert (workdir / ".env").read_text(encoding="utf-8") == f"NOTES_TOKEN='{SECRET}'\n"
+
+    web = run("init", "--from-mcp-json", "mcp.json", "--server", "web", "--env", "A=1", "--force")
+    assert (web.exit_code, web.stderr) == (
+        2,
+        "Error: --env applies to a stdio server, and 'web' in mcp.json is reached by URL: leave it out, "
+        "or choose an entry with `command`\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--url", "http://127.0.0.1:1/mcp", "--env", "A=1", "--cwd", "."],
+            "--env and --cwd apply to a stdio server (--command), not to --url: a server reached by URL is "
+            "started elsewhere, so set its environment and folder where it is started",
+        ),
+        (
+            ["--env", "A=1"],
+            "--env applies to the server of --command or --from-mcp-json: give one, or set server.env / "
+            "server.cwd in config.yaml",
+        ),
+        (
+            ["--command", "notes-mcp", "--env", "1A=b"],
+            "--env must be NAME=VALUE with NAME made of letters, digits and '_' "
+            "(e.g. --env HOME=/tmp/notes-home); got '1A=b'",
+        ),
+        (
+            ["--command", "notes-mcp", "--cwd", "missing"],
+            "--cwd missing: no such folder; give the folder the server runs in",
+        ),
+    ],
+)
+def test_init_refuses_env_and_cwd_where_they_mean_nothing(workdir, args, message):
+    result = run("init", *args)
+    assert (result.exit_code, result.stderr) == (2, f"Error: {message}\n")
+    assert not (workdir / "config.yaml").exists()

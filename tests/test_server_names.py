@@ -16,8 +16,8 @@ from mcpipechekr.server.program import program_of
 from mcpipechekr.server.target import resolve_server
 
 
-def name_of(command: str, tmp_path) -> str:
-    return resolve_server(None, command=command, base_dir=tmp_path).name
+def name_of(command: str, tmp_path, cwd: str | None = None) -> str:
+    return resolve_server(None, command=command, cwd=cwd, base_dir=tmp_path).name
 
 
 @pytest.mark.parametrize(
@@ -64,6 +64,13 @@ def name_of(command: str, tmp_path) -> str:
 )
 def test_the_name_is_the_program_behind_the_launchers(tmp_path, command, name):
     assert name_of(command, tmp_path) == name
+
+
+def test_a_generic_script_is_named_after_the_folder_it_runs_in(tmp_path):
+    (tmp_path / "weather" / "dist").mkdir(parents=True)
+    assert name_of("node dist/index.js", tmp_path, cwd=str(tmp_path / "weather")) == "weather"
+    # nothing on the path names it: the stem stays (init then names the project after its folder)
+    assert name_of("node dist/index.js", tmp_path) == "index"
 
 
 def test_two_servers_started_through_env_get_files_of_their_own(tmp_path):

@@ -1,9 +1,13 @@
 """`mcpipechekr init`: write a commented config.yaml and tasks.yaml for a server, and a dodo.py.
 
 The files are the documentation a user reads first, so they carry a comment on
-every field. Secrets never land in config.yaml: header values and server
-environment values become `${NAME}` references, and their values go into a
+every field. Secrets never land in config.yaml: header values, an mcp.json
+entry's environment values and `--env` values whose name says they are secret
+(`config.secret_name`) become `${NAME}` references, and their values go into a
 `.env` file beside it (created private to the user; existing keys are kept).
+Other `--env` values are settings (`HOME=/tmp/notes-home`) and are written as
+given.
+
 The dodo.py only imports the installed package's graph (`mcpipechekr.dodo`),
 so `doit loop` works in the folder; a dodo.py of the user's own is never
 replaced. A .gitignore keeps runs, working state and .env out of git.
@@ -14,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +29,22 @@ from dotenv import set_key
 from mcpipechekr._util.commands import runnable
 from mcpipechekr._util.yamlsrc import read_dotenv
 from mcpipechekr.cli.common import server_flags, server_options
-from mcpipechekr.config import DEFAULT_CONFIG_FILE, ServerConfig
+from mcpipechekr.config import DEFAULT_CONFIG_FILE, ServerConfig, secret_name
 from mcpipechekr.errors import UserError
 from mcpipechekr.server.program import is_generic
+from mcpipechekr.server.target import parse_env_flag
 from mcpipechekr.tasks import DEFAULT_TASKS_FILE
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_./@+-][A-Za-z0-9_./@+:=-]*$")
+
+
+@dataclass
+class InitResult:
+    """What `init_project` did, for the command to say."""
+
+    written: list[Path] = field(default_factory=list)
+    secrets: list[str] = field(default_factory=list)
+    """Names whose values went to .env, referenced from config.yaml as `${NAME}`."""
 
 
 @click.command("init")
@@ -52,12 +67,16 @@ def init_command(ctx: click.Context, target_dir: Path, name: str | None, force: 
 
     \b
     Examples:
-      mcpipechekr init --command "python server.py"
+      mcpipechekr init --command "notes-mcp --stdio" --env HOME=/tmp/notes-home
+      mcpipechekr init --command "python server.py" --cwd ../notes-server
       mcpipechekr init --url http://127.0.0.1:8765/mcp --header "Authorization: Bearer $TOKEN"
       mcpipechekr init --from-mcp-json ~/.cursor/mcp.json --server github
 
-    Header and environment values are written to .env beside config.yaml and
-    referenced as ${NAME}, so config.yaml holds no secret. dodo.py lets `doit
+    --env values are written into config.yaml as given, except a `${VAR}`
+    reference, which stays one, and a variable whose name says it is a secret
+    (API_KEY, GITHUB_TOKEN, DB_PASSWORD, ...): its value goes to .env beside
+    config.yaml and config.yaml reads it as ${NAME}, as it does for header
+    values and an mcp.json entry's environment. dodo.py lets `doit
     baseline` and `doit loop` run in the folder. Existing files are left alone
     (exit 2) unless --force is given; a dodo.py of your own is never replaced.
     Then edit tasks.yaml and run `mcpipechekr validate`.
@@ -65,18 +84,32 @@ def init_command(ctx: click.Context, target_dir: Path, name: str | None, force: 
     flags = server_flags(ctx.params)
     if not flags.given:
         raise UserError("init needs a server: give --command, --url or --from-mcp-json")
-    # References in an mcp.json stay references: config.yaml substitutes them when it is loaded.
+    # References stay references: config.yaml substitutes them when it is loaded.
     server = flags.resolve(None, base_dir=Path.cwd(), substitute_env=False)
-    written = init_project(target_dir, server, name=name, force=force)
-    for path in written:
+    settings = {parse_env_flag(text)[0] for text in flags.env}
+    result = init_project(target_dir, server, name=name, force=force, literal_env=settings)
+    for path in result.written:
         click.echo(f"wrote {path}")
+    if result.secrets:
+        shown = ", ".join("${" + secret + "}" for secret in result.secrets)
+        click.echo(f"secrets in {target_dir / '.env'}, not in config.yaml, which reads them as {shown}")
     click.echo(runnable(f"next: edit {target_dir / DEFAULT_TASKS_FILE}, then run `mcpipechekr validate`"))
 
 
 def init_project(
-    target_dir: Path, server: ServerConfig, *, name: str | None = None, force: bool = False
-) -> list[Path]:
-    """Write config.yaml, tasks.yaml (and .env entries for secrets) into `target_dir`; return the paths."""
+    target_dir: Path,
+    server: ServerConfig,
+    *,
+    name: str | None = None,
+    force: bool = False,
+    literal_env: set[str] | frozenset[str] = frozenset(),
+) -> InitResult:
+    """Write config.yaml, tasks.yaml (and .env entries for secrets) into `target_dir`.
+
+    `literal_env` names the environment variables given as settings (`--env`):
+    their literal values are written as given unless the name says secret;
+    every other literal environment value (an mcp.json entry's) goes to .env.
+    """
     config_path, tasks_path = target_dir / DEFAULT_CONFIG_FILE, target_dir / DEFAULT_TASKS_FILE
     existing = [path for path in (config_path, tasks_path) if path.exists()]
     if existing and not force:
@@ -87,9 +120,13 @@ def init_project(
     if name is None:
         name = server.name if not is_generic(server.name) else _slug(target_dir.resolve().name) or "server"
 
+    result = InitResult()
     secrets: dict[str, str] = {}
     headers = {key: _reference(value, f"MCP_HEADER_{key}", secrets) for key, value in server.headers.items()}
-    env = {key: _reference(value, key, secrets) for key, value in server.env.items()}
+    env = {
+        key: value if key in literal_env and not secret_name(key) else _reference(value, key, secrets)
+        for key, value in server.env.items()
+    }
     cwd = os.path.relpath(server.cwd or Path.cwd(), target_dir.resolve()) if server.command else None
     if secrets:
         read_dotenv(target_dir / ".env")  # an unreadable .env stops init before it writes anything
@@ -98,21 +135,22 @@ def init_project(
         render_config(server, name=name, cwd=cwd, headers=headers, env=env), encoding="utf-8"
     )
     tasks_path.write_text(TASKS_TEMPLATE, encoding="utf-8")
-    written = [config_path, tasks_path]
+    result.written += [config_path, tasks_path]
     dodo_path = target_dir / "dodo.py"
     if not dodo_path.exists() or dodo_path.read_text(encoding="utf-8") == DODO_TEMPLATE:
         dodo_path.write_text(DODO_TEMPLATE, encoding="utf-8")
-        written.append(dodo_path)
+        result.written.append(dodo_path)
     else:
         kept = f"kept {dodo_path}: it is not MCPipeChekr's; `mcpipechekr doit …` needs none"
         click.echo(runnable(kept), err=True)
     if _add_ignores(target_dir / ".gitignore"):
-        written.append(target_dir / ".gitignore")
+        result.written.append(target_dir / ".gitignore")
     if secrets:
         dotenv_path = target_dir / ".env"
         if _write_dotenv(dotenv_path, secrets):
-            written.append(dotenv_path)
-    return written
+            result.written.append(dotenv_path)
+        result.secrets = list(secrets)
+    return result
 
 
 def _add_ignores(path: Path) -> bool:
