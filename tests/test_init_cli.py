@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 import stat
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
+import git
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -347,3 +351,94 @@ def test_init_refuses_env_and_cwd_where_they_mean_nothing(workdir, args, message
     result = run("init", *args)
     assert (result.exit_code, result.stderr) == (2, f"Error: {message}\n")
     assert not (workdir / "config.yaml").exists()
+
+
+# --- server.repo: the checkout that tracks the file the command runs ----------------------------------
+
+
+def commit(folder: Path, files: dict[str, str], ignore: str = "") -> git.Repo:
+    """A git repository in `folder` with `files` committed (and a .gitignore when `ignore` is given)."""
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+    if ignore:
+        (folder / ".gitignore").write_text(ignore, encoding="utf-8")
+    repo = git.Repo.init(folder)
+    repo.index.add([*files, *([".gitignore"] if ignore else [])])
+    repo.index.commit("server")
+    return repo
+
+
+def repo_of(folder: Path) -> str | None:
+    return yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))["server"].get("repo")
+
+
+def test_init_sets_repo_to_the_checkout_that_tracks_the_script(workdir):
+    (workdir / "server").mkdir()
+    commit(workdir / "server", {"server.py": textwrap.dedent(PROBE_SERVER)})
+    result = run("init", "--dir", "eval", "--command", "python server/server.py")
+    assert result.exit_code == 0, result.output
+    assert "server.repo: ../server, the git checkout that tracks server.py" in result.stdout.splitlines()
+    assert repo_of(workdir / "eval") == "../server"
+    assert "  # The git checkout of the server's source" in (workdir / "eval" / "config.yaml").read_text()
+    config = load_config(workdir / "eval" / "config.yaml", environ={})
+    assert config.server.repo == str(workdir / "server")
+    validate_offline("eval")
+
+    # an untracked script, in the same checkout, is not the checkout's source
+    (workdir / "server" / "draft.py").write_text(textwrap.dedent(PROBE_SERVER), encoding="utf-8")
+    untracked = run("init", "--dir", "eval", "--command", "python server/draft.py", "--force")
+    assert untracked.exit_code == 0
+    assert repo_of(workdir / "eval") is None
+    assert not any(line.startswith("server.repo:") for line in untracked.stdout.splitlines())
+
+
+def test_a_script_under_site_packages_is_never_the_servers_checkout(workdir):
+    (workdir / "vendored").mkdir()
+    inside = "lib/python3.11/site-packages/notes/server.py"
+    commit(workdir / "vendored", {inside: textwrap.dedent(PROBE_SERVER)})
+    result = run("init", "--command", f"python vendored/{inside}")
+    assert result.exit_code == 0, result.output
+    assert (repo_of(workdir), yaml.safe_load((workdir / "config.yaml").read_text())["server"]["name"]) == (
+        None,
+        "notes",
+    )
+
+
+def test_a_console_script_counts_through_its_module_only_when_installed_editable(workdir):
+    checkout = workdir / "notes"
+    checkout.mkdir()
+    server_code = textwrap.dedent(PROBE_SERVER).replace('if __name__ == "__main__":\n    app.run()', "")
+    module = server_code + "\n\ndef main() -> None:\n    app.run()\n"
+    commit(checkout, {"notes_pkg/__init__.py": "", "notes_pkg/server.py": module}, ignore=".venv/\n")
+    # a virtual environment inside the checkout, ignored by git, with a console script as pip writes one
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(checkout / ".venv")], check=True)
+    python = checkout / ".venv" / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    script = checkout / ".venv" / "bin" / "notes-mcp"
+    script.write_text(
+        f"#!{python}\nimport sys\nfrom notes_pkg.server import main\nif __name__ == '__main__':\n"
+        "    sys.exit(main())\n",
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+
+    # installed as a copy into site-packages: the checkout does not run, so it is not the source
+    shutil.copytree(checkout / "notes_pkg", Path(purelib) / "notes_pkg")
+    copied = run("init", "--command", str(script))
+    assert copied.exit_code == 0, copied.output
+    assert repo_of(workdir) is None
+    assert yaml.safe_load((workdir / "config.yaml").read_text())["server"]["name"] == "notes-mcp"
+
+    # installed editable (a path in a .pth file): the module is the checkout's tracked file
+    shutil.rmtree(Path(purelib) / "notes_pkg")
+    (Path(purelib) / "notes_pkg.pth").write_text(f"{checkout}\n", encoding="utf-8")
+    editable = run("init", "--command", str(script), "--force")
+    assert editable.exit_code == 0, editable.output
+    assert repo_of(workdir) == "notes"
+    assert "server.repo: notes, the git checkout that tracks notes_pkg/server.py" in editable.stdout

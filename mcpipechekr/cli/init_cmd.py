@@ -8,6 +8,9 @@ entry's environment values and `--env` values whose name says they are secret
 Other `--env` values are settings (`HOME=/tmp/notes-home`) and are written as
 given.
 
+`server.repo` is set when the command runs a file that git tracks in a
+checkout (`server/source.py`), so that the fix loop has somewhere to commit.
+
 The dodo.py only imports the installed package's graph (`mcpipechekr.dodo`),
 so `doit loop` works in the folder; a dodo.py of the user's own is never
 replaced. A .gitignore keeps runs, working state and .env out of git.
@@ -32,6 +35,7 @@ from mcpipechekr.cli.common import server_flags, server_options
 from mcpipechekr.config import DEFAULT_CONFIG_FILE, ServerConfig, secret_name
 from mcpipechekr.errors import UserError
 from mcpipechekr.server.program import is_generic
+from mcpipechekr.server.source import ServerSource, find_server_source
 from mcpipechekr.server.target import parse_env_flag
 from mcpipechekr.tasks import DEFAULT_TASKS_FILE
 
@@ -45,6 +49,8 @@ class InitResult:
     written: list[Path] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)
     """Names whose values went to .env, referenced from config.yaml as `${NAME}`."""
+    source: ServerSource | None = None
+    """The git checkout of the server's source, written as server.repo."""
 
 
 @click.command("init")
@@ -76,7 +82,8 @@ def init_command(ctx: click.Context, target_dir: Path, name: str | None, force: 
     reference, which stays one, and a variable whose name says it is a secret
     (API_KEY, GITHUB_TOKEN, DB_PASSWORD, ...): its value goes to .env beside
     config.yaml and config.yaml reads it as ${NAME}, as it does for header
-    values and an mcp.json entry's environment. dodo.py lets `doit
+    values and an mcp.json entry's environment. When the command runs a file
+    that git tracks in a checkout, server.repo is set to it. dodo.py lets `doit
     baseline` and `doit loop` run in the folder. Existing files are left alone
     (exit 2) unless --force is given; a dodo.py of your own is never replaced.
     Then edit tasks.yaml and run `mcpipechekr validate`.
@@ -93,6 +100,10 @@ def init_command(ctx: click.Context, target_dir: Path, name: str | None, force: 
     if result.secrets:
         shown = ", ".join("${" + secret + "}" for secret in result.secrets)
         click.echo(f"secrets in {target_dir / '.env'}, not in config.yaml, which reads them as {shown}")
+    if result.source is not None:
+        repo = os.path.relpath(result.source.repo, target_dir.resolve())
+        tracked = result.source.file.relative_to(result.source.repo)
+        click.echo(f"server.repo: {repo}, the git checkout that tracks {tracked}")
     click.echo(runnable(f"next: edit {target_dir / DEFAULT_TASKS_FILE}, then run `mcpipechekr validate`"))
 
 
@@ -120,7 +131,7 @@ def init_project(
     if name is None:
         name = server.name if not is_generic(server.name) else _slug(target_dir.resolve().name) or "server"
 
-    result = InitResult()
+    result = InitResult(source=find_server_source(server))
     secrets: dict[str, str] = {}
     headers = {key: _reference(value, f"MCP_HEADER_{key}", secrets) for key, value in server.headers.items()}
     env = {
@@ -128,11 +139,12 @@ def init_project(
         for key, value in server.env.items()
     }
     cwd = os.path.relpath(server.cwd or Path.cwd(), target_dir.resolve()) if server.command else None
+    repo = os.path.relpath(result.source.repo, target_dir.resolve()) if result.source else None
     if secrets:
         read_dotenv(target_dir / ".env")  # an unreadable .env stops init before it writes anything
 
     config_path.write_text(
-        render_config(server, name=name, cwd=cwd, headers=headers, env=env), encoding="utf-8"
+        render_config(server, name=name, cwd=cwd, headers=headers, env=env, repo=repo), encoding="utf-8"
     )
     tasks_path.write_text(TASKS_TEMPLATE, encoding="utf-8")
     result.written += [config_path, tasks_path]
@@ -216,7 +228,13 @@ def _mapping_lines(mapping: dict[str, str], indent: str) -> list[str]:
 
 
 def render_config(
-    server: ServerConfig, *, name: str, cwd: str | None, headers: dict[str, str], env: dict[str, str]
+    server: ServerConfig,
+    *,
+    name: str,
+    cwd: str | None,
+    headers: dict[str, str],
+    env: dict[str, str],
+    repo: str | None = None,
 ) -> str:
     """config.yaml text with a comment on each field (secrets already replaced by references)."""
     lines = [
@@ -263,8 +281,17 @@ def render_config(
         lines += [
             "  # start: python server.py --http 8765   # optional: a command that starts the server first",
         ]
+    if repo is not None:
+        lines += [
+            "  # The git checkout of the server's source (it tracks the file the command runs), relative to",
+            "  # this file's folder; each run records its commit, and fixes are committed there.",
+            f"  repo: {_scalar(repo)}",
+        ]
+    else:
+        lines += [
+            "  # repo: path/to/server/repo   # the git checkout of the server's source, for the fix loop",
+        ]
     lines += [
-        "  # repo: path/to/server/repo   # git repository of the server's source; fixes are committed there",
         "  # A healthy server answers tools/list with at least min_tools tools within timeout_s seconds.",
         "  health:",
         f"    timeout_s: {server.health.timeout_s:g}",
