@@ -37,6 +37,10 @@ if __name__ == "__main__":
 """
 
 SECRET = "tok-9d2f61c0a7e4"
+FIXING_OFF = (
+    "fixing is off (fix.agent: none): the loop evaluates the server and fixes nothing; "
+    "config.yaml's fix section says how to turn it on"
+)
 
 
 @pytest.fixture
@@ -66,6 +70,7 @@ def test_init_from_a_command_writes_files_that_reach_the_server(workdir):
         "wrote proj/tasks.yaml\n"
         "wrote proj/dodo.py\n"
         "wrote proj/.gitignore\n"
+        f"{FIXING_OFF}\n"
         f"next: edit proj/tasks.yaml, then run `{script_command('mcpipechekr')} validate`\n"
     )
     assert (workdir / "proj" / "dodo.py").read_text() == DODO_TEMPLATE
@@ -353,6 +358,34 @@ def test_init_refuses_env_and_cwd_where_they_mean_nothing(workdir, args, message
     assert not (workdir / "config.yaml").exists()
 
 
+def test_fixing_is_off_by_default_and_an_agent_is_told_what_it_needs(workdir):
+    run("init", "--command", "python server.py")
+    text = (workdir / "config.yaml").read_text(encoding="utf-8")
+    assert "\nfix:\n  agent: none\n" in text
+    assert (
+        "# `agent: none`: the loop evaluates (lint, traces, bug report, review) and fixes nothing. To fix:\n"
+        "#   - set server.repo to the git checkout of the server's source\n"
+        "#   - set `agent: opencode` (or claude-code, codex, aider)\n"
+        "#   - set providers.phase3 to the agent's model, e.g. `phase3: anthropic/claude-sonnet-4-6`\n"
+    ) in text
+    assert load_config("config.yaml", environ={}).fixing_off() == "fix.agent is `none`"
+
+    agent = run("init", "--command", "python server.py", "--fix-agent", "opencode", "--force")
+    assert agent.exit_code == 0, agent.output
+    assert agent.stdout.splitlines()[-3:-1] == [
+        "fix.agent opencode needs a model: set providers.phase3 in config.yaml to provider/model "
+        "(e.g. anthropic/claude-sonnet-4-6), its key in .env",
+        "server.repo is not set: until it names the git checkout of the server's source, the loop "
+        "evaluates and fixes nothing",
+    ]
+    config = load_config("config.yaml", environ={})
+    assert config.fix.agent == "opencode"
+    assert config.fixing_off() is not None and config.fixing_off().startswith("server.repo is not set")
+
+    shell = run("init", "--command", "python server.py", "--fix-agent", "shell", "--force")
+    assert shell.exit_code == 2 and "'shell' is not one of" in shell.stderr
+
+
 # --- server.repo: the checkout that tracks the file the command runs ----------------------------------
 
 
@@ -383,6 +416,7 @@ def test_init_sets_repo_to_the_checkout_that_tracks_the_script(workdir):
     assert "  # The git checkout of the server's source" in (workdir / "eval" / "config.yaml").read_text()
     config = load_config(workdir / "eval" / "config.yaml", environ={})
     assert config.server.repo == str(workdir / "server")
+    assert config.fixing_off() == "fix.agent is `none`"  # the checkout alone does not turn fixing on
     validate_offline("eval")
 
     # an untracked script, in the same checkout, is not the checkout's source

@@ -8,8 +8,11 @@ entry's environment values and `--env` values whose name says they are secret
 Other `--env` values are settings (`HOME=/tmp/notes-home`) and are written as
 given.
 
+The defaults run offline on any machine with only the package installed: the
+demo models, and `fix.agent: none`, so `doit loop` evaluates the server to a
+bug report and fixes nothing until the user names a fix agent and its model.
 `server.repo` is set when the command runs a file that git tracks in a
-checkout (`server/source.py`), so that the fix loop has somewhere to commit.
+checkout (`server/source.py`), so fixing needs no more than that.
 
 The dodo.py only imports the installed package's graph (`mcpipechekr.dodo`),
 so `doit loop` works in the folder; a dodo.py of the user's own is never
@@ -23,7 +26,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import click
 import yaml
@@ -32,7 +35,7 @@ from dotenv import set_key
 from mcpipechekr._util.commands import runnable
 from mcpipechekr._util.yamlsrc import read_dotenv
 from mcpipechekr.cli.common import server_flags, server_options
-from mcpipechekr.config import DEFAULT_CONFIG_FILE, ServerConfig, secret_name
+from mcpipechekr.config import DEFAULT_CONFIG_FILE, FixAgentName, FixConfig, ServerConfig, secret_name
 from mcpipechekr.errors import UserError
 from mcpipechekr.server.program import is_generic
 from mcpipechekr.server.source import ServerSource, find_server_source
@@ -40,6 +43,9 @@ from mcpipechekr.server.target import parse_env_flag
 from mcpipechekr.tasks import DEFAULT_TASKS_FILE
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_./@+-][A-Za-z0-9_./@+:=-]*$")
+FIX_AGENT_CHOICES = tuple(name for name in get_args(FixAgentName) if name != "shell")
+"""`--fix-agent`'s choices: the built-in agents and `none` (`shell` needs its command line in config.yaml)."""
+FIX_MODEL_EXAMPLE = "anthropic/claude-sonnet-4-6"
 
 
 @dataclass
@@ -66,9 +72,19 @@ class InitResult:
 @click.option(
     "--name", help="Short name of the server for reports [default: from mcp.json or the program it runs]."
 )
+@click.option(
+    "--fix-agent",
+    type=click.Choice(FIX_AGENT_CHOICES),
+    default="none",
+    show_default=True,
+    help="The coding agent of the fix loop; `none` evaluates only. An agent also needs server.repo and "
+    "(all but demo) a model in providers.phase3: init says what to set.",
+)
 @click.option("--force", is_flag=True, help="Overwrite config.yaml and tasks.yaml if they exist.")
 @click.pass_context
-def init_command(ctx: click.Context, target_dir: Path, name: str | None, force: bool, **_: object) -> None:
+def init_command(
+    ctx: click.Context, target_dir: Path, name: str | None, fix_agent: str, force: bool, **_: object
+) -> None:
     """Write config.yaml, tasks.yaml and dodo.py for the server given by --command, --url or --from-mcp-json.
 
     \b
@@ -83,8 +99,10 @@ def init_command(ctx: click.Context, target_dir: Path, name: str | None, force: 
     (API_KEY, GITHUB_TOKEN, DB_PASSWORD, ...): its value goes to .env beside
     config.yaml and config.yaml reads it as ${NAME}, as it does for header
     values and an mcp.json entry's environment. When the command runs a file
-    that git tracks in a checkout, server.repo is set to it. dodo.py lets `doit
-    baseline` and `doit loop` run in the folder. Existing files are left alone
+    that git tracks in a checkout, server.repo is set to it. The models are the
+    offline demo ones and fixing is off (`fix.agent: none`) unless --fix-agent
+    names an agent; config.yaml's fix section says how to turn it on. dodo.py
+    lets `doit baseline` and `doit loop` run in the folder. Existing files are left alone
     (exit 2) unless --force is given; a dodo.py of your own is never replaced.
     Then edit tasks.yaml and run `mcpipechekr validate`.
     """
@@ -94,7 +112,9 @@ def init_command(ctx: click.Context, target_dir: Path, name: str | None, force: 
     # References stay references: config.yaml substitutes them when it is loaded.
     server = flags.resolve(None, base_dir=Path.cwd(), substitute_env=False)
     settings = {parse_env_flag(text)[0] for text in flags.env}
-    result = init_project(target_dir, server, name=name, force=force, literal_env=settings)
+    result = init_project(
+        target_dir, server, name=name, force=force, fix_agent=fix_agent, literal_env=settings
+    )
     for path in result.written:
         click.echo(f"wrote {path}")
     if result.secrets:
@@ -104,7 +124,37 @@ def init_command(ctx: click.Context, target_dir: Path, name: str | None, force: 
         repo = os.path.relpath(result.source.repo, target_dir.resolve())
         tracked = result.source.file.relative_to(result.source.repo)
         click.echo(f"server.repo: {repo}, the git checkout that tracks {tracked}")
+    for line in fix_advice(fix_agent, repo_set=result.source is not None):
+        click.echo(line)
     click.echo(runnable(f"next: edit {target_dir / DEFAULT_TASKS_FILE}, then run `mcpipechekr validate`"))
+
+
+def fix_advice(agent: str, *, repo_set: bool) -> list[str]:
+    """What init says about the fix loop: off, or what an agent still needs before it can fix."""
+    if agent == "none":
+        return [
+            "fixing is off (fix.agent: none): the loop evaluates the server and fixes nothing; "
+            "config.yaml's fix section says how to turn it on"
+        ]
+    advice = []
+    if uses_fix_model(agent):
+        advice.append(
+            f"fix.agent {agent} needs a model: set providers.phase3 in config.yaml to provider/model "
+            f"(e.g. {FIX_MODEL_EXAMPLE}), its key in .env"
+        )
+    if not repo_set:
+        advice.append(
+            "server.repo is not set: until it names the git checkout of the server's source, "
+            "the loop evaluates and fixes nothing"
+        )
+    return advice
+
+
+def uses_fix_model(agent: str) -> bool:
+    """Whether a built-in fix agent runs on the Phase 3 model (all but `demo` and `none`)."""
+    from mcpipechekr.fix.agents import uses_model
+
+    return agent != "none" and uses_model(FixConfig(agent=agent))  # type: ignore[arg-type]
 
 
 def init_project(
@@ -113,6 +163,7 @@ def init_project(
     *,
     name: str | None = None,
     force: bool = False,
+    fix_agent: str = "none",
     literal_env: set[str] | frozenset[str] = frozenset(),
 ) -> InitResult:
     """Write config.yaml, tasks.yaml (and .env entries for secrets) into `target_dir`.
@@ -144,7 +195,10 @@ def init_project(
         read_dotenv(target_dir / ".env")  # an unreadable .env stops init before it writes anything
 
     config_path.write_text(
-        render_config(server, name=name, cwd=cwd, headers=headers, env=env, repo=repo), encoding="utf-8"
+        render_config(
+            server, name=name, cwd=cwd, headers=headers, env=env, repo=repo, fix_agent=fix_agent
+        ),
+        encoding="utf-8",
     )
     tasks_path.write_text(TASKS_TEMPLATE, encoding="utf-8")
     result.written += [config_path, tasks_path]
@@ -235,6 +289,7 @@ def render_config(
     headers: dict[str, str],
     env: dict[str, str],
     repo: str | None = None,
+    fix_agent: str = "none",
 ) -> str:
     """config.yaml text with a comment on each field (secrets already replaced by references)."""
     lines = [
@@ -336,8 +391,9 @@ def render_config(
         "# Phase 3: the coding agent that fixes one approved bug at a time in server.repo, committing",
         "# `fix: <bug id>` (never pushed). Templates: opencode, claude-code, codex, aider, or shell with",
         "# `command:`. The model is providers.phase3 or --phase3-provider. See docs/fix.md.",
+        *_fix_comment(fix_agent, repo_set=repo is not None),
         "fix:",
-        "  agent: opencode",
+        f"  agent: {fix_agent}",
         "  max_iterations: 5   # agent runs per bug before it is recorded as unresolved",
         "  timeout_s: 1800     # one agent run",
         "  # test_command: \"{python} -m pytest -q\"   # the repository's tests: must pass before a commit",
@@ -355,6 +411,23 @@ from mcpipechekr.dodo import *  # noqa: F403
 
 GITIGNORE_PATTERNS = ("runs/", ".mcpipechekr/", ".env")
 """What a project keeps out of git: run artifacts, working state (doit's database, workspaces), secrets."""
+
+
+def _fix_comment(agent: str, *, repo_set: bool) -> list[str]:
+    """The comment above `fix:`: with `agent: none`, exactly what turns fixing on; else what is missing."""
+    steps = [] if repo_set else ["set server.repo to the git checkout of the server's source"]
+    if agent == "none":
+        steps.append("set `agent: opencode` (or claude-code, codex, aider)")
+    if agent == "none" or uses_fix_model(agent):
+        steps.append(f"set providers.phase3 to the agent's model, e.g. `phase3: {FIX_MODEL_EXAMPLE}`")
+    if not steps:
+        return []
+    lead = (
+        "# `agent: none`: the loop evaluates (lint, traces, bug report, review) and fixes nothing. To fix:"
+        if agent == "none"
+        else "# Before this agent can fix:"
+    )
+    return [lead, *(f"#   - {step}" for step in steps)]
 
 
 TASKS_TEMPLATE = """\
