@@ -19,7 +19,7 @@ from mcpipechekr._util.commands import script_command
 from mcpipechekr.cli import main
 from mcpipechekr.cli.init_cmd import DODO_TEMPLATE
 from mcpipechekr.config import load_config
-from mcpipechekr.tasks import load_tasks
+from mcpipechekr.tasks import TASKS_TEMPLATE, load_tasks
 
 PROBE_SERVER = """
 from mcp.server.mcpserver import MCPServer
@@ -65,13 +65,15 @@ def test_init_from_a_command_writes_files_that_reach_the_server(workdir):
     (workdir / "server.py").write_text(textwrap.dedent(PROBE_SERVER), encoding="utf-8")
     result = run("init", "--dir", "proj", "--command", "python server.py --verbose")
     assert result.exit_code == 0
+    mcpipechekr = script_command("mcpipechekr")
     assert result.stdout == (
         "wrote proj/config.yaml\n"
         "wrote proj/tasks.yaml\n"
         "wrote proj/dodo.py\n"
         "wrote proj/.gitignore\n"
         f"{FIXING_OFF}\n"
-        f"next: edit proj/tasks.yaml, then run `{script_command('mcpipechekr')} validate`\n"
+        f"next: `{mcpipechekr} tasks propose --config proj/config.yaml` drafts verified tasks, "
+        f"then `{mcpipechekr} doit --dir proj baseline loop`\n"
     )
     assert (workdir / "proj" / "dodo.py").read_text() == DODO_TEMPLATE
     assert (workdir / "proj" / ".gitignore").read_text() == "runs/\n.mcpipechekr/\n.env\n"
@@ -99,7 +101,7 @@ def test_init_from_a_command_writes_files_that_reach_the_server(workdir):
     checked = run("validate", "--config", "proj/config.yaml")
     assert checked.exit_code == 2
     assert checked.stderr == (
-        "proj/tasks.yaml:24: task 'example-task' field 'expected_tool': the server has no tool 'search' "
+        "proj/tasks.yaml:25: task 'example-task' field 'expected_tool': the server has no tool 'search' "
         "(tools: echo)\n"
     )
 
@@ -238,6 +240,31 @@ def test_init_needs_exactly_one_server_source(workdir):
         "Error: --command and --from-mcp-json are mutually exclusive: give one way to reach the server\n",
     )
     assert not (Path(workdir) / "config.yaml").exists()
+
+
+def test_the_next_line_names_the_commands_as_typed_from_here(workdir):
+    mcpipechekr, doit = script_command("mcpipechekr"), script_command("doit")
+    here = run("init", "--command", "python server.py")
+    assert here.stdout.splitlines()[-1] == (
+        f"next: `{mcpipechekr} tasks propose` drafts verified tasks, then `{doit} baseline loop`"
+    )
+    assert (workdir / "tasks.yaml").read_text(encoding="utf-8") == TASKS_TEMPLATE
+
+    (workdir / "dodo.py").write_text("def task_hello():\n    return {'actions': ['echo hi']}\n")
+    kept = run("init", "--command", "python server.py", "--force")
+    assert kept.stdout.splitlines()[-1] == (
+        f"next: `{mcpipechekr} tasks propose` drafts verified tasks, then `{mcpipechekr} doit baseline loop`"
+    )
+
+
+def test_init_names_the_server_after_the_program_env_runs(workdir):
+    result = run("init", "--command", "env A=1 B=2 my-server --flag")
+    assert result.exit_code == 0, result.output
+    server = yaml.safe_load((workdir / "config.yaml").read_text(encoding="utf-8"))["server"]
+    assert server["name"] == "my-server"
+    assert (server["command"], server["args"]) == ("env", ["A=1", "B=2", "my-server", "--flag"])
+    assert load_config("config.yaml", environ={}).server.name == "my-server"
+    validate_offline(".")
 
 
 def test_init_env_settings_stay_literal_and_secrets_go_to_dotenv(workdir):

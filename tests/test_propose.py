@@ -14,6 +14,7 @@ the proposer.
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import sys
 import threading
@@ -26,6 +27,7 @@ from click.testing import CliRunner
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from mcpipechekr._util.commands import script_command
 from mcpipechekr._util.process_group import process_running
 from mcpipechekr.artifacts import create_run_dir, read_trace
 from mcpipechekr.artifacts.trace import ToolCall
@@ -36,7 +38,7 @@ from mcpipechekr.errors import UserError
 from mcpipechekr.propose import propose_tasks
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.execute import run_phase1
-from mcpipechekr.tasks import load_tasks
+from mcpipechekr.tasks import TASKS_TEMPLATE, load_tasks
 
 SERVERS = Path(__file__).parent / "servers"
 EMAILINDEX = Path(__file__).resolve().parents[1] / "examples" / "emailindex"
@@ -412,6 +414,63 @@ def test_a_secret_the_server_shows_is_neither_sent_to_the_model_nor_written(
 
     offline = propose_tasks(load_config(config_path), count=10)
     assert secret not in repr(offline)
+
+
+# --- right after `init` ---------------------------------------------------------------------------
+
+
+def init_bookshop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project made by `mcpipechekr init` for a copy of the bookshop (outside any git checkout)."""
+    (tmp_path / "shop-server").mkdir()
+    shutil.copy(SERVERS / "bookshop_server.py", tmp_path / "shop-server" / "bookshop_server.py")
+    monkeypatch.chdir(tmp_path)
+    result = cli(
+        "init",
+        "--dir",
+        "shop",
+        "--command",
+        "python shop-server/bookshop_server.py",
+        "--env",
+        f"BOOKSHOP_DB={tmp_path / 'shop.db'}",
+    )
+    assert result.exit_code == 0, result.output
+    return tmp_path / "shop" / "config.yaml"
+
+
+def test_propose_right_after_init_replaces_the_untouched_example(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_path = init_bookshop(tmp_path, monkeypatch)
+    tasks_path = config_path.parent / "tasks.yaml"
+    assert tasks_path.read_text(encoding="utf-8") == TASKS_TEMPLATE
+
+    result = cli("tasks", "propose", "--config", str(config_path), "--count", "4")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    replacing = f"{tasks_path} holds only the example `{script_command('mcpipechekr')} init` wrote"
+    assert f"{replacing}: the proposed tasks replace it" in lines
+    assert lines[-1].startswith(f"4 task(s) replaced init's example in {tasks_path} (")
+    taskfile = load_tasks(tasks_path)
+    assert len(taskfile.tasks) == 4 and "example-task" not in taskfile.task_ids()
+    assert all(task.reference_calls for task in taskfile.tasks)
+    validated = cli("validate", "--config", str(config_path))
+    assert validated.exit_code == 0, validated.output
+
+
+def test_propose_never_replaces_an_example_the_user_edited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_path = init_bookshop(tmp_path, monkeypatch)
+    tasks_path = config_path.parent / "tasks.yaml"
+    edited = TASKS_TEMPLATE.replace("    # min_calls: 1\n", "    min_calls: 1\n")
+    tasks_path.write_text(edited, encoding="utf-8")
+
+    refused = cli("tasks", "propose", "--config", str(config_path))
+    assert refused.exit_code == 2
+    assert f"{tasks_path} exists and is not overwritten: --append to add to it, or --output PATH" in (
+        refused.output
+    )
+    assert tasks_path.read_text(encoding="utf-8") == edited
 
 
 # --- the two servers: exploring, and the fresh one that verifies ------------------------------------

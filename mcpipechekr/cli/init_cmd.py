@@ -9,10 +9,10 @@ Other `--env` values are settings (`HOME=/tmp/notes-home`) and are written as
 given.
 
 The defaults run offline on any machine with only the package installed: the
-demo models, and `fix.agent: none`, so `doit loop` evaluates the server to a
-bug report and fixes nothing until the user names a fix agent and its model.
-`server.repo` is set when the command runs a file that git tracks in a
-checkout (`server/source.py`), so fixing needs no more than that.
+demo models, and `fix.agent: none`, so `doit baseline loop` evaluates the
+server to a bug report and fixes nothing until the user names a fix agent and
+its model. `server.repo` is set when the command runs a file that git tracks
+in a checkout (`server/source.py`), so fixing needs no more than that.
 
 The dodo.py only imports the installed package's graph (`mcpipechekr.dodo`),
 so `doit loop` works in the folder; a dodo.py of the user's own is never
@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
@@ -40,7 +41,7 @@ from mcpipechekr.errors import UserError
 from mcpipechekr.server.program import is_generic
 from mcpipechekr.server.source import ServerSource, find_server_source
 from mcpipechekr.server.target import parse_env_flag
-from mcpipechekr.tasks import DEFAULT_TASKS_FILE
+from mcpipechekr.tasks import DEFAULT_TASKS_FILE, TASKS_TEMPLATE
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_./@+-][A-Za-z0-9_./@+:=-]*$")
 FIX_AGENT_CHOICES = tuple(name for name in get_args(FixAgentName) if name != "shell")
@@ -57,6 +58,8 @@ class InitResult:
     """Names whose values went to .env, referenced from config.yaml as `${NAME}`."""
     source: ServerSource | None = None
     """The git checkout of the server's source, written as server.repo."""
+    dodo_kept: bool = False
+    """A dodo.py of the user's own was there and kept."""
 
 
 @click.command("init")
@@ -102,9 +105,10 @@ def init_command(
     that git tracks in a checkout, server.repo is set to it. The models are the
     offline demo ones and fixing is off (`fix.agent: none`) unless --fix-agent
     names an agent; config.yaml's fix section says how to turn it on. dodo.py
-    lets `doit baseline` and `doit loop` run in the folder. Existing files are left alone
+    lets `doit baseline loop` run in the folder. Existing files are left alone
     (exit 2) unless --force is given; a dodo.py of your own is never replaced.
-    Then edit tasks.yaml and run `mcpipechekr validate`.
+    Then run `mcpipechekr tasks propose`, which replaces the example tasks.yaml
+    with tasks drafted from the server, and `doit baseline loop`.
     """
     flags = server_flags(ctx.params)
     if not flags.given:
@@ -126,7 +130,7 @@ def init_command(
         click.echo(f"server.repo: {repo}, the git checkout that tracks {tracked}")
     for line in fix_advice(fix_agent, repo_set=result.source is not None):
         click.echo(line)
-    click.echo(runnable(f"next: edit {target_dir / DEFAULT_TASKS_FILE}, then run `mcpipechekr validate`"))
+    click.echo(runnable(next_steps(target_dir, dodo_kept=result.dodo_kept)))
 
 
 def fix_advice(agent: str, *, repo_set: bool) -> list[str]:
@@ -155,6 +159,19 @@ def uses_fix_model(agent: str) -> bool:
     from mcpipechekr.fix.agents import uses_model
 
     return agent != "none" and uses_model(FixConfig(agent=agent))  # type: ignore[arg-type]
+
+
+def next_steps(target_dir: Path, *, dodo_kept: bool) -> str:
+    """init's last line: the commands that take the new project to a bug report, as typed from here."""
+    if target_dir.resolve() == Path.cwd().resolve():
+        doit = "mcpipechekr doit baseline loop" if dodo_kept else "doit baseline loop"
+        propose = "mcpipechekr tasks propose"
+    else:
+        folder = shlex.quote(str(target_dir))
+        config = shlex.quote(str(target_dir / DEFAULT_CONFIG_FILE))
+        doit = f"mcpipechekr doit --dir {folder} baseline loop"
+        propose = f"mcpipechekr tasks propose --config {config}"
+    return f"next: `{propose}` drafts verified tasks, then `{doit}`"
 
 
 def init_project(
@@ -207,6 +224,7 @@ def init_project(
         dodo_path.write_text(DODO_TEMPLATE, encoding="utf-8")
         result.written.append(dodo_path)
     else:
+        result.dodo_kept = True
         kept = f"kept {dodo_path}: it is not MCPipeChekr's; `mcpipechekr doit …` needs none"
         click.echo(runnable(kept), err=True)
     if _add_ignores(target_dir / ".gitignore"):
@@ -428,41 +446,3 @@ def _fix_comment(agent: str, *, repo_set: bool) -> list[str]:
         else "# Before this agent can fix:"
     )
     return [lead, *(f"#   - {step}" for step in steps)]
-
-
-TASKS_TEMPLATE = """\
-# Tasks for MCPipeChekr: requests a real user would make of an agent that has this server's tools.
-# Agents run them blind; check the file with `mcpipechekr validate`.
-#
-# Fields of a task:
-#   task_id          unique slug (lowercase letters, digits, '-'), used in reports and file names
-#   prompt           the exact text the agent receives
-#   task_type        deterministic (one right answer) or open_ended (judged against a reference answer)
-#   expected_tool    optional: the tool a good agent calls for this task
-#   expected_result  optional: the right answer as JSON; the baseline phase fills it in
-#   min_calls        optional: fewest tool calls that can solve the task (1 or more)
-#   reference_calls  optional: tool calls that reproduce the answer without a model, each
-#                    {tool: NAME, arguments: {...}}; `validate` checks that the tools exist
-#   tags             optional: slugs for choosing tasks with --tag
-#   split            optional: train (the default) or holdout: holdout tasks are traced and evaluated,
-#                    but their bugs never reach the fix agent, so they tell whether fixes generalize
-#
-# `mcpipechekr tasks propose --append` adds tasks drafted from the server's own data, each verified.
-tasks:
-  - task_id: example-task
-    prompt: >-
-      Replace this with a request your users make, for example: find the most recent
-      message about the quarterly report and summarise what was decided.
-    task_type: open_ended
-    # expected_tool: search
-    # min_calls: 1
-    # reference_calls:
-    #   - tool: search
-    #     arguments: {query: quarterly report}
-    tags: [example]
-
-# Optional: queries paired with the tool that should answer them, for the tool-selection lint.
-# selection_cases:
-#   - query: find messages from Alice about the budget
-#     expected_tool: search
-"""
