@@ -237,3 +237,55 @@ def select_tasks(taskfile: TaskFile, task_ids: Iterable[str] = (), tags: Iterabl
     return [
         task for task in taskfile.tasks if task.task_id in wanted_ids or wanted_tags.intersection(task.tags)
     ]
+
+
+TASKS_TEMPLATE = """\
+# Tasks for MCPipeChekr: requests a real user would make of an agent that has this server's tools.
+# Agents run them blind; check the file with `mcpipechekr validate`.
+#
+# Fields of a task:
+#   task_id          unique slug (lowercase letters, digits, '-'), used in reports and file names
+#   prompt           the exact text the agent receives
+#   task_type        deterministic (one right answer) or open_ended (judged against a reference answer)
+#   expected_tool    optional: the tool a good agent calls for this task
+#   expected_result  optional: the right answer as JSON; the baseline phase fills it in
+#   min_calls        optional: fewest tool calls that can solve the task (1 or more)
+#   reference_calls  optional: tool calls that reproduce the answer without a model, each
+#                    {tool: NAME, arguments: {...}}; `validate` checks that the tools exist
+#   tags             optional: slugs for choosing tasks with --tag
+#   split            optional: train (the default) or holdout: holdout tasks are traced and evaluated,
+#                    but their bugs never reach the fix agent, so they tell whether fixes generalize
+#
+# `mcpipechekr tasks propose` replaces this example with tasks drafted from the server's own data,
+# each verified; once you have edited this file, `mcpipechekr tasks propose --append` adds to it.
+tasks:
+  - task_id: example-task
+    prompt: >-
+      Replace this with a request your users make, for example: find the most recent
+      message about the quarterly report and summarise what was decided.
+    task_type: open_ended
+    # expected_tool: search
+    # min_calls: 1
+    # reference_calls:
+    #   - tool: search
+    #     arguments: {query: quarterly report}
+    tags: [example]
+
+# Optional: queries paired with the tool that should answer them, for the tool-selection lint.
+# selection_cases:
+#   - query: find messages from Alice about the budget
+#     expected_tool: search
+"""
+"""The tasks.yaml `mcpipechekr init` writes: one example task, every field explained.
+
+`tasks propose` replaces a task file that is still exactly this text (`is_untouched_example`): a
+user who has not edited it loses nothing, and one who has is never overwritten.
+"""
+
+
+def is_untouched_example(path: Path) -> bool:
+    """Whether `path` holds, byte for byte, the example `init` wrote: nothing of the user's to lose."""
+    try:
+        return path.read_bytes() == TASKS_TEMPLATE.encode("utf-8")
+    except OSError:
+        return False

@@ -6,11 +6,13 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from mcpipechekr._util.process_group import process_running
 from mcpipechekr.config import ServerConfig
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.server.lifecycle import ServerUnderTest, fetch_tool_names
@@ -170,3 +172,53 @@ def test_fetch_tool_names(tmp_path: Path) -> None:
     assert fetch_tool_names(stdio()) == ["echo", "pid", "sleep"]
     with pytest.raises(ServerHalt):
         fetch_tool_names(stdio("--hang"), timeout_s=1)
+
+
+# --- a start begun in the background (start_soon), waited for or abandoned ----------------------------
+
+
+def running_with(marker: str) -> list[int]:
+    """Our running (not zombie) child processes whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline and process_running(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_start_begun_in_the_background_is_waited_for_and_used(tmp_path: Path) -> None:
+    live = ServerUnderTest(stdio(), tmp_path / "server.stderr.log")
+    live.start_soon()
+    try:
+        report = live.wait_started()
+        assert report.tools == ["echo", "pid", "sleep"]
+        pid = server_pid(live)
+    finally:
+        live.stop()
+    assert not process_running(pid)
+    with pytest.raises(ServerHalt, match="exited with code 3 during start-up"):
+        failing = ServerUnderTest(stdio("--exit-at-start", "3"), tmp_path / "failing.stderr.log")
+        failing.start_soon()
+        failing.wait_started()
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the server's process in /proc")
+def test_a_start_under_way_is_cancelled_by_stop_and_leaves_no_process(tmp_path: Path) -> None:
+    marker = str(tmp_path / "never-answers")
+    log = tmp_path / "server.stderr.log"
+    # The health check would wait 600 s: stop() returns long before, because it cancels the start.
+    live = ServerUnderTest(stdio("--hang", "--gate", marker, timeout_s=600), log)
+    live.start_soon()
+    deadline = time.monotonic() + 30
+    while "hanging" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+        time.sleep(0.02)  # until the process runs: an order, not a duration
+    assert running_with(marker), "the server never started"
+    live.stop()
+    assert running_with(marker) == []
+    assert not [thread for thread in threading.enumerate() if thread.name == "start tiny"]

@@ -94,10 +94,14 @@ def make_server_repo(folder: Path) -> None:
 
 
 def configure(project: Path, base_url: str) -> None:
-    """The edits docs/own-server.md asks for: the repository, and Phases 1 and 3 on an endpoint."""
+    """The edits docs/own-server.md asks for: a fix agent, and Phases 1 and 3 on an endpoint.
+
+    `init` set server.repo itself: server/server.py is tracked in server/'s git checkout.
+    """
     config = (project / "config.yaml").read_text()
+    assert "\n  repo: server\n" in config
     edits = {
-        "  # repo: path/to/server/repo": "  repo: server  #",
+        "\n  agent: none\n": "\n  agent: opencode\n",
         "  phase1: demo   # the agent that runs the tasks blind": "  phase1: shop-llm/fake-model",
         "  phase3: demo   # the fix loop": "  phase3: shop-llm/fake-model",
         "  # endpoints:\n": "  endpoints:\n",

@@ -9,7 +9,6 @@ checkout's.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -105,18 +104,17 @@ def test_mcpipechekr_doit_needs_no_dodo(tmp_path: Path, env: dict[str, str]) -> 
     baseline = command(shop, "mcpipechekr", "doit", "baseline", env=env)
     assert baseline.returncode == 0, baseline.stdout + baseline.stderr
     assert "orders-of-alice" in (shop / "runs" / "baseline.json").read_text()
-    # `loop` is `doit loop`: it checks first what would stop a later step, here the fix step, once fixing is
-    # on (a repository and a fix agent): opencode needs a Phase 3 model.
+    # `loop` is `doit loop`: it checks first what would stop a later step, here the fix step, whose
+    # agent needs a model that is not given.
     git.Repo.init(shop).index.commit("the server")
-    config = (shop / "config.yaml").read_text()
-    config = config.replace("  # repo: path/to/server/repo", "  repo: .  #")
-    (shop / "config.yaml").write_text(re.sub(r"(?m)^  agent: \S+", "  agent: opencode", config))
+    config = (shop / "config.yaml").read_text().replace("  # repo: path/to/server/repo", "  repo: .  #")
+    (shop / "config.yaml").write_text(config.replace("\n  agent: none\n", "\n  agent: opencode\n"))
     refused = command(shop, "mcpipechekr", "loop", env=env)
     assert refused.returncode == 2 and "field 'providers.phase3'" in refused.stdout + refused.stderr
     assert not list(shop.glob("runs/run-*"))
-    # With a fix agent that needs no model, it runs; without a terminal it stops at the
-    # review, and its hints name commands that work here: no dodo.py, the scripts not on PATH.
-    (shop / "config.yaml").write_text(re.sub(r"(?m)^  agent: \S+", "  agent: demo", config))
+    # With a fix agent that needs no model, it runs; without a terminal it stops at the review, and its
+    # hints name commands that work here: no dodo.py, the scripts not on PATH.
+    (shop / "config.yaml").write_text(config.replace("\n  agent: none\n", "\n  agent: demo\n"))
     env["PATH"] = "/usr/bin:/bin"
     loop = command(shop, "mcpipechekr", "loop", "--repeat", "1", env=env)
     assert loop.returncode == 1, loop.stdout + loop.stderr

@@ -14,8 +14,10 @@ the proposer.
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,15 +27,18 @@ from click.testing import CliRunner
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from mcpipechekr._util.commands import script_command
+from mcpipechekr._util.process_group import process_running
 from mcpipechekr.artifacts import create_run_dir, read_trace
 from mcpipechekr.artifacts.trace import ToolCall
 from mcpipechekr.baseline import build_baseline
 from mcpipechekr.cli import main
 from mcpipechekr.config import load_config
+from mcpipechekr.errors import UserError
 from mcpipechekr.propose import propose_tasks
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.execute import run_phase1
-from mcpipechekr.tasks import load_tasks
+from mcpipechekr.tasks import TASKS_TEMPLATE, load_tasks
 
 SERVERS = Path(__file__).parent / "servers"
 EMAILINDEX = Path(__file__).resolve().parents[1] / "examples" / "emailindex"
@@ -409,3 +414,131 @@ def test_a_secret_the_server_shows_is_neither_sent_to_the_model_nor_written(
 
     offline = propose_tasks(load_config(config_path), count=10)
     assert secret not in repr(offline)
+
+
+# --- right after `init` ---------------------------------------------------------------------------
+
+
+def init_bookshop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project made by `mcpipechekr init` for a copy of the bookshop (outside any git checkout)."""
+    (tmp_path / "shop-server").mkdir()
+    shutil.copy(SERVERS / "bookshop_server.py", tmp_path / "shop-server" / "bookshop_server.py")
+    monkeypatch.chdir(tmp_path)
+    result = cli(
+        "init",
+        "--dir",
+        "shop",
+        "--command",
+        "python shop-server/bookshop_server.py",
+        "--env",
+        f"BOOKSHOP_DB={tmp_path / 'shop.db'}",
+    )
+    assert result.exit_code == 0, result.output
+    return tmp_path / "shop" / "config.yaml"
+
+
+def test_propose_right_after_init_replaces_the_untouched_example(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_path = init_bookshop(tmp_path, monkeypatch)
+    tasks_path = config_path.parent / "tasks.yaml"
+    assert tasks_path.read_text(encoding="utf-8") == TASKS_TEMPLATE
+
+    result = cli("tasks", "propose", "--config", str(config_path), "--count", "4")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    replacing = f"{tasks_path} holds only the example `{script_command('mcpipechekr')} init` wrote"
+    assert f"{replacing}: the proposed tasks replace it" in lines
+    assert lines[-1].startswith(f"4 task(s) replaced init's example in {tasks_path} (")
+    taskfile = load_tasks(tasks_path)
+    assert len(taskfile.tasks) == 4 and "example-task" not in taskfile.task_ids()
+    assert all(task.reference_calls for task in taskfile.tasks)
+    validated = cli("validate", "--config", str(config_path))
+    assert validated.exit_code == 0, validated.output
+
+
+def test_propose_never_replaces_an_example_the_user_edited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_path = init_bookshop(tmp_path, monkeypatch)
+    tasks_path = config_path.parent / "tasks.yaml"
+    edited = TASKS_TEMPLATE.replace("    # min_calls: 1\n", "    min_calls: 1\n")
+    tasks_path.write_text(edited, encoding="utf-8")
+
+    refused = cli("tasks", "propose", "--config", str(config_path))
+    assert refused.exit_code == 2
+    assert f"{tasks_path} exists and is not overwritten: --append to add to it, or --output PATH" in (
+        refused.output
+    )
+    assert tasks_path.read_text(encoding="utf-8") == edited
+
+
+# --- the two servers: exploring, and the fresh one that verifies ------------------------------------
+
+
+def lifetimes_config(tmp_path: Path, **env: str) -> Path:
+    events = tmp_path / "lifetimes"
+    events.mkdir()
+    return write_config(
+        tmp_path,
+        {
+            "name": "lifetimes",
+            "command": sys.executable,
+            "args": [str(SERVERS / "lifetimes_server.py")],
+            "env": {"LIFETIME_DIR": str(events), "LIFETIME_PEERS": "2", **env},
+        },
+    )
+
+
+def lifetime_events(config_path: Path) -> list[tuple[str, int]]:
+    lines = (config_path.parent / "lifetimes" / "events").read_text().splitlines()
+    return [(event, int(pid)) for event, pid in (line.split() for line in lines)]
+
+
+def assert_nothing_left(events: list[tuple[str, int]]) -> None:
+    """Every server process recorded is gone, and no thread still waits on a start."""
+    assert [pid for _, pid in events if process_running(pid)] == []
+    assert [thread.name for thread in threading.enumerate() if thread.name.startswith("start ")] == []
+
+
+def test_the_verifying_server_starts_while_the_first_explores(tmp_path: Path) -> None:
+    config_path = lifetimes_config(tmp_path)
+    propose_tasks(load_config(config_path), count=3)
+    events = lifetime_events(config_path)
+    # Each copy waits, before it answers, until two have started: one after the other, the first would
+    # have stopped before the second started. Both starts come before either stop.
+    assert [event for event, _ in events] == ["start", "start", "stop", "stop"], events
+    assert len({pid for _, pid in events}) == 2
+    assert_nothing_left(events)
+    logs = config_path.parent / "home" / "logs"
+    assert sorted(path.name for path in logs.iterdir()) == [
+        "lifetimes-verify.stderr.log",
+        "lifetimes.stderr.log",
+    ]
+
+
+def test_the_verifying_server_is_stopped_when_proposing_fails(tmp_path: Path) -> None:
+    config_path = lifetimes_config(tmp_path)
+
+    def unreachable(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise ConnectionError("the provider is unreachable")
+
+    with pytest.raises(UserError, match="could not propose tasks: ConnectionError"):
+        propose_tasks(load_config(config_path), count=3, model=FunctionModel(unreachable))
+    events = lifetime_events(config_path)
+    assert [event for event, _ in events][:2] == ["start", "start"]
+    assert_nothing_left(events)
+
+
+def test_the_verifying_server_is_stopped_on_ctrl_c(tmp_path: Path) -> None:
+    config_path = lifetimes_config(tmp_path)
+
+    def interrupt(text: str) -> None:
+        if text.startswith("verifying"):  # exploration is done, the fresh server is up or coming up
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        propose_tasks(load_config(config_path), count=3, progress=interrupt)
+    events = lifetime_events(config_path)
+    assert [event for event, _ in events][:2] == ["start", "start"]
+    assert_nothing_left(events)

@@ -86,6 +86,20 @@ server_options = _stack(
         help='Take the server from an MCP client\'s mcp.json ({"mcpServers": {…}}).',
     ),
     click.option("--server", "server_name", metavar="NAME", help="Which server of --from-mcp-json to use."),
+    click.option(
+        "--env",
+        "server_env",
+        metavar="NAME=VALUE",
+        multiple=True,
+        help="Environment variable for the --command (or --from-mcp-json) server; repeatable. "
+        "A ${VAR} value is taken from the environment (init writes it as the reference).",
+    ),
+    click.option(
+        "--cwd",
+        "server_cwd",
+        metavar="DIR",
+        help="Folder the --command (or --from-mcp-json) server runs in [default: the current folder].",
+    ),
 )
 
 
@@ -122,6 +136,8 @@ def server_flags(params: dict[str, Any]) -> ServerFlags:
         headers=tuple(params.get("server_headers") or ()),
         mcp_json=params.get("mcp_json"),
         server_name=params.get("server_name"),
+        env=tuple(params.get("server_env") or ()),
+        cwd=params.get("server_cwd"),
     )
 
 

@@ -1,9 +1,19 @@
 """`mcpipechekr init`: write a commented config.yaml and tasks.yaml for a server, and a dodo.py.
 
 The files are the documentation a user reads first, so they carry a comment on
-every field. Secrets never land in config.yaml: header values and server
-environment values become `${NAME}` references, and their values go into a
+every field. Secrets never land in config.yaml: header values, an mcp.json
+entry's environment values and `--env` values whose name says they are secret
+(`config.secret_name`) become `${NAME}` references, and their values go into a
 `.env` file beside it (created private to the user; existing keys are kept).
+Other `--env` values are settings (`HOME=/tmp/notes-home`) and are written as
+given.
+
+The defaults run offline on any machine with only the package installed: the
+demo models, and `fix.agent: none`, so `doit baseline loop` evaluates the
+server to a bug report and fixes nothing until the user names a fix agent and
+its model. `server.repo` is set when the command runs a file that git tracks
+in a checkout (`server/source.py`), so fixing needs no more than that.
+
 The dodo.py only imports the installed package's graph (`mcpipechekr.dodo`),
 so `doit loop` works in the folder; a dodo.py of the user's own is never
 replaced. A .gitignore keeps runs, working state and .env out of git.
@@ -14,8 +24,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import click
 import yaml
@@ -24,11 +36,30 @@ from dotenv import set_key
 from mcpipechekr._util.commands import runnable
 from mcpipechekr._util.yamlsrc import read_dotenv
 from mcpipechekr.cli.common import server_flags, server_options
-from mcpipechekr.config import DEFAULT_CONFIG_FILE, ServerConfig
+from mcpipechekr.config import DEFAULT_CONFIG_FILE, FixAgentName, FixConfig, ServerConfig, secret_name
 from mcpipechekr.errors import UserError
-from mcpipechekr.tasks import DEFAULT_TASKS_FILE
+from mcpipechekr.server.program import is_generic
+from mcpipechekr.server.source import ServerSource, find_server_source
+from mcpipechekr.server.target import parse_env_flag
+from mcpipechekr.tasks import DEFAULT_TASKS_FILE, TASKS_TEMPLATE
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_./@+-][A-Za-z0-9_./@+:=-]*$")
+FIX_AGENT_CHOICES = tuple(name for name in get_args(FixAgentName) if name != "shell")
+"""`--fix-agent`'s choices: the built-in agents and `none` (`shell` needs its command line in config.yaml)."""
+FIX_MODEL_EXAMPLE = "anthropic/claude-sonnet-4-6"
+
+
+@dataclass
+class InitResult:
+    """What `init_project` did, for the command to say."""
+
+    written: list[Path] = field(default_factory=list)
+    secrets: list[str] = field(default_factory=list)
+    """Names whose values went to .env, referenced from config.yaml as `${NAME}`."""
+    source: ServerSource | None = None
+    """The git checkout of the server's source, written as server.repo."""
+    dodo_kept: bool = False
+    """A dodo.py of the user's own was there and kept."""
 
 
 @click.command("init")
@@ -42,40 +73,122 @@ _PLAIN = re.compile(r"^[A-Za-z0-9_./@+-][A-Za-z0-9_./@+:=-]*$")
     help="Folder to write config.yaml and tasks.yaml into (created if missing).",
 )
 @click.option(
-    "--name", help="Short name of the server for reports [default: from mcp.json or the folder name]."
+    "--name", help="Short name of the server for reports [default: from mcp.json or the program it runs]."
+)
+@click.option(
+    "--fix-agent",
+    type=click.Choice(FIX_AGENT_CHOICES),
+    default="none",
+    show_default=True,
+    help="The coding agent of the fix loop; `none` evaluates only. An agent also needs server.repo and "
+    "(all but demo) a model in providers.phase3: init says what to set.",
 )
 @click.option("--force", is_flag=True, help="Overwrite config.yaml and tasks.yaml if they exist.")
 @click.pass_context
-def init_command(ctx: click.Context, target_dir: Path, name: str | None, force: bool, **_: object) -> None:
+def init_command(
+    ctx: click.Context, target_dir: Path, name: str | None, fix_agent: str, force: bool, **_: object
+) -> None:
     """Write config.yaml, tasks.yaml and dodo.py for the server given by --command, --url or --from-mcp-json.
 
     \b
     Examples:
-      mcpipechekr init --command "python server.py"
+      mcpipechekr init --command "notes-mcp --stdio" --env HOME=/tmp/notes-home
+      mcpipechekr init --command "python server.py" --cwd ../notes-server
       mcpipechekr init --url http://127.0.0.1:8765/mcp --header "Authorization: Bearer $TOKEN"
       mcpipechekr init --from-mcp-json ~/.cursor/mcp.json --server github
 
-    Header and environment values are written to .env beside config.yaml and
-    referenced as ${NAME}, so config.yaml holds no secret. dodo.py lets `doit
-    baseline` and `doit loop` run in the folder. Existing files are left alone
+    --env values are written into config.yaml as given, except a `${VAR}`
+    reference, which stays one, and a variable whose name says it is a secret
+    (API_KEY, GITHUB_TOKEN, DB_PASSWORD, ...): its value goes to .env beside
+    config.yaml and config.yaml reads it as ${NAME}, as it does for header
+    values and an mcp.json entry's environment. When the command runs a file
+    that git tracks in a checkout, server.repo is set to it. The models are the
+    offline demo ones and fixing is off (`fix.agent: none`) unless --fix-agent
+    names an agent; config.yaml's fix section says how to turn it on. dodo.py
+    lets `doit baseline loop` run in the folder. Existing files are left alone
     (exit 2) unless --force is given; a dodo.py of your own is never replaced.
-    Then edit tasks.yaml and run `mcpipechekr validate`.
+    Then run `mcpipechekr tasks propose`, which replaces the example tasks.yaml
+    with tasks drafted from the server, and `doit baseline loop`.
     """
     flags = server_flags(ctx.params)
     if not flags.given:
         raise UserError("init needs a server: give --command, --url or --from-mcp-json")
-    # References in an mcp.json stay references: config.yaml substitutes them when it is loaded.
+    # References stay references: config.yaml substitutes them when it is loaded.
     server = flags.resolve(None, base_dir=Path.cwd(), substitute_env=False)
-    written = init_project(target_dir, server, name=name, force=force)
-    for path in written:
+    settings = {parse_env_flag(text)[0] for text in flags.env}
+    result = init_project(
+        target_dir, server, name=name, force=force, fix_agent=fix_agent, literal_env=settings
+    )
+    for path in result.written:
         click.echo(f"wrote {path}")
-    click.echo(runnable(f"next: edit {target_dir / DEFAULT_TASKS_FILE}, then run `mcpipechekr validate`"))
+    if result.secrets:
+        shown = ", ".join("${" + secret + "}" for secret in result.secrets)
+        click.echo(f"secrets in {target_dir / '.env'}, not in config.yaml, which reads them as {shown}")
+    if result.source is not None:
+        repo = os.path.relpath(result.source.repo, target_dir.resolve())
+        tracked = result.source.file.relative_to(result.source.repo)
+        click.echo(f"server.repo: {repo}, the git checkout that tracks {tracked}")
+    for line in fix_advice(fix_agent, repo_set=result.source is not None):
+        click.echo(line)
+    click.echo(runnable(next_steps(target_dir, dodo_kept=result.dodo_kept)))
+
+
+def fix_advice(agent: str, *, repo_set: bool) -> list[str]:
+    """What init says about the fix loop: off, or what an agent still needs before it can fix."""
+    if agent == "none":
+        return [
+            "fixing is off (fix.agent: none): the loop evaluates the server and fixes nothing; "
+            "config.yaml's fix section says how to turn it on"
+        ]
+    advice = []
+    if uses_fix_model(agent):
+        advice.append(
+            f"fix.agent {agent} needs a model: set providers.phase3 in config.yaml to provider/model "
+            f"(e.g. {FIX_MODEL_EXAMPLE}), its key in .env"
+        )
+    if not repo_set:
+        advice.append(
+            "server.repo is not set: until it names the git checkout of the server's source, "
+            "the loop evaluates and fixes nothing"
+        )
+    return advice
+
+
+def uses_fix_model(agent: str) -> bool:
+    """Whether a built-in fix agent runs on the Phase 3 model (all but `demo` and `none`)."""
+    from mcpipechekr.fix.agents import uses_model
+
+    return agent != "none" and uses_model(FixConfig(agent=agent))  # type: ignore[arg-type]
+
+
+def next_steps(target_dir: Path, *, dodo_kept: bool) -> str:
+    """init's last line: the commands that take the new project to a bug report, as typed from here."""
+    if target_dir.resolve() == Path.cwd().resolve():
+        doit = "mcpipechekr doit baseline loop" if dodo_kept else "doit baseline loop"
+        propose = "mcpipechekr tasks propose"
+    else:
+        folder = shlex.quote(str(target_dir))
+        config = shlex.quote(str(target_dir / DEFAULT_CONFIG_FILE))
+        doit = f"mcpipechekr doit --dir {folder} baseline loop"
+        propose = f"mcpipechekr tasks propose --config {config}"
+    return f"next: `{propose}` drafts verified tasks, then `{doit}`"
 
 
 def init_project(
-    target_dir: Path, server: ServerConfig, *, name: str | None = None, force: bool = False
-) -> list[Path]:
-    """Write config.yaml, tasks.yaml (and .env entries for secrets) into `target_dir`; return the paths."""
+    target_dir: Path,
+    server: ServerConfig,
+    *,
+    name: str | None = None,
+    force: bool = False,
+    fix_agent: str = "none",
+    literal_env: set[str] | frozenset[str] = frozenset(),
+) -> InitResult:
+    """Write config.yaml, tasks.yaml (and .env entries for secrets) into `target_dir`.
+
+    `literal_env` names the environment variables given as settings (`--env`):
+    their literal values are written as given unless the name says secret;
+    every other literal environment value (an mcp.json entry's) goes to .env.
+    """
     config_path, tasks_path = target_dir / DEFAULT_CONFIG_FILE, target_dir / DEFAULT_TASKS_FILE
     existing = [path for path in (config_path, tasks_path) if path.exists()]
     if existing and not force:
@@ -84,34 +197,44 @@ def init_project(
         raise UserError(f"{names} already {verb}: pass --force to overwrite")
     target_dir.mkdir(parents=True, exist_ok=True)
     if name is None:
-        name = server.name if server.name != "server" else _slug(target_dir.resolve().name) or "server"
+        name = server.name if not is_generic(server.name) else _slug(target_dir.resolve().name) or "server"
 
+    result = InitResult(source=find_server_source(server))
     secrets: dict[str, str] = {}
     headers = {key: _reference(value, f"MCP_HEADER_{key}", secrets) for key, value in server.headers.items()}
-    env = {key: _reference(value, key, secrets) for key, value in server.env.items()}
+    env = {
+        key: value if key in literal_env and not secret_name(key) else _reference(value, key, secrets)
+        for key, value in server.env.items()
+    }
     cwd = os.path.relpath(server.cwd or Path.cwd(), target_dir.resolve()) if server.command else None
+    repo = os.path.relpath(result.source.repo, target_dir.resolve()) if result.source else None
     if secrets:
         read_dotenv(target_dir / ".env")  # an unreadable .env stops init before it writes anything
 
     config_path.write_text(
-        render_config(server, name=name, cwd=cwd, headers=headers, env=env), encoding="utf-8"
+        render_config(
+            server, name=name, cwd=cwd, headers=headers, env=env, repo=repo, fix_agent=fix_agent
+        ),
+        encoding="utf-8",
     )
     tasks_path.write_text(TASKS_TEMPLATE, encoding="utf-8")
-    written = [config_path, tasks_path]
+    result.written += [config_path, tasks_path]
     dodo_path = target_dir / "dodo.py"
     if not dodo_path.exists() or dodo_path.read_text(encoding="utf-8") == DODO_TEMPLATE:
         dodo_path.write_text(DODO_TEMPLATE, encoding="utf-8")
-        written.append(dodo_path)
+        result.written.append(dodo_path)
     else:
+        result.dodo_kept = True
         kept = f"kept {dodo_path}: it is not MCPipeChekr's; `mcpipechekr doit …` needs none"
         click.echo(runnable(kept), err=True)
     if _add_ignores(target_dir / ".gitignore"):
-        written.append(target_dir / ".gitignore")
+        result.written.append(target_dir / ".gitignore")
     if secrets:
         dotenv_path = target_dir / ".env"
         if _write_dotenv(dotenv_path, secrets):
-            written.append(dotenv_path)
-    return written
+            result.written.append(dotenv_path)
+        result.secrets = list(secrets)
+    return result
 
 
 def _add_ignores(path: Path) -> bool:
@@ -177,7 +300,14 @@ def _mapping_lines(mapping: dict[str, str], indent: str) -> list[str]:
 
 
 def render_config(
-    server: ServerConfig, *, name: str, cwd: str | None, headers: dict[str, str], env: dict[str, str]
+    server: ServerConfig,
+    *,
+    name: str,
+    cwd: str | None,
+    headers: dict[str, str],
+    env: dict[str, str],
+    repo: str | None = None,
+    fix_agent: str = "none",
 ) -> str:
     """config.yaml text with a comment on each field (secrets already replaced by references)."""
     lines = [
@@ -224,8 +354,17 @@ def render_config(
         lines += [
             "  # start: python server.py --http 8765   # optional: a command that starts the server first",
         ]
+    if repo is not None:
+        lines += [
+            "  # The git checkout of the server's source (it tracks the file the command runs), relative to",
+            "  # this file's folder; each run records its commit, and fixes are committed there.",
+            f"  repo: {_scalar(repo)}",
+        ]
+    else:
+        lines += [
+            "  # repo: path/to/server/repo   # the git checkout of the server's source, for the fix loop",
+        ]
     lines += [
-        "  # repo: path/to/server/repo   # git repository of the server's source; fixes are committed there",
         "  # A healthy server answers tools/list with at least min_tools tools within timeout_s seconds.",
         "  health:",
         f"    timeout_s: {server.health.timeout_s:g}",
@@ -270,8 +409,9 @@ def render_config(
         "# Phase 3: the coding agent that fixes one approved bug at a time in server.repo, committing",
         "# `fix: <bug id>` (never pushed). Templates: opencode, claude-code, codex, aider, or shell with",
         "# `command:`. The model is providers.phase3 or --phase3-provider. See docs/fix.md.",
+        *_fix_comment(fix_agent, repo_set=repo is not None),
         "fix:",
-        "  agent: opencode",
+        f"  agent: {fix_agent}",
         "  max_iterations: 5   # agent runs per bug before it is recorded as unresolved",
         "  timeout_s: 1800     # one agent run",
         "  # test_command: \"{python} -m pytest -q\"   # the repository's tests: must pass before a commit",
@@ -291,39 +431,18 @@ GITIGNORE_PATTERNS = ("runs/", ".mcpipechekr/", ".env")
 """What a project keeps out of git: run artifacts, working state (doit's database, workspaces), secrets."""
 
 
-TASKS_TEMPLATE = """\
-# Tasks for MCPipeChekr: requests a real user would make of an agent that has this server's tools.
-# Agents run them blind; check the file with `mcpipechekr validate`.
-#
-# Fields of a task:
-#   task_id          unique slug (lowercase letters, digits, '-'), used in reports and file names
-#   prompt           the exact text the agent receives
-#   task_type        deterministic (one right answer) or open_ended (judged against a reference answer)
-#   expected_tool    optional: the tool a good agent calls for this task
-#   expected_result  optional: the right answer as JSON; the baseline phase fills it in
-#   min_calls        optional: fewest tool calls that can solve the task (1 or more)
-#   reference_calls  optional: tool calls that reproduce the answer without a model, each
-#                    {tool: NAME, arguments: {...}}; `validate` checks that the tools exist
-#   tags             optional: slugs for choosing tasks with --tag
-#   split            optional: train (the default) or holdout: holdout tasks are traced and evaluated,
-#                    but their bugs never reach the fix agent, so they tell whether fixes generalize
-#
-# `mcpipechekr tasks propose --append` adds tasks drafted from the server's own data, each verified.
-tasks:
-  - task_id: example-task
-    prompt: >-
-      Replace this with a request your users make, for example: find the most recent
-      message about the quarterly report and summarise what was decided.
-    task_type: open_ended
-    # expected_tool: search
-    # min_calls: 1
-    # reference_calls:
-    #   - tool: search
-    #     arguments: {query: quarterly report}
-    tags: [example]
-
-# Optional: queries paired with the tool that should answer them, for the tool-selection lint.
-# selection_cases:
-#   - query: find messages from Alice about the budget
-#     expected_tool: search
-"""
+def _fix_comment(agent: str, *, repo_set: bool) -> list[str]:
+    """The comment above `fix:`: with `agent: none`, exactly what turns fixing on; else what is missing."""
+    steps = [] if repo_set else ["set server.repo to the git checkout of the server's source"]
+    if agent == "none":
+        steps.append("set `agent: opencode` (or claude-code, codex, aider)")
+    if agent == "none" or uses_fix_model(agent):
+        steps.append(f"set providers.phase3 to the agent's model, e.g. `phase3: {FIX_MODEL_EXAMPLE}`")
+    if not steps:
+        return []
+    lead = (
+        "# `agent: none`: the loop evaluates (lint, traces, bug report, review) and fixes nothing. To fix:"
+        if agent == "none"
+        else "# Before this agent can fix:"
+    )
+    return [lead, *(f"#   - {step}" for step in steps)]

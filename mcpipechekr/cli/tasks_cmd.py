@@ -15,7 +15,13 @@ from mcpipechekr.cli.common import (
     writes_project,
 )
 from mcpipechekr.errors import UserError
-from mcpipechekr.propose import existing_tasks, proposal_target, propose_tasks, write_proposed
+from mcpipechekr.propose import (
+    existing_tasks,
+    proposal_target,
+    propose_tasks,
+    replaces_example,
+    write_proposed,
+)
 from mcpipechekr.propose.run import DEFAULT_COUNT
 from mcpipechekr.providers import parse_provider
 
@@ -64,8 +70,10 @@ def propose_command(
     reason. About one task in four is `split: holdout`.
 
     An existing task file is never overwritten: --append adds to it, --output
-    writes elsewhere. Exits 0 when tasks were written, 1 when none could be
-    verified, 2 for bad input.
+    writes elsewhere. The one exception is the example tasks.yaml that
+    `mcpipechekr init` writes: as long as it is exactly as init wrote it, it is
+    replaced. Exits 0 when tasks were written, 1 when none could be verified, 2
+    for bad input.
     """
     config = effective_config(ctx)
     spec = None
@@ -76,6 +84,12 @@ def propose_command(
             raise UserError(f"--model: {exc}") from None
     source = tasks_file(ctx.params, config)
     target = proposal_target(source, output, append)
+    replacing = replaces_example(target, output, append)
+    if replacing:
+        console.print(
+            f"{target} holds only the example `mcpipechekr init` wrote: the proposed tasks replace it",
+            markup=False,
+        )
     taken = existing_tasks(target, append)
     outcome = propose_tasks(
         config,
@@ -96,8 +110,9 @@ def propose_command(
     for task in outcome.tasks:
         console.print(f"  {task.task_id} [{task.split}]: {task.prompt}", soft_wrap=True, markup=False)
     held = sum(1 for task in outcome.tasks if task.split == "holdout")
+    how = "written to" if not replacing else "replaced init's example in"
     console.print(
-        f"{len(outcome.tasks)} task(s) written to {target} ({held} holdout), "
+        f"{len(outcome.tasks)} task(s) {how} {target} ({held} holdout), "
         f"{len(outcome.refused)} refused; check them with `mcpipechekr validate`",
         markup=False,
     )

@@ -8,6 +8,7 @@ from mcpipechekr.propose.write import (
     new_task_file,
     proposal_target,
     render_tasks,
+    replaces_example,
     write_proposed,
     write_task_file,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "proposal_target",
     "propose_tasks",
     "render_tasks",
+    "replaces_example",
     "write_proposed",
     "write_task_file",
 ]

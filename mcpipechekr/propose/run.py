@@ -3,11 +3,17 @@
 The steps: start the server and explore it (`explore.py`: argument synthesis
 as `check` does it, read-only tools only, then records fed back into the
 tools); propose tasks from what was found, with templates (offline, the
-default) or a model (`model.py`); stop that server and start a fresh one to
-replay each proposal's reference calls (`verify.py`) until `count` tasks are
-verified; give them ids and a split. About one task in four is
-`split: holdout` (`assign_splits`), spread over the tools the tasks rely on.
-Writing the file is `write.py`'s, so a caller can show the tasks first.
+default) or a model (`model.py`); replay each proposal's reference calls
+(`verify.py`) on a second, fresh server until `count` tasks are verified; give
+them ids and a split. About one task in four is `split: holdout`
+(`assign_splits`), spread over the tools the tasks rely on. Writing the file is
+`write.py`'s, so a caller can show the tasks first.
+
+The fresh server is started at the beginning, beside the exploring one
+(`ServerUnderTest.start_soon`), so a server that takes 20 s to start costs 20 s,
+not 40; it is stopped on every way out, Ctrl-C and errors included. Only an
+HTTP server with a `start` command is started after exploration, as before:
+two copies of it could not listen on one port.
 """
 
 from __future__ import annotations
@@ -18,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from mcpipechekr.config import Config
-from mcpipechekr.propose.explore import explore
+from mcpipechekr.propose.explore import Exploration, explore
 from mcpipechekr.propose.model import model_proposals
 from mcpipechekr.propose.templates import Proposal, offline_proposals, slugify
 from mcpipechekr.propose.verify import Refusal, verify_proposal
 from mcpipechekr.providers import ProviderSpec
-from mcpipechekr.server.lifecycle import server_under_test
+from mcpipechekr.server.lifecycle import ServerUnderTest, log_path_in, server_under_test
 from mcpipechekr.tasks import ReferenceCall, Task
 
 HOLDOUT_EVERY = 4
@@ -65,21 +71,61 @@ def propose_tasks(
     say = progress or (lambda _text: None)
     timeout_s = config.check.call_timeout_s
     prepare_repo(config.server)
-    say(f"exploring {config.server.name} with read-only calls")
-    with server_under_test(config, log_path) as server:
-        found = explore(config, server, timeout_s)
-    use_model = model is not None or (spec is not None and not spec.is_demo)
-    if use_model:
-        if model is None:
-            from mcpipechekr.llm import build_model
+    fresh = server_under_test(config, _verification_log(config, log_path))
+    overlap = config.server.start is None  # two copies of a `start` command would share one port
+    try:
+        if overlap:
+            fresh.start_soon()
+        say(f"exploring {config.server.name} with read-only calls")
+        with server_under_test(config, log_path) as server:
+            found = explore(config, server, timeout_s)
+        proposals = _proposals(config, found, count, spec, model, say)
+        kept, refused = _screened(config, proposals, taken_prompts)
+        say(f"verifying on a fresh server: {len(kept)} proposal(s)")
+        if overlap:
+            fresh.wait_started()
+        else:
+            fresh.start()
+        verified = _verified(fresh, kept, count, timeout_s, config, refused)
+    finally:
+        fresh.stop()
+    tasks = _as_tasks(verified, set(taken_ids))
+    return ProposeOutcome(assign_splits(tasks), refused, len(found.observations))
 
-            assert spec is not None
-            model = build_model(spec, config, purpose="proposing tasks")
-        label = str(spec) if spec is not None else "the model"
-        say(f"asking {label} for {count} tasks")
-        proposals = model_proposals(model, label, found, count, config.timeouts.task_s, config.redactor)
-    else:
-        proposals = offline_proposals(found)
+
+def _verification_log(config: Config, log_path: Path | None) -> Path:
+    """The fresh server's own stderr log beside the exploring one's: both run at once."""
+    if log_path is None:
+        return log_path_in(config.paths.home / "logs", f"{config.server.name}-verify")
+    return log_path.with_name(log_path.name.removesuffix(".stderr.log") + "-verify.stderr.log")
+
+
+def _proposals(
+    config: Config,
+    found: Exploration,
+    count: int,
+    spec: ProviderSpec | None,
+    model: Any,
+    say: Callable[[str], None],
+) -> list[Proposal]:
+    """What to propose from the exploration: templates offline, or the model's tasks."""
+    use_model = model is not None or (spec is not None and not spec.is_demo)
+    if not use_model:
+        return offline_proposals(found)
+    if model is None:
+        from mcpipechekr.llm import build_model
+
+        assert spec is not None
+        model = build_model(spec, config, purpose="proposing tasks")
+    label = str(spec) if spec is not None else "the model"
+    say(f"asking {label} for {count} tasks")
+    return model_proposals(model, label, found, count, config.timeouts.task_s, config.redactor)
+
+
+def _screened(
+    config: Config, proposals: list[Proposal], taken_prompts: Iterable[str]
+) -> tuple[list[Proposal], list[Refusal]]:
+    """The proposals worth verifying: none asked before, none holding a secret (those are refused)."""
     redact = config.redactor.redact
     asked = {prompt.strip().lower() for prompt in taken_prompts}
     refused: list[Refusal] = []
@@ -92,20 +138,30 @@ def propose_tasks(
             refused.append(Refusal(redact(proposal.prompt), SECRET_REFUSAL, proposal.template))
         else:
             kept.append(proposal)
-    say(f"verifying on a fresh server: {len(kept)} proposal(s)")
+    return kept, refused
+
+
+def _verified(
+    fresh: ServerUnderTest,
+    kept: list[Proposal],
+    count: int,
+    timeout_s: float,
+    config: Config,
+    refused: list[Refusal],
+) -> list[Proposal]:
+    """The proposals whose reference calls replay on the fresh server, up to `count`; the rest refused."""
+    redact = config.redactor.redact
     verified: list[Proposal] = []
-    with server_under_test(config, log_path) as fresh:
-        tools = {tool.name: tool for tool in fresh.list_tools(timeout_s=timeout_s)}
-        for proposal in kept:
-            if len(verified) >= count:
-                break
-            reason = verify_proposal(fresh, tools, proposal, timeout_s)
-            if reason is None:
-                verified.append(proposal)
-            else:
-                refused.append(Refusal(redact(proposal.prompt), redact(reason), proposal.template))
-    tasks = _as_tasks(verified, set(taken_ids))
-    return ProposeOutcome(assign_splits(tasks), refused, len(found.observations))
+    tools = {tool.name: tool for tool in fresh.list_tools(timeout_s=timeout_s)}
+    for proposal in kept:
+        if len(verified) >= count:
+            break
+        reason = verify_proposal(fresh, tools, proposal, timeout_s)
+        if reason is None:
+            verified.append(proposal)
+        else:
+            refused.append(Refusal(redact(proposal.prompt), redact(reason), proposal.template))
+    return verified
 
 
 def _as_tasks(proposals: list[Proposal], taken: set[str]) -> list[Task]:

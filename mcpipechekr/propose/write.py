@@ -1,5 +1,11 @@
 """Writing proposed tasks: a new tasks.yaml, or appended to an existing one with its comments kept.
 
+A task file is never overwritten, with one exception: the example `mcpipechekr
+init` writes, while it is still byte for byte what init wrote
+(`tasks.is_untouched_example`), is replaced, so that `tasks propose` right after
+`init` just works. It is checked again just before the write, so a file edited
+while the tasks were being proposed is kept.
+
 Appending inserts the new tasks at the end of the `tasks:` list, in the
 indentation the file already uses, before any key that follows it
 (`selection_cases:`), so a hand-written file keeps its comments and order. The
@@ -18,7 +24,7 @@ import yaml
 
 from mcpipechekr.artifacts.atomic import atomic_write_text
 from mcpipechekr.errors import UserError
-from mcpipechekr.tasks import Task, load_tasks
+from mcpipechekr.tasks import Task, is_untouched_example, load_tasks
 
 HEADER = """\
 # Tasks proposed by `mcpipechekr tasks propose` from read-only calls to the server. Each one was
@@ -101,7 +107,8 @@ def proposal_target(tasks_path: Path, output: Path | None, append: bool) -> Path
     """Where proposed tasks go; a UserError, before anything runs, when that would overwrite a file.
 
     `--append` adds to the task file; `--output PATH` writes a new file; with
-    neither, the task file is written only when it does not exist yet.
+    neither, the task file is written when it does not exist yet or still holds
+    only init's untouched example (`replaces_example`).
     """
     if append and output is not None:
         raise UserError(
@@ -112,7 +119,7 @@ def proposal_target(tasks_path: Path, output: Path | None, append: bool) -> Path
             raise UserError(f"{tasks_path}: no such task file to append to; leave out --append to create it")
         return tasks_path
     target = output or tasks_path
-    if target.exists():
+    if target.exists() and not replaces_example(target, output, append):
         hint = (
             "choose another --output PATH"
             if output is not None
@@ -122,13 +129,25 @@ def proposal_target(tasks_path: Path, output: Path | None, append: bool) -> Path
     return target
 
 
+def replaces_example(target: Path, output: Path | None, append: bool) -> bool:
+    """Whether writing to `target` replaces the example tasks.yaml `init` wrote, untouched: only the
+    task file itself, without --append or --output, and only while it is exactly that example."""
+    return not append and output is None and is_untouched_example(target)
+
+
 def existing_tasks(path: Path, append: bool) -> list[Task]:
     """The tasks new ones must not repeat (their ids, their prompts): the task file's, when appending."""
     return list(load_tasks(path).tasks) if append else []
 
 
 def write_proposed(path: Path, tasks: list[Task], append: bool) -> Path:
-    """Write the tasks to `path`: a new file, or added to the end of its `tasks:` list."""
+    """Write the tasks to `path`: a new file (or one replacing init's untouched example), or added to the
+    end of its `tasks:` list."""
+    if not append and path.exists() and not is_untouched_example(path):
+        raise UserError(
+            f"{path} changed while the tasks were proposed and is not overwritten; nothing was written: "
+            "run `mcpipechekr tasks propose --append` to add to it, or --output PATH"
+        )
     text = appended(path.read_text(encoding="utf-8"), tasks, path) if append else new_task_file(tasks)
     write_task_file(path, text)
     return path

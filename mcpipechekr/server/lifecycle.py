@@ -561,12 +561,30 @@ async def _wait_for_port(
     raise ServerHalt(log.quote(f"server '{server.name}' {what} ({describe_target(server)}).\n", "Its output"))
 
 
+class _StartAbandoned(Exception):
+    """Why a background start's event loop is cancelled when its server is stopped before it was used."""
+
+
+@dataclass
+class _PendingStart:
+    """A start begun by `ServerUnderTest.start_soon()`: the thread waiting for it, and what it got."""
+
+    thread: threading.Thread = field(default_factory=threading.Thread)
+    entered: tuple[Connection, HealthReport] | None = None
+    error: BaseException | None = None
+
+
 class ServerUnderTest:
     """The server under test as a synchronous object that stays up across phases.
 
     `start()` launches and health-checks it; `call_tool`/`list_tools` talk to it;
     `restart()` stops and starts it again, health check included; `stop()` ends
     it. Use it as a context manager to guarantee the process is stopped.
+
+    `start_soon()` begins the same start and returns at once, so that a slow
+    server starts while the caller does other work (another server's start, say);
+    `wait_started()` then waits for it. `stop()` ends it at any point, a start
+    still under way included: that start is cancelled, which stops its process.
     """
 
     def __init__(
@@ -589,6 +607,7 @@ class ServerUnderTest:
         self._session_cm: AbstractContextManager[tuple[Connection, HealthReport]] | None = None
         self._connection: Connection | None = None
         self.health: HealthReport | None = None
+        self._pending: _PendingStart | None = None
 
     def __enter__(self) -> ServerUnderTest:
         self.start()
@@ -603,7 +622,60 @@ class ServerUnderTest:
 
     def start(self) -> HealthReport:
         """Launch (or reach) the server and pass the health check; raises ServerHalt otherwise."""
-        if self._connection is not None:
+        session_cm = self._begin_start()
+        try:
+            self._connection, self.health = session_cm.__enter__()
+        except BaseException as exc:
+            self._failed_start(exc)
+            raise
+        if self.on_started is not None:
+            self.on_started(self.health)
+        return self.health
+
+    def start_soon(self) -> None:
+        """Begin `start()` and return at once; `wait_started()` waits for it, `stop()` ends it.
+
+        The server's event loop thread launches it and runs the health check
+        while the caller goes on; a helper thread only waits for that to finish.
+        """
+        session_cm = self._begin_start()
+        pending = _PendingStart()
+
+        def enter() -> None:
+            try:
+                pending.entered = session_cm.__enter__()
+            except BaseException as exc:  # handed to wait_started(), or dropped by stop()
+                pending.error = exc
+
+        pending.thread = threading.Thread(target=enter, name=f"start {self.server.name}", daemon=True)
+        self._pending = pending
+        pending.thread.start()
+
+    def wait_started(self) -> HealthReport:
+        """Wait for the start `start_soon()` began; raises what `start()` would have (ServerHalt, ...)."""
+        pending = self._pending
+        if pending is None:
+            if self.health is None or self._connection is None:
+                raise RuntimeError("no start under way: call start_soon() first")
+            return self.health
+        try:
+            pending.thread.join()
+        except BaseException as exc:  # Ctrl-C while waiting: the start is cancelled, its process stopped
+            self._abandon_start(exc)
+            raise
+        self._pending = None
+        if pending.error is not None or pending.entered is None:
+            error = pending.error or RuntimeError("the server's start ended without a result")
+            self._failed_start(error)
+            raise error
+        self._connection, self.health = pending.entered
+        if self.on_started is not None:
+            self.on_started(self.health)
+        return self.health
+
+    def _begin_start(self) -> AbstractContextManager[tuple[Connection, HealthReport]]:
+        """The portal and session of a start, not yet entered."""
+        if self._connection is not None or self._pending is not None:
             raise RuntimeError("server already started; use restart()")
         if self._temporary_log:
             self._scratch = Path(tempfile.mkdtemp(prefix="mcpipechekr-server-"))
@@ -614,19 +686,31 @@ class ServerUnderTest:
         self._session_cm = self._portal.wrap_async_context_manager(
             connect(self.server, self.log_path, self.redactor, temporary_log=self._temporary_log)
         )
+        return self._session_cm
+
+    def _failed_start(self, error: BaseException) -> None:
+        """Clean up after a start that raised: its session is over, its portal's tasks are cancelled."""
+        self._session_cm = None
+        self._close_portal(error)
+        self._remove_scratch()
+
+    def _abandon_start(self, error: BaseException | None = None) -> None:
+        """End a `start_soon()` that nobody waited for: cancel it (or its session, if it got that far)
+        in the server's event loop, which stops the process, then let the helper thread finish."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
         try:
-            self._connection, self.health = self._session_cm.__enter__()
-        except BaseException as exc:
-            self._session_cm = None
-            self._close_portal(exc)
-            self._remove_scratch()
-            raise
-        if self.on_started is not None:
-            self.on_started(self.health)
-        return self.health
+            self._failed_start(error or _StartAbandoned(f"server '{self.server.name}' stopped at its start"))
+        finally:
+            pending.thread.join()
 
     def stop(self) -> None:
-        """Stop the server (closing its session first); safe to call twice or after a halt."""
+        """Stop the server (closing its session first); safe to call twice, after a halt, or while a
+        `start_soon()` is still under way (which is then cancelled)."""
+        if self._pending is not None:
+            self._abandon_start()
+            return
         session_cm, connection = self._session_cm, self._connection
         self._session_cm, self._connection = None, None
         try:

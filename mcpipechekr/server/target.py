@@ -7,20 +7,25 @@ the same thing everywhere:
 - `--command "…"`: a stdio server, split like a shell would;
 - `--url …` with repeatable `--header NAME:VALUE`: a streamable-HTTP server;
 - `--from-mcp-json PATH --server NAME`: an entry of the `mcpServers` (or
-  `servers`) map that MCP clients keep in mcp.json.
+  `servers`) map that MCP clients keep in mcp.json;
+- repeatable `--env NAME=VALUE` and `--cwd DIR`: the environment and folder of
+  a stdio server, from --command or an mcp.json entry (whose own `env` and
+  `cwd` they override key by key).
 
 A flag names another server: it replaces config.yaml's whole server section
 except `health` (how patient to be is a setting, not a property of the server).
-The name comes from the flag (the mcp.json entry, the script or package the
-command runs, the URL's host and port), and `repo`/`repo_template` are dropped:
-a one-off server must never have fixes committed into the configured server's
-repository.
+The name comes from the flag (the mcp.json entry, the program the command
+really runs once `env`, shells and package runners are looked through
+(`server/program.py`), the URL's host and port), and `repo`/`repo_template`
+are dropped: a one-off server must never have fixes committed into the
+configured server's repository.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,11 +45,11 @@ from mcpipechekr._util.yamlsrc import (
 )
 from mcpipechekr.config import ServerConfig
 from mcpipechekr.errors import UserError
+from mcpipechekr.server.program import program_name, program_of
 
 # The only part of config.yaml's server section a flag keeps.
 _KEPT_FIELDS = {"health"}
-# Launchers whose first plain argument, not themselves, names the server.
-_LAUNCHERS = {"python", "python3", "node", "npx", "uv", "uvx", "deno", "bun", "bunx", "pipx", "docker"}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HTTP_TYPES = ("http", "streamable-http", "streamableHttp", "streamable_http")
 
 
@@ -57,10 +62,14 @@ class ServerFlags:
     headers: tuple[str, ...] = ()
     mcp_json: Path | None = None
     server_name: str | None = None
+    env: tuple[str, ...] = ()
+    """`--env NAME=VALUE` as typed."""
+    cwd: str | None = None
 
     @property
     def given(self) -> bool:
-        return bool(self.command or self.url or self.headers or self.mcp_json or self.server_name)
+        flags = (self.command, self.url, self.headers, self.mcp_json, self.server_name, self.env, self.cwd)
+        return any(flags)
 
     def flag_names(self) -> str:
         """The flags given, as a problem's source names them: `--url/--header`."""
@@ -72,6 +81,8 @@ class ServerFlags:
                 ("--header", self.headers),
                 ("--from-mcp-json", self.mcp_json),
                 ("--server", self.server_name),
+                ("--env", self.env),
+                ("--cwd", self.cwd),
             )
             if value
         ]
@@ -87,6 +98,8 @@ class ServerFlags:
             headers=self.headers,
             mcp_json=self.mcp_json,
             server_name=self.server_name,
+            env=self.env,
+            cwd=self.cwd,
             base_dir=base_dir,
             substitute_env=substitute_env,
         )
@@ -100,6 +113,8 @@ def resolve_server(
     headers: tuple[str, ...] | list[str] = (),
     mcp_json: str | Path | None = None,
     server_name: str | None = None,
+    env: tuple[str, ...] | list[str] = (),
+    cwd: str | Path | None = None,
     base_dir: Path,
     substitute_env: bool = True,
 ) -> ServerConfig:
@@ -107,8 +122,10 @@ def resolve_server(
 
     Raises UserError for contradictory flags or no server at all, and
     ConfigFileError (naming the file) for a bad mcp.json. `substitute_env=False`
-    keeps an mcp.json's `${NAME}` references as written (for writing them into
-    a config file rather than using them).
+    keeps `${NAME}` references (an mcp.json's, an --env value's) as written, for
+    writing them into a config file rather than using them. `env` and `cwd` are
+    the `--env`/`--cwd` flags, for a stdio server only; a relative `cwd` is taken
+    from the folder the command is run in, as a path typed on a command line is.
     """
     chosen = [
         flag
@@ -123,10 +140,24 @@ def resolve_server(
         raise UserError("--header applies to --url only (an mcp.json entry carries its own headers)")
     if server_name and not mcp_json:
         raise UserError("--server names an entry of --from-mcp-json: give --from-mcp-json PATH too")
+    given = [flag for flag, value in (("--env", env), ("--cwd", cwd)) if value]
+    stdio_flags = " and ".join(given) + (" apply" if len(given) > 1 else " applies")
+    if given and url:
+        raise UserError(
+            f"{stdio_flags} to a stdio server (--command), not to --url: a server reached by URL "
+            "is started elsewhere, so set its environment and folder where it is started"
+        )
+    if given and not (command or mcp_json):
+        raise UserError(
+            f"{stdio_flags} to the server of --command or --from-mcp-json: give one, or set "
+            "server.env / server.cwd in config.yaml"
+        )
+    flag_env = _env_fields(env, substitute_env)
+    flag_cwd = _cwd_field(cwd)
 
     if command:
         fields = _command_fields(command)
-        fields["name"] = _name_from_command(fields["command"], fields["args"])
+        fields["name"] = _name_from_command(fields["command"], fields["args"], flag_cwd)
     elif url:
         fields = {
             "url": url,
@@ -136,6 +167,11 @@ def resolve_server(
     elif mcp_json:
         server_name, fields = read_mcp_json(Path(mcp_json), server_name, substitute_env=substitute_env)
         fields["name"] = server_name
+        if given and "url" in fields:
+            raise UserError(
+                f"{stdio_flags} to a stdio server, and '{server_name}' in {display_path(Path(mcp_json))} "
+                "is reached by URL: leave it out, or choose an entry with `command`"
+            )
     elif config_server is not None:
         return config_server.resolve_paths(base_dir)
     else:
@@ -144,6 +180,10 @@ def resolve_server(
             "or pass --command, --url or --from-mcp-json"
         )
 
+    if flag_env:
+        fields["env"] = {**fields.get("env", {}), **flag_env}  # the flags win, key by key
+    if flag_cwd is not None:
+        fields["cwd"] = flag_cwd
     kept = config_server.model_dump(include=_KEPT_FIELDS) if config_server is not None else {}
     try:
         server = ServerConfig.model_validate({**kept, **fields})
@@ -174,17 +214,47 @@ def _command_fields(command: str) -> dict[str, Any]:
     return {"command": parts[0], "args": parts[1:]}
 
 
-def _name_from_command(command: str, args: list[str]) -> str:
-    """`python tools/my_server.py` -> `my_server`; `npx -y @scope/server-files` -> `server-files`."""
-    words = [command, *args]
-    if Path(command).name.split(".")[0].rstrip("0123456789.") in _LAUNCHERS:
-        plain = [arg for arg in args if not arg.startswith("-")]
-        words = plain[:1] or words
-    stem = Path(words[0].rstrip("/")).name
-    stem = stem.split("@")[0] if not stem.startswith("@") else stem
-    for suffix in (".py", ".js", ".mjs", ".ts"):
-        stem = stem.removesuffix(suffix)
-    return stem or "server"
+def _name_from_command(command: str, args: list[str], cwd: str | None = None) -> str:
+    """The name of the program the command really runs (`server/program.py`).
+
+    `python tools/my_server.py` -> `my_server`; `env HOME=/h my-server` -> `my-server`;
+    `npx -y @scope/server-files` -> `server-files`; `node ../weather/dist/index.js` -> `weather`.
+    """
+    return program_name(program_of([command, *args]), cwd) or Path(command).name or "server"
+
+
+def parse_env_flag(text: str) -> tuple[str, str]:
+    """`--env NAME=VALUE` -> (NAME, VALUE); the value may be empty or hold `=`."""
+    name, sep, value = text.partition("=")
+    if not sep or not _ENV_NAME.match(name):
+        raise UserError(
+            "--env must be NAME=VALUE with NAME made of letters, digits and '_' "
+            f"(e.g. --env HOME=/tmp/notes-home); got {text!r}"
+        )
+    return name, value
+
+
+def _env_fields(texts: tuple[str, ...] | list[str], substitute_env: bool) -> dict[str, str]:
+    """The --env flags as a mapping, `${NAME}` references substituted from the environment (or kept)."""
+    env = dict(parse_env_flag(text) for text in texts)
+    if not substitute_env or not env:
+        return env
+    substituted = interpolate(env, os.environ)
+    if substituted.problems:
+        raise UserError(
+            "; ".join(f"--env {field_path(loc)}: {message}" for loc, message in substituted.problems)
+        )
+    return dict(substituted.data)
+
+
+def _cwd_field(cwd: str | Path | None) -> str | None:
+    """--cwd as an absolute folder (a relative one is taken from the current folder); it must exist."""
+    if cwd is None or str(cwd) == "":
+        return None
+    folder = os.path.abspath(Path(cwd).expanduser())
+    if not os.path.isdir(folder):
+        raise UserError(f"--cwd {cwd}: no such folder; give the folder the server runs in")
+    return folder
 
 
 def _name_from_url(url: str) -> str:
