@@ -130,7 +130,7 @@ def test_init_from_a_url_keeps_the_header_secret_out_of_config(workdir):
         "name": "remote",
         "url": "http://127.0.0.1:8765/mcp",
         "headers": {"Authorization": "${MCP_HEADER_AUTHORIZATION}"},
-        "health": {"timeout_s": 30, "min_tools": 1},
+        "health": {"timeout_s": 60, "min_tools": 1},
     }
     dotenv = workdir / ".env"
     assert dotenv.read_text(encoding="utf-8") == f"MCP_HEADER_AUTHORIZATION='Bearer {SECRET}'\n"
@@ -171,7 +171,7 @@ def test_init_from_mcp_json(workdir):
         "args": ["-y", "@example/github-mcp", "--read-only"],
         "cwd": "..",
         "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}", "LOG_LEVEL": "${LOG_LEVEL:-info}"},
-        "health": {"timeout_s": 30, "min_tools": 1},
+        "health": {"timeout_s": 60, "min_tools": 1},
     }
     assert (workdir / "out" / ".env").read_text(encoding="utf-8") == "GITHUB_TOKEN=already-here\n"
     validate_offline("out")
