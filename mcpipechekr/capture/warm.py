@@ -3,11 +3,16 @@
 Each Phase 1 attempt gets a stdio server of its own, as an agent would start
 it. A server that takes 20 s to start would add 20 s to every attempt, and
 those seconds would pass with nothing else to do. A `WarmPool` starts the
-servers before the attempts ask for them: the attempts in flight plus as many
-again (`ahead`), never more than the attempts still expected, and, for a
-server whose start is CPU-bound (`server.starts.parallel_starts`), no more
-starts at once than the machine has cores, since overlapping those only slows
-each one down.
+servers before the attempts ask for them. For a slot's next attempt to find
+its server up, that server must have been started a whole start earlier, so
+each slot keeps as many servers waiting as attempts it runs in one start:
+start time over attempt time, rounded up (`ahead_per_slot`), at least one and
+at most `MAX_AHEAD_PER_SLOT`. The attempt time is estimated at first (a
+scripted model answers at once, a real one takes seconds a turn) and then
+measured, from a server being up to its attempt's end. Never more are started
+than the attempts still expected, and, for a server whose start is CPU-bound
+(`server.starts.parallel_starts`), no more at once than the machine has cores,
+since overlapping those only slows each one down.
 
 How an attempt's proxy gets its server: the pool starts the process with its
 stdin and stdout on pipes, in a session of its own, its stderr redacted into
@@ -34,6 +39,7 @@ process is noted so that Ctrl-C and a later command after a SIGKILL end it
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -55,6 +61,8 @@ from mcpipechekr._util.redact import Redactor
 from mcpipechekr._util.stops import own_group, release_group
 from mcpipechekr.config import ServerConfig
 
+MAX_AHEAD_PER_SLOT = 4
+"""Most servers waiting per slot: a bound on the processes (and memory) a slow server costs at once."""
 STARTS_BEFORE_HALT = 3
 """Failed starts in a row, with none that worked, after which the server is taken to be unable to start."""
 _ACCEPT_POLL_S = 0.2
@@ -88,14 +96,16 @@ class _Warm:
     socket_path: Path
     listener: socket.socket
     spawned: float = field(default_factory=time.monotonic)
-    taken: bool = False
+    taken: float | None = None  # when an attempt took it
+    ended: float | None = None  # when its process ended
 
 
 class WarmPool:
     """Stdio servers started ahead of the attempts; `take()` hands the next one's socket to a proxy.
 
-    The first `take()` starts the attempts in flight's servers and `ahead` more; each later one tops
-    the servers waiting up to `ahead` again, never past the attempts still expected.
+    The first `take()` starts one server per slot and `ahead_per_slot()` more per slot; each later take,
+    and each attempt's end, tops the servers waiting up to that again, never past the attempts still
+    expected. `attempt_s` is the first estimate of an attempt's length, until some are measured.
     """
 
     def __init__(
@@ -104,7 +114,7 @@ class WarmPool:
         *,
         expected: int,
         slots: int,
-        ahead: int | None = None,
+        attempt_s: float = 10.0,
         parallel_starts: int | None = None,
         start_s: float = 0.0,
         stderr_log: Path | None = None,
@@ -124,7 +134,7 @@ class WarmPool:
         self.env = env
         self.expected = max(0, expected)
         self.slots = max(1, slots)
-        self.ahead = self.slots if ahead is None else max(0, ahead)
+        self.attempt_s = attempt_s
         self.parallel_starts = parallel_starts
         self.start_s = start_s  # how long a start takes (measured), for counting the starts still under way
         self.tally = StartTally()
@@ -147,22 +157,36 @@ class WarmPool:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the pool is closed")
-            if not self._count:  # the first attempt: the servers of every slot, and `ahead` more
+            if not self._count:  # the first attempt: the servers of every slot, and those waiting behind
                 for _ in range(self._burst()):
                     self._ready.append(self._spawn())
             warm = self._ready.pop(0) if self._ready else self._spawn()
-            warm.taken = True
+            warm.taken = time.monotonic()
             self.expected = max(0, self.expected - 1)
         self._fill()
         return warm.socket_path
 
+    def ahead_per_slot(self) -> int:
+        """Servers waiting per slot: attempts a slot runs while one server starts, from 1 to the maximum."""
+        finished = [
+            warm.ended - max(warm.taken, warm.spawned + self.start_s)
+            for warm in self._all
+            if warm.taken is not None and warm.ended is not None
+        ]
+        attempt_s = sum(finished) / len(finished) if finished else self.attempt_s
+        if self.start_s <= 0:
+            return 1
+        return max(1, min(MAX_AHEAD_PER_SLOT, math.ceil(self.start_s / max(attempt_s, 0.1))))
+
     def _burst(self) -> int:
-        """How many to start for the first attempt: one per slot and `ahead` more, within the limits."""
-        return max(1, self._within_parallel_starts(min(self.expected, self.slots + self.ahead)))
+        """How many to start for the first attempt: one per slot and those waiting, within the limits."""
+        waiting = self.slots * self.ahead_per_slot()
+        return max(1, self._within_parallel_starts(min(self.expected, self.slots + waiting)))
 
     def _wanted(self) -> int:
-        """How many more to start now: `ahead` waiting for the attempts to come, no more than they need."""
-        return self._within_parallel_starts(max(0, min(self.expected, self.ahead) - len(self._ready)))
+        """How many more to start now: enough waiting for the attempts to come, no more than they need."""
+        waiting = min(self.expected, self.slots * self.ahead_per_slot())
+        return self._within_parallel_starts(max(0, waiting - len(self._ready)))
 
     def _within_parallel_starts(self, wanted: int) -> int:
         """`wanted`, cut to the starts a CPU-bound server may make at once (those under way count)."""
@@ -241,8 +265,10 @@ class WarmPool:
                 process.stdin.close()  # the proxy holds them now: the server sees the end of its input
                 process.stdout.close()  # when the proxy closes its copy, or dies
                 code = process.wait()
+                warm.ended = time.monotonic()
                 with contextlib.suppress(OSError):
                     connection.sendall(orjson.dumps({"exit": code}) + b"\n")
+            self._fill()  # an attempt ended: how long it took says how many should wait
         except OSError:
             pass
         finally:

@@ -463,12 +463,19 @@ def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0]
 
 
+SCRIPTED_ATTEMPT_S = 1.0
+"""A first estimate of an attempt's length with the scripted demo model, which answers at once."""
+MODEL_ATTEMPT_S = 10.0
+"""A first estimate with a real model: a few turns of 1-3 s each."""
+
+
 def pool_options(config: Config, expected: int, slots: int, stderr_log: Path) -> dict[str, Any]:
     """How a Phase 1 pool of servers started ahead is sized for this server (see `capture.warm`)."""
     profile = start_profile(starts_path(config), config.server)
     return {
         "expected": expected,
         "slots": slots,
+        "attempt_s": SCRIPTED_ATTEMPT_S if config.providers.phase1.is_demo else MODEL_ATTEMPT_S,
         "parallel_starts": parallel_starts(config),
         "start_s": profile.wall_s if profile is not None else 0.0,
         "stderr_log": stderr_log,
