@@ -757,10 +757,10 @@ class Config(StrictModel):
         review then offers `export` instead of `approve`, and nothing about
         Phase 3 (its model, its agent's CLI) is asked for.
         """
+        if self.server.repo is None:  # the reason that holds whatever the agent
+            return "server.repo is not set (no checkout of the server's source to commit fixes in)"
         if self.fix.agent == "none":
             return "fix.agent is `none`"
-        if self.server.repo is None:
-            return "server.repo is not set (no checkout of the server's source to commit fixes in)"
         return None
 
     @property

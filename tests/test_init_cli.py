@@ -395,7 +395,7 @@ def test_fixing_is_off_by_default_and_an_agent_is_told_what_it_needs(workdir):
         "#   - set `agent: opencode` (or claude-code, codex, aider)\n"
         "#   - set providers.phase3 to the agent's model, e.g. `phase3: anthropic/claude-sonnet-4-6`\n"
     ) in text
-    assert load_config("config.yaml", environ={}).fixing_off() == "fix.agent is `none`"
+    assert load_config("config.yaml", environ={}).fixing_off().startswith("server.repo is not set")
 
     agent = run("init", "--command", "python server.py", "--fix-agent", "opencode", "--force")
     assert agent.exit_code == 0, agent.output
