@@ -136,6 +136,7 @@ def test_doit_evaluate_traces_a_new_run_side_by_side(newcomer: dict[str, object]
     assert result.returncode == 0, result.stdout + result.stderr
     run = list_runs(project / "runs")[-1]
     assert run.bug_report.exists() and run.root.joinpath("report.html").exists()
-    spans = [(records[0].t, records[-1].t) for records in map(read_journal, (run.root / "journals").glob("*.jsonl"))]
+    journals = map(read_journal, (run.root / "journals").glob("*.jsonl"))
+    spans = [(records[0].t, records[-1].t) for records in journals]
     assert len(spans) > 1
     assert max(sum(1 for begin, end in spans if begin <= t < end) for t, _ in spans) > 1
