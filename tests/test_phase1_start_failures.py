@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import pytest
 from fakes.agent_cli import process_alive
-from fakes.mcp_runner import TURN_USAGE, _client
+from fakes.mcp_runner import TURN_USAGE, ClientRunner, _client
 
 from mcpipechekr.artifacts import RunDir
 from mcpipechekr.artifacts.journal import read_journal
@@ -25,12 +25,14 @@ from mcpipechekr.artifacts.trace import ModelTurn, read_trace
 from mcpipechekr.config import Config, load_config
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.evaluate.orchestrate import evaluate_run
+from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.base import RunnerName, RunnerOutput, RunRequest
 from mcpipechekr.runners.execute import run_phase1
 from mcpipechekr.steps.baseline import baseline_step
-from mcpipechekr.tasks import load_tasks
+from mcpipechekr.tasks import Task, load_tasks
 
 SERVER = Path(__file__).parent / "servers" / "flaky_start_server.py"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 KEYS = ["alpha", "beta", "gamma", "delta"]
 
 
@@ -162,3 +164,41 @@ def test_servers_are_started_ahead_and_none_is_left_running(tmp_path: Path) -> N
     pids = [int(path.name.removeprefix("started-")) for path in tickets.glob("started-*")]
     assert len(pids) == 4
     assert not [pid for pid in pids if process_alive(pid)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["time", "memory"])
+def test_a_server_of_an_older_revision_refusing_server_discover_is_no_start_failure(
+    key: str, tmp_path: Path
+) -> None:
+    """A client of the newest revision asks `server/discover` first; a published server of an older one
+    (memory) answers "Method not found", and the client goes on with `initialize`: a start that worked.
+    One that knows `server/discover` (time) is the case without a fallback."""
+    import real_servers as published
+
+    server = published.BY_KEY[key]
+    cache = published.install()
+    (tmp_path / "seed").mkdir()
+    config = server.config(cache, server.seed(tmp_path / "seed"))
+    tool = {"time": "get_current_time", "memory": "read_graph"}[key]
+    arguments = {"timezone": "UTC"} if key == "time" else {}
+    runner = ClientRunner(lambda request: [(tool, arguments)])
+    (path,) = run_phase1(
+        config,
+        tmp_path / "run",
+        [Task(task_id=f"ask-{key}", prompt=f"Use {tool}.", task_type="deterministic")],
+        [ProviderSpec(provider="demo")],
+        runner_for=lambda spec: runner,
+        progress=False,
+    )
+    trace = read_trace(path)
+    assert (trace.status, trace.failed_starts) == ("completed", [])
+    journal = read_journal(tmp_path / "run" / "journals" / f"{path.stem}.jsonl")
+    sent = [
+        record.message.get("method")
+        for record in journal
+        if record.direction == "to_server" and isinstance(record.message, dict)
+    ]
+    assert sent[0] == "server/discover"
+    if key == "memory":  # the npm server of an older revision refuses it: the fallback this test is about
+        assert sent[1] == "initialize"

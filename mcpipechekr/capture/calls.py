@@ -140,15 +140,18 @@ def start_failure(journal: Path | str | list[JournalRecord]) -> str | None:
     started, or was too slow for the agent's client, which gave up. Such an
     attempt says nothing about the server's tools or the agent's answer, so
     Phase 1 tries it once more and records it `errored` when the second try
-    fails too; it is never judged as an answer. A server that refuses the
-    handshake (`initialize`, `server/discover`) with an error counts too. A
-    journal without records (the agent failed before it launched its MCP
-    server) is not one: the runner's own error says what happened.
+    fails too; it is never judged as an answer. A handshake refused with an
+    error (`initialize`, `server/discover`) counts only when no request got an
+    answer after it: a client of a newer revision first asks `server/discover`
+    and, refused by an older server, goes on with `initialize`. A journal
+    without records (the agent failed before it launched its MCP server) is
+    not one: the runner's own error says what happened.
     """
     records = _records(journal)
     if not records:
         return None
     asked: dict[bytes, str] = {}
+    refused: str | None = None
     death: str | None = None
     for record in records:
         if record.kind == "event":
@@ -169,7 +172,9 @@ def start_failure(journal: Path | str | list[JournalRecord]) -> str | None:
             if "result" in message or method not in HANDSHAKES:
                 return None  # the server answered: it was up, whatever happened next
             error = message.get("error") if isinstance(message.get("error"), dict) else {}
-            return f"the server refused {method}: {error.get('message') or 'JSON-RPC error'}"
+            refused = f"the server refused {method}: {error.get('message') or 'JSON-RPC error'}"
+    if refused is not None:
+        return refused
     if death is not None:
         return f"{death} before it answered any request"
     if asked:

@@ -232,7 +232,8 @@ class WarmPool:
             )
         except OSError as exc:
             # The proxy that attaches is told why there is no server: the attempt counts a failed start.
-            process = _NotStarted(f"could not start the server: {exc.strerror or exc}: {self.argv[0]!r}")
+            missing = exc.filename if exc.filename is not None else self.argv[0]
+            process = _NotStarted(f"could not start the server: {exc.strerror or exc}: {missing!r}")
         else:
             own_group(process.pid)
             note_started(held_lock_file(), process.pid, "a server started ahead of a Phase 1 attempt")

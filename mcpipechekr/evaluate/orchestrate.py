@@ -523,7 +523,7 @@ def evaluate_run(config: Config, run_dir: RunDir | str | Path, *, notes: Sequenc
             )
         elif stale := stale_baseline_note(run, baseline, [ctx.trace.task_id for ctx in contexts]):
             notes.append(stale)
-        if not contexts:
+        if not contexts and not errored:
             notes.append(f"no traces in {run.traces}: nothing to evaluate (run `mcpipechekr run` first)")
         report, outcomes = evaluate_contexts(
             contexts,
