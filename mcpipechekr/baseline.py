@@ -76,7 +76,7 @@ from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.base import AgentServer, Runner, RunRequest
 from mcpipechekr.server.annotations import write_risk
 from mcpipechekr.server.lifecycle import ServerUnderTest, server_under_test
-from mcpipechekr.tasks import Task, TaskFile, load_tasks, select_tasks
+from mcpipechekr.tasks import Task, TaskFile, load_tasks, refuse_untouched_example, select_tasks
 
 NO_BASELINE = (
     "no baseline yet ({path}): the loop compares answers with it. Run `doit baseline` "
@@ -476,6 +476,7 @@ def build_baseline(
 
     path = baseline_path(config.paths.runs)
     existing = read_baseline(config)
+    refuse_untouched_example(config.paths.tasks)
     taskfile = load_tasks(config.paths.tasks)
     selected = select_tasks(taskfile, task_ids, tags)
     missing = [t for t in selected if regenerate or existing is None or existing.entry(t.task_id) is None]

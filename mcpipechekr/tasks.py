@@ -27,6 +27,7 @@ from mcpipechekr._util.yamlsrc import (
     Loc,
     Problem,
     YamlDocument,
+    display_path,
     environment_with_dotenv,
     field_path,
     interpolate,
@@ -34,7 +35,7 @@ from mcpipechekr._util.yamlsrc import (
     read_dotenv,
     validate_document,
 )
-from mcpipechekr.errors import UserError
+from mcpipechekr.errors import InputError, UserError
 
 DEFAULT_TASKS_FILE = "tasks.yaml"
 _SLUG, _SLUG_RULE, _slug = slug_checker(underscore=False, example="find-first-email")
@@ -289,3 +290,15 @@ def is_untouched_example(path: Path) -> bool:
         return path.read_bytes() == TASKS_TEMPLATE.encode("utf-8")
     except OSError:
         return False
+
+
+
+def refuse_untouched_example(path: Path) -> None:
+    """Refuse to baseline or trace the example `init` wrote: its one task is a placeholder, and every figure
+    made from it would be noise. The message says what to type instead."""
+    if is_untouched_example(path):
+        raise InputError(
+            f"{display_path(path)} still holds only the example task `mcpipechekr init` wrote: draft tasks "
+            "from the server's own data with `mcpipechekr tasks propose`, or replace the example with your "
+            "users' requests (docs/tasks.md)"
+        )

@@ -503,3 +503,18 @@ def test_a_console_script_counts_through_its_module_only_when_installed_editable
     assert editable.exit_code == 0, editable.output
     assert repo_of(workdir) == "notes"
     assert "server.repo: notes, the git checkout that tracks notes_pkg/server.py" in editable.stdout
+
+
+def test_the_example_tasks_are_never_baselined_or_traced_and_the_refusal_says_what_to_type(workdir):
+    """init's one task is a placeholder: every figure made from it would be noise."""
+    (workdir / "server.py").write_text(textwrap.dedent(PROBE_SERVER), encoding="utf-8")
+    assert run("init", "--command", "python server.py").exit_code == 0
+    refused = CliRunner().invoke(main, ["baseline"])
+    assert refused.exit_code == 2
+    said = " ".join(refused.output.split())
+    assert "tasks.yaml still holds only the example task" in said
+    assert "mcpipechekr tasks propose`" in said
+    assert not (workdir / "runs" / "baseline.json").exists()
+    # Once the user has touched the file, it is theirs.
+    (workdir / "tasks.yaml").write_text((workdir / "tasks.yaml").read_text() + "\n# edited\n")
+    assert CliRunner().invoke(main, ["baseline"]).exit_code == 0

@@ -104,7 +104,13 @@ def propose_command(
             f"refused ({refusal.template}): {refusal.prompt} — {refusal.reason}", soft_wrap=True, markup=False
         )
     if not outcome.tasks:
-        console.print("no task could be verified: nothing written")
+        console.print(
+            "no task could be verified: nothing written. Write your users' requests into the task file "
+            "yourself (docs/tasks.md), or let a model draft them: `mcpipechekr tasks propose --model "
+            "PROVIDER/MODEL`",
+            markup=False,
+            soft_wrap=True,
+        )
         ctx.exit(1)
     write_proposed(target, outcome.tasks, append)
     for task in outcome.tasks:

@@ -16,6 +16,7 @@ from mcpipechekr.artifacts.fix_record import read_fix_record
 from mcpipechekr.artifacts.review import Review
 from mcpipechekr.config import Config
 from mcpipechekr.steps.stage import announce_project
+from mcpipechekr.tasks import refuse_untouched_example
 
 
 def start_session(config: Config, *, runner: str, out: Console = console) -> None:
@@ -36,6 +37,7 @@ def start_session(config: Config, *, runner: str, out: Console = console) -> Non
             markup=False,
         )
     check_preflight(config, loop_phases(config), runner=runner)
+    refuse_untouched_example(config.paths.tasks)
     require_baseline(config)
     clean_killed_fixes(config, out=out)
 
