@@ -19,7 +19,7 @@ from mcpipechekr._util.commands import script_command
 from mcpipechekr.cli import main
 from mcpipechekr.cli.init_cmd import DODO_TEMPLATE
 from mcpipechekr.config import load_config
-from mcpipechekr.tasks import TASKS_TEMPLATE, load_tasks
+from mcpipechekr.tasks import TASKS_TEMPLATE, load_tasks, refuse_untouched_example
 
 PROBE_SERVER = """
 from mcp.server.mcpserver import MCPServer
@@ -517,4 +517,4 @@ def test_the_example_tasks_are_never_baselined_or_traced_and_the_refusal_says_wh
     assert not (workdir / "runs" / "baseline.json").exists()
     # Once the user has touched the file, it is theirs.
     (workdir / "tasks.yaml").write_text((workdir / "tasks.yaml").read_text() + "\n# edited\n")
-    assert CliRunner().invoke(main, ["baseline"]).exit_code == 0
+    refuse_untouched_example(workdir / "tasks.yaml")
