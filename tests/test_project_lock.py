@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -52,7 +53,7 @@ def shop(tmp_path: Path, env: dict[str, str]) -> Path:
     git.Repo.init(folder).index.commit("the server")
     config = (folder / "config.yaml").read_text()
     config = config.replace("  # repo: path/to/server/repo", "  repo: .  #")
-    (folder / "config.yaml").write_text(config.replace("agent: opencode", "agent: demo"))
+    (folder / "config.yaml").write_text(re.sub(r"(?m)^  agent: \S+", "  agent: demo", config))
     baseline = mcpipechekr(folder, env, "doit", "baseline")
     assert baseline.returncode == 0, baseline.stdout + baseline.stderr
     return folder

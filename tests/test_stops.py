@@ -27,6 +27,12 @@ import pytest
 pytestmark = pytest.mark.xdist_group("test_stops")
 
 SERVER = Path(__file__).resolve().parent / "servers" / "tiny_server.py"
+TASKS = """\
+tasks:
+  - task_id: say-hello
+    prompt: Say hello back to me.
+    task_type: open_ended
+"""
 
 
 def _run(project: Path, argv: list[str], **popen: object) -> subprocess.CompletedProcess[str]:
@@ -52,10 +58,9 @@ def initialised(tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = _run(root, mcpipechekr("init", "--command", "python server.py"))
     assert done.returncode == 0, done.stderr
     config = (root / "config.yaml").read_text(encoding="utf-8")
-    config = config.replace("  # repo: path/to/server/repo", "  repo: .  #").replace(
-        "agent: opencode", "agent: demo"
-    )
-    (root / "config.yaml").write_text(config, encoding="utf-8")
+    config = config.replace("  # repo: path/to/server/repo", "  repo: .  #")
+    (root / "config.yaml").write_text(re.sub(r"(?m)^  agent: \S+", "  agent: demo", config), encoding="utf-8")
+    (root / "tasks.yaml").write_text(TASKS, encoding="utf-8")  # init's example is only a placeholder
     repo = git.Repo.init(root)
     repo.index.add(["server.py", "config.yaml", "tasks.yaml", "dodo.py", ".gitignore"])
     repo.index.commit("the server")
