@@ -1,0 +1,340 @@
+"""Questions that join two results: a record found in one, its details or its relations in another.
+
+- chain: a record of a listing or a search, then a field only another call
+  gives about it, or the records that call lists for it (a listing gives a
+  commit's id, the commit's details give its author's email; a project's id
+  gives its issues). The record is named as the user knows it, or chosen as
+  the latest or largest of the listing ("What is the email of the person with
+  the earliest joined date?"). Two calls, and only when the second needs what
+  the first found: an identifier, or the path of an entry the user did not name.
+- mentions: a search by a word read in one record's text that finds that
+  record alone ("Which note mentions "readings"?").
+- relations: records that join two records of another table by name
+  (`from`, `to`, `relationType`): ""Ada" lived in which entity?".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from mcpipechekr.propose.explore import (
+    SEARCH_WORDS,
+    Exploration,
+    Observation,
+    identifier_key,
+    name_key,
+    record_path,
+)
+from mcpipechekr.propose.reading import Table, is_id_name, words
+from mcpipechekr.propose.rules import (
+    category,
+    common_name_key,
+    count_of,
+    edge_rule,
+    extreme,
+    extreme_pick,
+    fields_of,
+    named_pick,
+    names_in,
+    only_name,
+    order_kind,
+    then,
+    values_of,
+)
+from mcpipechekr.propose.templates import (
+    IDENTIFIER,
+    Proposal,
+    Wording,
+    askable_fields,
+    field_phrase,
+    field_question,
+    plural,
+    proposal,
+    quoted,
+    searched,
+    searched_by_name,
+    short_scalar,
+)
+
+PER_TABLE = 4
+"""Chains made from one table at most."""
+
+
+class Links:
+    """The questions that join two results, for one exploration."""
+
+    def __init__(self, found: Exploration, say: Wording) -> None:
+        self.found = found
+        self.say = say
+
+    def all(self) -> list[Proposal]:
+        return [*self.chains(), *self.mentions(), *self.edges()]
+
+    def mentions(self) -> list[Proposal]:
+        """ "Which note mentions "readings"?": a search by a word read in one record's text that finds
+        that record alone, and no other record read holds the word."""
+        texts: dict[str, list[str]] = {}
+        for obs in self.found.observations:
+            for record in [*(r for t in obs.reading.tables for r in t.records), obs.reading.single or {}]:
+                named = name_key(record)
+                if named is None:
+                    continue
+                body = " ".join(str(v) for k, v in record.items() if k != named and isinstance(v, str))
+                texts.setdefault(str(record[named]), []).append(body.lower())
+        out: list[Proposal] = []
+        for obs in self.found.observations:
+            term = next((v for k, v in obs.arguments.items() if set(words(k)) & SEARCH_WORDS), None)
+            if not isinstance(term, str) or len(obs.reading.tables) != 1 or len(out) >= 3:
+                continue
+            table = obs.reading.tables[0]
+            named = common_name_key(table.records)
+            if named is None or len(table.records) != 1:
+                continue
+            name = table.records[0][named]
+            word = re.compile(rf"\b{re.escape(term.lower())}\b")
+            holders = {n for n, bodies in texts.items() if any(word.search(b) for b in bodies)}
+            if holders != {str(name)} or term.lower() in str(name).lower():
+                continue
+            key, label = table.key, table.label
+            out.append(
+                proposal(
+                    f"Which {self.say.noun(obs, table)} mentions {quoted(term)}?",
+                    [(obs.tool, obs.arguments)],
+                    name,
+                    lambda rs, k=key, lb=label, n=named: only_name(rs[-1], k, lb, n),
+                    "lookup",
+                    ["lookup", "search"],
+                    {"word": term, "record": name},
+                    weight=1.3,
+                )
+            )
+        return out
+
+    def edges(self) -> list[Proposal]:
+        """Records that join two records of another table by name (`from`, `to`, `relationType`):
+        ""Ada" lived in which entity?", "Which entities does "Ada" have relations with?"."""
+        out: list[Proposal] = []
+        for obs in self.found.observations:
+            if self.say.context(obs, listing=True) != "":
+                continue
+            for edges in obs.reading.tables:
+                for nodes in obs.reading.tables:
+                    if nodes is edges or (named := common_name_key(nodes.records)) is None:
+                        continue
+                    out += self._edge_questions(obs, edges, nodes, named)
+        return out
+
+    def _edge_questions(self, obs: Observation, edges: Table, nodes: Table, named: str) -> list[Proposal]:
+        names = {r[named] for r in nodes.records}
+        fields = fields_of(edges.records)
+        ends = [f for f in fields if all(r.get(f) in names for r in edges.records)]
+        kinds = [f for f in fields if f not in ends and all(category(r.get(f)) for r in edges.records)]
+        if len(ends) != 2 or not kinds:
+            return []
+        source, target, kind = ends[0], ends[1], kinds[0]
+        noun = self.say.noun(obs, nodes)
+        call = [(obs.tool, obs.arguments)]
+        where = (edges.key, edges.label)
+        out: list[Proposal] = []
+        for edge in edges.records[:4]:
+            same = [r for r in edges.records if r[source] == edge[source] and r[kind] == edge[kind]]
+            targets = [r[target] for r in same]
+            one = len(targets) == 1
+            out.append(
+                proposal(
+                    f"{quoted(edge[source])} {edge[kind]} which {noun if one else plural(noun)}?",
+                    call,
+                    targets[0] if len(targets) == 1 else targets,
+                    edge_rule(where, (source, edge[source]), (kind, edge[kind]), target, len(targets) == 1),
+                    "lookup" if len(targets) == 1 else "list",
+                    ["lookup", "relation"],
+                    {"from": edge[source], "relation": edge[kind]},
+                    weight=1.3,
+                )
+            )
+        for node in sorted(names, key=str)[:3]:
+            linked = [r[target] for r in edges.records if r[source] == node]
+            if len(linked) >= 2:
+                out.append(
+                    proposal(
+                        f"How many relations start from {quoted(node)}?",
+                        call,
+                        len(linked),
+                        edge_rule(where, (source, node), None, target, False, count=True),
+                        "filter-count",
+                        ["count", "relation"],
+                        {"from": node},
+                        weight=1.3,
+                    )
+                )
+        return out
+
+    def chains(self) -> list[Proposal]:
+        """A record of one result, then a field of it only another call gives."""
+        out: list[Proposal] = []
+        for first in self.found.observations:
+            for table in first.reading.tables:
+                named = common_name_key(table.records)
+                if named is None or not table.records:
+                    continue
+                context = self.say.context(first, listing=True)
+                by_name = searched_by_name(first, table.records, named)
+                if context is None and not by_name:
+                    continue
+                out += self._chains_from(first, table, named, context or "")
+        return out
+
+    def _chains_from(self, first: Observation, table: Table, named: str, context: str) -> Iterator[Proposal]:
+        noun = self.say.noun(first, table)
+        names = values_of(table.records, named)
+        where = (table.key, table.label, named)
+        made = 0
+        for record, how in self._ranked_records(table, named):
+            name = record[named]
+            if names.count(name) != 1 or not short_scalar(name):
+                continue
+            if how is None:
+                subject = f"the {noun} {quoted(name)}{context}"
+                pick = named_pick(where, name)
+            else:
+                rank, highest, kind = how
+                word = _order_word(kind, highest)
+                subject = f"the {noun}{context} with the {word} {field_phrase(rank, record[rank])}"
+                pick = extreme_pick(where, rank, kind, highest)
+            for second in self.found.observations:
+                link = _link(first, record, second)
+                if link is None or not _needs_first(link, record, first, chosen=how is not None):
+                    continue
+                calls = [(first.tool, first.arguments), (second.tool, second.arguments)]
+                for made_one in self._second_step(second, calls, subject, record, named, pick, link):
+                    made += 1
+                    yield made_one
+                if made >= PER_TABLE:
+                    return
+
+    def _second_step(
+        self,
+        second: Observation,
+        calls: list[tuple[str, dict[str, Any]]],
+        subject: str,
+        record: dict[str, Any],
+        named: str,
+        pick: Any,
+        link: tuple[str, Any],
+    ) -> Iterator[Proposal]:
+        """What the second call tells about the record the first found: a field it alone gives, or the
+        records it lists."""
+        facts = {"record": record[named], "via": link[0]}
+        if second.reading.single and not second.reading.summary:
+            single = second.reading.single
+            have = {" ".join(words(k)) for k in record}
+            fresh = [
+                f
+                for f in askable_fields([single], {named})
+                if " ".join(words(f)) not in have and single[f] != record[named]
+            ]
+            for field in fresh[:2]:
+                yield proposal(
+                    field_question(field, subject, single[field]),
+                    calls,
+                    single[field],
+                    then(pick, link, lambda r, f=field: (r.single or {}).get(f)),
+                    "chain",
+                    ["lookup", "chain"],
+                    {**facts, "field": field},
+                    weight=1.4,
+                )
+        for table in second.reading.tables:
+            inner = common_name_key(table.records)
+            if inner is None or not 2 <= len(table.records) <= 8 or not table.complete:
+                continue
+            items = [r[inner] for r in table.records]
+            if not all(short_scalar(i) for i in items) or len(set(items)) != len(items):
+                continue
+            thing = plural(self.say.noun(second, table))
+            source = self.say.tool_noun(second.tool)
+            if source == "item" or plural(source) == thing:  # the second call lists the record's own things
+                asked, count_asked = f"belong to {subject}", f"does {subject} have"
+            else:
+                asked = count_asked = f"does the {source} of {subject} list"
+            listed = then(pick, link, lambda r, k=table.key, lb=table.label, i=inner: names_in(r, k, lb, i))
+            yield proposal(
+                f"Which {thing} {asked}?",
+                calls,
+                items,
+                listed,
+                "chain",
+                ["list", "chain"],
+                {**facts, "listing": thing},
+                weight=1.4,
+            )
+            yield proposal(
+                f"How many {thing} {count_asked}?",
+                calls,
+                len(items),
+                count_of(listed),
+                "chain",
+                ["count", "chain"],
+                {**facts, "listing": thing},
+                weight=1.2,
+            )
+            break
+
+    def _ranked_records(self, table: Table, named: str) -> list[tuple[dict[str, Any], tuple | None]]:
+        """The records to chain from: the first few by name, and the extremes of a date or number."""
+        out: list[tuple[dict[str, Any], tuple | None]] = [(r, None) for r in table.records[:3]]
+        if not table.complete or len(table.records) < 3:
+            return out
+        for field in fields_of(table.records):
+            kind = (
+                order_kind(values_of(table.records, field))
+                if field != named and not is_id_name(field)
+                else None
+            )
+            if kind is None:
+                continue
+            for highest in (True, False):
+                winner = extreme(table.records, field, kind, highest)
+                if winner is not None:
+                    out.insert(0, (winner, (field, highest, kind)))
+            break
+        return out
+
+
+def _link(first: Observation, record: dict[str, Any], second: Observation) -> tuple[str, Any] | None:
+    """(field, value) of `record` that `second` was called with, or ("path", …) for a listed entry."""
+    if second is first or second.tool == first.tool and second.arguments == first.arguments:
+        return None
+    path = record_path(first, record)
+    for value in second.arguments.values():
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if path is not None and item == path:
+                return ("path", path)
+            for key, held in record.items():
+                if (
+                    isinstance(held, str | int)
+                    and not isinstance(held, bool)
+                    and held == item
+                    and len(str(held)) > 2
+                ):
+                    return (key, held)
+    return None
+
+
+def _needs_first(link: tuple[str, Any], record: dict[str, Any], first: Observation, chosen: bool) -> bool:
+    """Whether the second call fetches the record the first found, by something only the first gives:
+    its identifier, or its path when the user does not name the entry (a search found it, or it is
+    the `chosen` latest or largest); a folder listing's entry has a path the user can say."""
+    key, value = link
+    if key == "path":
+        return chosen or searched(first)
+    return key == identifier_key(record) or bool(IDENTIFIER.match(str(value)))
+
+
+def _order_word(kind: str, highest: bool) -> str:
+    if kind == "date":
+        return "latest" if highest else "earliest"
+    return "largest" if highest else "smallest"
