@@ -136,9 +136,13 @@ def test_bookshop_proposals_validate_replay_and_run(bookshop: Path) -> None:
             row = books[calls[-1]["arguments"]["isbn"]]
             assert task["expected_result"] in row, task
             checked += 1
-        elif "titled" in task["prompt"]:
+        elif 'the book "' in task["prompt"]:
             title = task["prompt"].split('"')[1]
             assert task["expected_result"] in by_title[title], task
+            checked += 1
+        elif task["prompt"].startswith("How many books have author"):
+            author = task["prompt"].split('"')[1]
+            assert task["expected_result"] == sum(1 for row in books.values() if row[2] == author), task
             checked += 1
     assert checked >= 4
     # a search-then-fetch chain: the field only the fetch gives (stock), in two calls

@@ -68,6 +68,8 @@ class Links:
     def __init__(self, found: Exploration, say: Wording) -> None:
         self.found = found
         self.say = say
+        self.turns: dict[str, int] = {}
+        """How many records each second tool was asked about: each asks first for the next field."""
 
     def all(self) -> list[Proposal]:
         return [*self.chains(), *self.mentions(), *self.edges()]
@@ -235,7 +237,9 @@ class Links:
                 for f in askable_fields([single], {named})
                 if " ".join(words(f)) not in have and single[f] != record[named]
             ]
-            for field in fresh[:2]:
+            turn = self.turns.get(second.tool, 0)
+            self.turns[second.tool] = turn + 1
+            for field in fresh[turn % len(fresh) :][:1] if fresh else []:
                 yield proposal(
                     field_question(field, subject, single[field]),
                     calls,

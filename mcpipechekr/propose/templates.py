@@ -44,6 +44,8 @@ GENERIC = {
     "history", "list", "results", "result", "items", "item", "data", "output", "found", "all", "matching",
     "match", "matches", "total", "showing",
 }  # fmt: skip
+CHAIN_EVERY = 3
+"""One proposal in this many, tried first, needs two calls or more."""
 MAX_QUOTED = 80
 """Longest string value a template asks for or quotes."""
 SHAPES = ("lookup", "count", "filter-count", "list", "superlative", "comparison", "chain", "negative")
@@ -226,8 +228,8 @@ def askable_fields(records: list[dict[str, Any]], skip: set[str]) -> list[str]:
     keys: dict[str, None] = {}
     for record in records:
         for key, value in record.items():
-            if key in skip or is_id_name(key) or not short_scalar(value):
-                continue
+            if key in skip or key == "text" or is_id_name(key) or not short_scalar(value):
+                continue  # `text`: a body or a message, quoted, never asked for whole
             if isinstance(value, str) and IDENTIFIER.match(value) and re.search(r"\d", value):
                 continue
             keys[key] = None
@@ -331,4 +333,16 @@ def interleave(proposals: list[Proposal], about: str | None = None) -> list[Prop
             for queue in group:
                 if queue:
                     ordered.append(queue.pop(0))
-    return ordered
+    return _with_chains(ordered)
+
+
+def _with_chains(ordered: list[Proposal]) -> list[Proposal]:
+    """Every `CHAIN_EVERY`th proposal one that needs two calls or more, while there are some: a user's
+    harder requests are worth a share of a short list."""
+    single = [p for p in ordered if len(p.reference_calls) < 2]
+    multi = [p for p in ordered if len(p.reference_calls) >= 2]
+    out: list[Proposal] = []
+    while single or multi:
+        take_multi = multi and (not single or len(out) % CHAIN_EVERY == 1)
+        out.append((multi if take_multi else single).pop(0))
+    return out

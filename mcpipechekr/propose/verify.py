@@ -73,7 +73,11 @@ def verify_proposal(
         or (proposal.expected_result in ([], {}) and proposal.template != "negative")
     ):
         return "it has no expected_result"
-    answers = []
+    now = now or datetime.now(UTC)
+    moving = volatile(proposal.expected_result, None, now)
+    if moving is not None:
+        return f"it depends on the clock ({moving}): the answer would change"
+    answers, singles = [], []
     for _ in range(REPLAYS):
         replayed = replay(server, tools, proposal.reference_calls, timeout_s)
         if isinstance(replayed, str):
@@ -93,10 +97,11 @@ def verify_proposal(
             if missing:
                 return f"the replayed result does not contain {', '.join(_show(v) for v in missing[:3])}"
             answer = proposal.expected_result
-        answers.append((answer, readings[-1].single))
+        answers.append(answer)
+        singles.append(readings[-1].single)
     if answers[0] != answers[-1]:
         return "two replays gave different answers: it changes from one call to the next"
-    moving = volatile(proposal.expected_result, answers[0][1], now or datetime.now(UTC))
+    moving = volatile(proposal.expected_result, singles[0], now)
     if moving is not None:
         return f"it depends on the clock ({moving}): the answer would change"
     if gives_away(proposal):
