@@ -217,7 +217,14 @@ def test_answers_that_move_with_the_clock_or_between_calls_are_refused(tmp_path:
     assert reasons['What is the time for timezone "UTC"?'].startswith("it depends on the clock (")
     draw = reasons['What is the draw for player "north"?']
     assert draw.startswith("the replayed result gives") or draw.startswith("two replays gave different")
-    assert [task.prompt for task in outcome.tasks] == ['What is the desk for queue "support"?']
+    # a yes or no over two random draws may come out the same twice by chance: the draws do not
+    assert reasons['Is the draw for player "south" higher than for "north"?'].startswith(
+        ("the replayed result gives", "two replays gave different")
+    )
+    assert sorted(task.prompt for task in outcome.tasks) == [
+        'What is the desk for queue "billing"?',
+        'What is the desk for queue "support"?',
+    ]
     assert not any("ticket" in refusal.prompt for refusal in outcome.refused)  # a random id: never asked
 
 

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -25,9 +26,10 @@ from mcpipechekr.propose.explore import (
     Observation,
     identifier_key,
     name_key,
+    parameters,
     record_path,
 )
-from mcpipechekr.propose.reading import Table, is_id_name, words
+from mcpipechekr.propose.reading import Table, as_number, is_id_name, words
 from mcpipechekr.propose.rules import (
     category,
     common_name_key,
@@ -40,6 +42,9 @@ from mcpipechekr.propose.rules import (
     names_in,
     only_name,
     order_kind,
+    over_details,
+    sort_key,
+    swept,
     then,
     values_of,
 )
@@ -50,16 +55,21 @@ from mcpipechekr.propose.templates import (
     askable_fields,
     field_phrase,
     field_question,
+    phrase,
     plural,
     proposal,
     quoted,
     searched,
     searched_by_name,
+    short_item,
     short_scalar,
+    speakable,
 )
 
 PER_TABLE = 4
 """Chains made from one table at most."""
+MAX_FETCHED = 6
+"""Records of a listing whose details one question may read, one call each."""
 
 
 class Links:
@@ -72,7 +82,155 @@ class Links:
         """How many records each second tool was asked about: each asks first for the next field."""
 
     def all(self) -> list[Proposal]:
-        return [*self.chains(), *self.mentions(), *self.edges()]
+        return [*self.chains(), *self.aggregates(), *self.sweeps(), *self.mentions(), *self.edges()]
+
+    def sweeps(self) -> list[Proposal]:
+        """One tool called with each value of an enum parameter (each city), a number in each answer:
+        "Of "Chicago", "New York" and "Los Angeles", which location has the highest humidity?" needs
+        a call per value; "Is the humidity for location "Chicago" higher than for "New York"?" two."""
+        groups: dict[tuple[str, str, str], list[Observation]] = {}
+        for obs in self.found.observations:
+            tool = self.found.callable.get(obs.tool)
+            single = obs.reading.single
+            if tool is None or not single or obs.reading.summary or obs.reading.tables or obs.placeholders:
+                continue
+            for param, schema in parameters(tool).items():
+                if isinstance(schema.get("enum"), list) and param in obs.arguments:
+                    rest = {k: v for k, v in obs.arguments.items() if k != param}
+                    key = (obs.tool, param, json.dumps(rest, sort_keys=True, default=str))
+                    groups.setdefault(key, []).append(obs)
+        out: list[Proposal] = []
+        for (_, param, _), members in groups.items():
+            if len(members) < 2:
+                continue
+            values = [obs.arguments[param] for obs in members]
+            singles = [obs.reading.single or {} for obs in members]
+            calls = [(obs.tool, obs.arguments) for obs in members]
+            for field in fields_of(singles):
+                numbers = [as_number(single.get(field)) for single in singles]
+                if not speakable(field) or is_id_name(field) or any(n is None for n in numbers):
+                    continue
+                if len(set(numbers)) != len(numbers):
+                    continue
+                said = ", ".join(quoted(v) for v in values[:-1]) + f" and {quoted(values[-1])}"
+                for word, pick in (("highest", max), ("lowest", min)):
+                    best = pick(n for n in numbers if n is not None)
+                    winner = values[numbers.index(best)]
+                    answer = {param: winner, field: singles[numbers.index(best)][field]}
+                    asked = f"which {phrase(param)} has the {word} {phrase(field)}, and what is it?"
+                    out.append(  # the value with it, not the name alone: naming every option is no answer
+                        proposal(
+                            f"Of {said}, {asked}",
+                            calls,
+                            answer,
+                            swept(field, values, word, param),
+                            "superlative",
+                            ["superlative", "chain"],
+                            {"field": field, "values": values},
+                            weight=1.4,
+                        )
+                    )
+                for first, second in zip(range(1, len(values)), range(len(values) - 1), strict=False):
+                    out.append(
+                        proposal(
+                            f"Is the {phrase(field)} for {phrase(param)} {quoted(values[first])} higher "
+                            f"than for {quoted(values[second])}?",
+                            [calls[first], calls[second]],
+                            numbers[first] > numbers[second],  # type: ignore[operator]
+                            swept(field, [values[first], values[second]], "greater", param),
+                            "comparison",
+                            ["comparison", "chain"],
+                            {"field": field, "values": [values[first], values[second]]},
+                        )
+                    )
+        return out
+
+    def aggregates(self) -> list[Proposal]:
+        """Questions over the details of every record of a listing: "Which note in the folder "notes" was
+        updated last?" needs the listing and each note (three calls or more), since the listing does
+        not give the field. Only for a complete listing whose every record was fetched by one tool."""
+        out: list[Proposal] = []
+        for first in self.found.observations:
+            context = self.say.context(first, listing=True)
+            if context is None or searched(first):
+                continue
+            for table in first.reading.tables:
+                named = common_name_key(table.records)
+                if named is None or not table.complete:
+                    continue
+                for kind, group in _groups(table):
+                    if 2 <= len(group.records) <= MAX_FETCHED:
+                        out += self._over_details(first, group, named, context, kind)
+        return out
+
+    def _over_details(
+        self, first: Observation, table: Table, named: str, context: str, kind: str | None = None
+    ) -> list[Proposal]:
+        details: list[tuple[Observation, tuple[str, Any]]] = []
+        for record in table.records:
+            found = next(
+                (
+                    (second, link)
+                    for second in self.found.observations
+                    if (link := _link(first, record, second)) is not None
+                    and second.reading.single
+                    and not second.reading.summary
+                ),
+                None,
+            )
+            if found is None or (details and found[0].tool != details[0][0].tool):
+                return []
+            details.append(found)
+        singles = [second.reading.single or {} for second, _ in details]
+        names = [record[named] for record in table.records]
+        if len(set(map(str, names))) != len(names) or not all(short_scalar(n) for n in names):
+            return []
+        noun = kind or self.say.noun(first, table)
+        calls = [(first.tool, first.arguments), *((second.tool, second.arguments) for second, _ in details)]
+        where = (table.key, table.label, named, table.kind_field, kind)
+        links = [link for _, link in details]
+        have = {" ".join(words(k)) for k in table.records[0]}
+        out: list[Proposal] = []
+        for field in fields_of(singles):
+            if " ".join(words(field)) in have or is_id_name(field) or field == "text":
+                continue
+            values = values_of(singles, field)
+            kind = order_kind(values, field)
+            if kind is not None and len(out) < 2:
+                for highest in (True, False):
+                    keyed = [sort_key(v, kind) for v in values]
+                    best = (max if highest else min)(keyed)
+                    if keyed.count(best) != 1:
+                        continue
+                    out.append(
+                        proposal(
+                            f"Which {noun}{context} has the {_order_word(kind, highest)} "
+                            f"{field_phrase(field, values[0])}?",
+                            calls,
+                            names[keyed.index(best)],
+                            over_details(where, links, field, ("extreme", kind, highest)),
+                            "superlative",
+                            ["superlative", "chain"],
+                            {"noun": noun, "field": field, "records": len(names)},
+                            weight=1.5,
+                        )
+                    )
+            elif all(category(v) for v in values) and 2 <= len(set(values)) < len(values):
+                shared = max(set(values), key=lambda v: (values.count(v), str(v)))
+                if values.count(shared) >= 2:
+                    out.append(
+                        proposal(
+                            f"How many {plural(noun)}{context} have {phrase(field)} {quoted(shared)}?",
+                            calls,
+                            values.count(shared),
+                            over_details(where, links, field, ("count", shared)),
+                            "filter-count",
+                            ["count", "filter", "chain"],
+                            {"noun": noun, "field": field, "value": shared},
+                            weight=1.5,
+                        )
+                    )
+        return out
 
     def mentions(self) -> list[Proposal]:
         """ "Which note mentions "readings"?": a search by a word read in one record's text that finds
@@ -255,7 +413,7 @@ class Links:
             if inner is None or not 2 <= len(table.records) <= 8 or not table.complete:
                 continue
             items = [r[inner] for r in table.records]
-            if not all(short_scalar(i) for i in items) or len(set(items)) != len(items):
+            if not all(short_item(i) for i in items) or len(set(items)) != len(items):
                 continue
             thing = plural(self.say.noun(second, table))
             source = self.say.tool_noun(second.tool)
@@ -293,7 +451,7 @@ class Links:
             return out
         for field in fields_of(table.records):
             kind = (
-                order_kind(values_of(table.records, field))
+                order_kind(values_of(table.records, field), field)
                 if field != named and not is_id_name(field)
                 else None
             )
@@ -305,6 +463,19 @@ class Links:
                     out.insert(0, (winner, (field, highest, kind)))
             break
         return out
+
+
+def _groups(table: Table) -> list[tuple[str | None, Table]]:
+    """The table, or its records of each kind when they say theirs (`[FILE]` and `[DIR]` entries): only
+    files can be read, so "Which file in the folder …" asks about the files alone."""
+    field = next((f for f in ("type", "kind") if all(isinstance(r.get(f), str) for r in table.records)), None)
+    if field is None:
+        return [(None, table)]
+    kinds = sorted({r[field] for r in table.records})
+    return [
+        (kind, Table(table.key, [r for r in table.records if r[field] == kind], True, table.label, field))
+        for kind in kinds
+    ]
 
 
 def _link(first: Observation, record: dict[str, Any], second: Observation) -> tuple[str, Any] | None:

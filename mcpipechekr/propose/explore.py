@@ -18,6 +18,13 @@ into the tools, so a listing leads to its items and an item to its details:
   other rule fills (`revision`): tried once, and kept for the other records
   when the server answers.
 
+A tool whose one enum parameter synthesis gave one value is called with each of
+the others (a weather tool's cities, a listing's statuses).
+
+A tool synthesis could not reach is tried once more with the server's folder
+(its command line's, or its working directory) in every path parameter, as a
+server that asks for "the path of the repository" on each call wants.
+
 Every call goes through `CheckContext.may_call`, so only tools annotated
 `readOnlyHint: true` and not `destructiveHint: true` are ever called, as in
 `check`. Calls are bounded (`MAX_FOLLOW_UP_CALLS`, `FOLLOW_UP_TIME_S`).
@@ -38,7 +45,7 @@ import mcp_types
 import orjson
 
 from mcpipechekr.check.context import CheckContext
-from mcpipechekr.check.synthesis import MINIMAL, PATHISH, reach_tools
+from mcpipechekr.check.synthesis import FILEISH, MINIMAL, PATHISH, reach_tools
 from mcpipechekr.config import Config
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.propose.reading import Reading, Table, is_id_name, read_result, result_text, words
@@ -60,10 +67,12 @@ NAME_KEYS = (
 """Record fields that name a record for a person, best first."""
 RECORDS_PER_TABLE = 4
 """Records of each table fed back into other tools."""
-MAX_FOLLOW_UP_CALLS = 80
+MAX_FOLLOW_UP_CALLS = 200
 FOLLOW_UP_TIME_S = 90.0
 ROUNDS = 3
 MAX_PAGE = 4
+MAX_SWEEP = 6
+"""Values of an enum parameter called in turn at most."""
 """Pages of one listing followed at most."""
 IDENTIFIER = re.compile(r"^(?:[0-9a-f]{7,64}|[0-9a-f-]{36}|[a-z0-9]+(?:[-_][a-z0-9]+)+|[A-Z]{1,5}-\d{1,6})$")
 """A value that looks like an identifier: a hash, a uuid, a slug, a ticket key."""
@@ -227,6 +236,37 @@ def explore(
                 for k, v in candidate.arguments.items()
                 if candidate.sources.get(k) != MINIMAL or k in required(reach.tool)
             }
+    for tool in callable_tools.values():  # a tool that wants the folder it works on, given as an option
+        if tool.name in base or not found.roots:
+            continue
+        arguments = rooted(tool, found.roots[0])
+        if arguments:
+            base[tool.name] = arguments  # what a follow-up adds its record's values to
+        if not arguments or not _complete(tool, arguments) or _key(tool.name, arguments) in seen:
+            continue
+        seen.add(_key(tool.name, arguments))
+        found.calls += 1
+        try:
+            result = server.call_tool(tool.name, arguments, timeout_s)
+        except ServerHalt:
+            ctx.recover()
+            continue
+        except Exception:
+            continue
+        keep(tool.name, arguments, result, frozenset())
+    for tool, arguments in enum_sweeps(callable_tools, base):  # each city of `location`, each status…
+        if _key(tool.name, arguments) in seen or found.calls >= MAX_FOLLOW_UP_CALLS:
+            continue
+        seen.add(_key(tool.name, arguments))
+        found.calls += 1
+        try:
+            result = server.call_tool(tool.name, arguments, timeout_s)
+        except ServerHalt:
+            ctx.recover()
+            continue
+        except Exception:
+            continue
+        keep(tool.name, arguments, result, frozenset())
     feeder = _Feeder(found, base, about)
     deadline = time.monotonic() + FOLLOW_UP_TIME_S
     fresh = list(found.observations)
@@ -340,6 +380,10 @@ class _Feeder:
         for key, value in record.items():
             param = key_parameter(tool, key)
             if param and isinstance(value, str | int) and not isinstance(value, bool):
+                if PATHISH.search(param) and isinstance(value, str) and not os.path.isabs(value):
+                    value = joined(obs, value)  # a tree's `docs/readme.md`, below the folder it listed
+                    if value is None:
+                        continue
                 out.append((tool, {**base, param: value}, None))
                 filled.add(param)
         named = name_key(record)
@@ -382,8 +426,53 @@ class _Feeder:
         return out
 
 
+def enum_sweeps(
+    tools: dict[str, mcp_types.Tool], base: dict[str, dict[str, Any]]
+) -> list[tuple[mcp_types.Tool, dict[str, Any]]]:
+    """The other values of a reached tool's one enum parameter, each in a call of its own: the words of
+    the user's vocabulary (a city, a status) the tool gives facts about."""
+    out = []
+    for name, arguments in base.items():
+        tool = tools.get(name)
+        if tool is None:
+            continue
+        enums = {
+            param: schema["enum"]
+            for param, schema in parameters(tool).items()
+            if isinstance(schema.get("enum"), list) and param in arguments
+        }
+        if len(enums) != 1:
+            continue
+        ((param, values),) = enums.items()
+        for value in values[:MAX_SWEEP]:
+            if value != arguments[param] and isinstance(value, str | int) and not isinstance(value, bool):
+                out.append((tool, {**arguments, param: value}))
+    return out
+
+
+def rooted(tool: mcp_types.Tool, root: str) -> dict[str, Any]:
+    """Arguments that give every path parameter the server's folder (a file's path is left out)."""
+    return {
+        name: root
+        for name, schema in parameters(tool).items()
+        if PATHISH.search(name) and "string" in _types(schema) and not FILEISH.search(name)
+    }
+
+
+def joined(obs: Observation, relative: str) -> str | None:
+    """A relative path a result gave, joined to the folder the call was given."""
+    for param, value in obs.arguments.items():
+        if PATHISH.search(param) and isinstance(value, str) and os.path.isabs(value):
+            return value.rstrip("/") + "/" + relative.strip("/")
+    return None
+
+
 def record_path(obs: Observation, record: dict[str, Any]) -> str | None:
-    """The path of an entry a folder listing gave: the folder's path and the entry's name."""
+    """The path of an entry a folder listing gave: the folder's path and the entry's name (or the path
+    a folder tree gave it)."""
+    path = record.get("path")
+    if isinstance(path, str) and path.strip():
+        return path if os.path.isabs(path) else joined(obs, path)
     name = record.get("name")
     if not isinstance(name, str) or "/" in name.strip("/") and not name.startswith("/"):
         return None

@@ -11,7 +11,9 @@ What is read, in order:
 
 - JSON: structuredContent, or a text block that parses as JSON; a
   structuredContent that only wraps one string (`{"content": "..."}`) is read
-  as that text. Every list of mappings at the top or one key down is a table
+  as that text, and so is a field of several lines that reads as records (a
+  commit's `content`: its header's fields join the record's). Every list of
+  mappings at the top or one key down is a table
   (`{"entities": [...], "relations": [...]}` gives two); a mapping with scalar
   fields is the single record.
 - Blocks of `Key: value` lines separated by blank lines, two or more blocks
@@ -69,6 +71,8 @@ class Table:
     """False when the result says there is more: another page, a larger total."""
     label: str = ""
     """A noun the result gives the records (`commit` for `Commit: …` blocks), if any."""
+    kind_field: str | None = None
+    """Set on a part of a table: the field its records share one value of (`type`), to find them again."""
 
 
 @dataclass
@@ -179,6 +183,14 @@ def read_json(document: Any) -> Reading:
                 more = partial or any(total > len(value) for total in totals)
                 reading.tables.append(Table(str(key), [_flat(r) for r in value], complete=not more))
         scalars = {k: v for k, v in document.items() if _scalar(v) or _scalar_list(v)}
+        for key, value in list(scalars.items()):  # text inside JSON: a commit's `content`, a note's body
+            if isinstance(value, str) and "\n" in value.strip() and len(value) > 40:
+                inner = read_text(value)
+                if inner.empty:
+                    continue
+                del scalars[key]
+                scalars.update({k: v for k, v in (inner.single or {}).items() if k not in scalars})
+                reading.tables += [Table(str(key), t.records, t.complete, t.label) for t in inner.tables]
         if scalars and not reading.tables:
             reading.single = scalars
         elif scalars:  # a total, a page number beside the records: about them, not a record

@@ -18,7 +18,8 @@ from typing import Any
 
 from mcpipechekr.evaluate.matching import as_day
 from mcpipechekr.propose.explore import name_key
-from mcpipechekr.propose.reading import Reading, Table, as_number
+from mcpipechekr.propose.reading import Reading, Table, as_number, words
+from mcpipechekr.propose.templates import TIME_WORDS
 
 MAX_CATEGORY = 40
 """Longest value a filter or comparison quotes."""
@@ -47,6 +48,17 @@ def iso_moment(value: Any) -> str | None:
         return datetime.strptime(text[:24], "%a %b %d %Y %H:%M:%S").isoformat()
     except ValueError:
         return None
+
+
+def epoch(value: Any) -> float | None:
+    """Unix time in seconds, for a number in the range of seconds or milliseconds since 2001."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if 1e9 <= value < 1e10:
+        return float(value)
+    if 1e12 <= value < 1e13:
+        return value / 1000
+    return None
 
 
 def values_of(records: list[dict[str, Any]], key: str) -> list[Any]:
@@ -79,10 +91,14 @@ def fields_of(records: list[dict[str, Any]]) -> list[str]:
     return list(keys)
 
 
-def order_kind(values: list[Any]) -> str | None:
+def order_kind(values: list[Any], field: str = "") -> str | None:
+    """How a field's values are ordered: `date` (ISO text, or Unix time under a field named for a
+    time), `number`, or None."""
     if not values or any(v is None for v in values):
         return None
     if all(iso_moment(v) for v in values):
+        return "date"
+    if set(words(field)) & TIME_WORDS and all(epoch(v) for v in values):
         return "date"
     if all(as_number(v) is not None for v in values) and not all(
         isinstance(v, str) and v.isdigit() for v in values
@@ -94,7 +110,9 @@ def order_kind(values: list[Any]) -> str | None:
 
 
 def sort_key(value: Any, kind: str) -> Any:
-    return iso_moment(value) if kind == "date" else as_number(value)
+    if kind == "date":
+        return iso_moment(value) if isinstance(value, str) else epoch(value)
+    return as_number(value)
 
 
 def extreme(records: list[dict[str, Any]], field: str, kind: str, highest: bool) -> dict[str, Any] | None:
@@ -245,6 +263,55 @@ def count_of(listed: Any) -> Any:
 def names_in(reading: Reading, key: str, label: str, inner: str) -> list[Any] | None:
     table = table_in(reading, key, label)
     return None if table is None or not table.complete else [r.get(inner) for r in table.records]
+
+
+def over_details(where: tuple, links: list[tuple[str, Any]], field: str, ask: tuple) -> Any:
+    """The listing still holds the same records (of the kind asked about), each still leads to its
+    details, then the answer over the details' `field`: the name of the record with its extreme, or
+    how many hold a value."""
+    key, label, named, kind_field, kind = where
+
+    def derive(readings: list[Reading]) -> Any:
+        table = table_in(readings[0], key, label)
+        if table is None or not table.complete:
+            return None
+        records = [r for r in table.records if kind_field is None or r.get(kind_field) == kind]
+        if len(records) != len(links):
+            return None
+        if not all(still_linked(r, link) for r, link in zip(records, links, strict=True)):
+            return None
+        values = [(reading.single or {}).get(field) for reading in readings[1:]]
+        if any(v is None for v in values):
+            return None
+        if ask[0] == "count":
+            return sum(1 for v in values if v == ask[1])
+        _, order, highest = ask
+        keyed = [sort_key(v, order) for v in values]
+        if any(k is None for k in keyed):
+            return None
+        best = (max if highest else min)(keyed)
+        return records[keyed.index(best)].get(named) if keyed.count(best) == 1 else None
+
+    return derive
+
+
+def swept(field: str, values: list[Any], ask: str, param: str) -> Any:
+    """Over one call per value: the value whose answer holds the highest (or lowest) `field`, with
+    that field, or whether the first's is larger than the second's."""
+
+    def derive(readings: list[Reading]) -> Any:
+        singles = [reading.single or {} for reading in readings]
+        numbers = [as_number(single.get(field)) for single in singles]
+        if any(n is None for n in numbers) or len(numbers) != len(values):
+            return None
+        if ask == "greater":
+            return None if numbers[0] == numbers[1] else numbers[0] > numbers[1]
+        best = (max if ask == "highest" else min)(n for n in numbers if n is not None)
+        if numbers.count(best) != 1:
+            return None
+        return {param: values[numbers.index(best)], field: singles[numbers.index(best)][field]}
+
+    return derive
 
 
 def still_linked(record: dict[str, Any], link: tuple[str, Any]) -> bool:

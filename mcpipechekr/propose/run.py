@@ -59,6 +59,8 @@ class ProposeOutcome:
     """Tools exploration could call (annotated read-only)."""
     proposed: int = 0
     """Proposals made before verification."""
+    content_tools: int = 0
+    """Tools whose results held records to ask about (not prose, not an error)."""
 
     def why_none(self) -> str:
         """Why no task was written, in one sentence a user can act on."""
@@ -126,8 +128,14 @@ def propose_tasks(
     finally:
         fresh.stop()
     tasks = _as_tasks(verified, set(taken_ids))
+    content = {obs.tool for obs in found.observations if not obs.reading.empty and not obs.placeholders}
     return ProposeOutcome(
-        assign_splits(tasks), refused, len(found.observations), len(found.callable), len(proposals)
+        assign_splits(tasks),
+        refused,
+        len(found.observations),
+        len(found.callable),
+        len(proposals),
+        len(content),
     )
 
 

@@ -66,7 +66,9 @@ from mcpipechekr.propose.templates import (
     quoted,
     searched,
     searched_by_name,
+    short_item,
     short_scalar,
+    speakable,
 )
 
 PER_TABLE = {"lookup": 4, "filter-count": 2, "list": 2, "superlative": 2, "comparison": 2}
@@ -152,7 +154,7 @@ class Shapes:
                 )
             for field in lists[:1]:
                 items = record[field]
-                if not items or not all(short_scalar(item) for item in items) or len(items) > 8:
+                if not items or not all(short_item(item) for item in items) or len(items) > 8:
                     continue
                 out.append(
                     proposal(
@@ -187,7 +189,7 @@ class Shapes:
         out: list[Proposal] = []
         shared: list[tuple[str, Any, int]] = []
         for field in fields_of(records):
-            if field == named or is_id_name(field):
+            if field == named or is_id_name(field) or not speakable(field):
                 continue
             counts: dict[Any, int] = {}
             for record in records:
@@ -239,7 +241,7 @@ class Shapes:
         fields = [
             f
             for f in fields_of(table.records)
-            if f != named and all(holds(r, f, term) for r in table.records)
+            if f != named and speakable(f) and all(holds(r, f, term) for r in table.records)
         ]
         if not fields or (
             named is not None and any(term.lower() in str(r[named]).lower() for r in table.records)
@@ -307,7 +309,7 @@ class Shapes:
         for field in fields_of(records):
             if field == named or is_id_name(field):
                 continue
-            kind = order_kind(values_of(records, field))
+            kind = order_kind(values_of(records, field), field)
             if kind is None:
                 continue
             words_ = ("latest", "earliest") if kind == "date" else ("largest", "smallest")
@@ -338,11 +340,16 @@ class Shapes:
         names = values_of(records, named)
         usable = [r for r in records if names.count(r[named]) == 1 and short_scalar(r[named])]
         for field in fields_of(records):
-            if field == named or is_id_name(field) or len(out) >= PER_TABLE["comparison"]:
+            if (
+                field == named
+                or is_id_name(field)
+                or not speakable(field)
+                or len(out) >= PER_TABLE["comparison"]
+            ):
                 continue
             values = values_of(usable, field)
-            if order_kind(values) is not None and len(usable) >= 2:
-                kind = order_kind(values)
+            if order_kind(values, field) is not None and len(usable) >= 2:
+                kind = order_kind(values, field)
                 a, b = usable[0], usable[1]
                 if sort_key(a[field], kind) == sort_key(b[field], kind):
                     continue
@@ -405,7 +412,7 @@ class Shapes:
                 )
             )
         for field, items in single.items():
-            if isinstance(items, list) and 2 <= len(items) <= 8 and all(short_scalar(i) for i in items):
+            if isinstance(items, list) and 2 <= len(items) <= 8 and all(short_item(i) for i in items):
                 out.append(
                     proposal(
                         f"What are the {phrase(field)} listed in {subject}?",

@@ -34,6 +34,9 @@ from mcpipechekr.propose.explore import (
 )
 from mcpipechekr.propose.reading import Reading, Table, is_id_name, words
 
+TIME_WORDS = {"time", "timestamp", "date", "created", "updated", "modified", "at", "when", "ts"}
+"""Words of a field's name that say it holds a moment (a number under one is Unix time)."""
+
 Derive = Callable[[list[Reading]], Any]
 
 VERBS = {
@@ -144,12 +147,25 @@ class Wording:
             str(record.get("type", "")).lower() in ("file", "dir", "directory") for record in table.records
         ):
             return "entry"
+        if (
+            not table.label
+            and all(list(record) == ["name"] for record in table.records)
+            and self.of_file(obs)
+        ):
+            return "line"  # a text file read: its lines
         names = {str(key).lower() for record in table.records[:1] for key in record if is_name_key(key)}
         for source in (table.label, table.key):
             kept = [w for w in words(source) if w not in GENERIC and not w.isdigit()]
             if kept and len(kept) <= 3 and source.lower() not in names:
                 return singular(kept[-1])
         return self.tool_noun(obs.tool)
+
+    def of_file(self, obs: Observation) -> bool:
+        """Whether the call was given a file's path (a name with an extension) below a root."""
+        return any(
+            isinstance(v, str) and bool(rel := self.relative(v)) and "." in rel.rsplit("/", 1)[-1]
+            for v in obs.arguments.values()
+        )
 
     def context(self, obs: Observation, *, listing: bool) -> str | None:
         """` in the folder "docs"`: the call's arguments read out; None when one cannot be said."""
@@ -215,6 +231,25 @@ def is_paging(name: str) -> bool:
     )
 
 
+PREPOSITIONS = {"to", "from", "in", "on", "at", "by", "of", "for", "with", "into"}
+
+
+def speakable(field: str) -> bool:
+    """Whether a field's name reads as a noun in a question: not `to` or `from` (a relation's ends)."""
+    return phrase(field) not in PREPOSITIONS and bool(words(field))
+
+
+def short_item(value: Any) -> bool:
+    """An item of a list worth naming in an answer: a short scalar, not a sentence, not an identifier."""
+    if not short_scalar(value):
+        return False
+    if isinstance(value, str) and IDENTIFIER.match(value) and re.search(r"\d", value):
+        return False  # a hash, a ticket id: no one lists those from memory
+    return not (
+        isinstance(value, str) and (len(value.split()) > 6 or value.rstrip().endswith((".", "!", "?")))
+    )
+
+
 def short_scalar(value: Any) -> bool:
     if isinstance(value, bool):
         return False
@@ -228,8 +263,16 @@ def askable_fields(records: list[dict[str, Any]], skip: set[str]) -> list[str]:
     keys: dict[str, None] = {}
     for record in records:
         for key, value in record.items():
-            if key in skip or key == "text" or is_id_name(key) or not short_scalar(value):
+            if (
+                key in skip
+                or key == "text"
+                or is_id_name(key)
+                or not short_scalar(value)
+                or not speakable(key)
+            ):
                 continue  # `text`: a body or a message, quoted, never asked for whole
+            if isinstance(value, int | float) and set(words(key)) & TIME_WORDS and 1e9 <= value < 1e13:
+                continue  # Unix time: a user asks for a date, and no one says 1709546400
             if isinstance(value, str) and IDENTIFIER.match(value) and re.search(r"\d", value):
                 continue
             keys[key] = None

@@ -8,13 +8,16 @@ the task is kept only when
 - every call names a tool the server lists and annotates read-only (the
   baseline would refuse any other, `baseline.write_call_problems`) and
   answers without an error;
-- both replays give the expected answer: a template's by its own rule
+- both replays give the expected answer, from the same results (identifiers
+  and time stamps aside: a random draw can give the same yes or no twice):
+  a template's by its own rule
   (`Proposal.derive`: the record the prompt names, its field; the records that
   pass the filter, counted), a model's as values of the last result (a JSON
   value equal to it, a list that long, or the value written in the text);
 - the answer does not move with the clock: no value within a day and a half
   of now (a current time, a file modified just now, a date converted today),
-  in the answer or in the single record it was read from;
+  in the answer or, for a one-call question, in the single record it was read
+  from (a converted time's other fields);
 - the prompt does not give its answer away;
 - the correctness check of Phase 2 (`evaluate.correctness.check_deterministic`)
   accepts an answer that states the expected result, worded as an agent
@@ -37,8 +40,9 @@ import orjson
 
 from mcpipechekr.evaluate.correctness import check_deterministic, identifying_payload
 from mcpipechekr.evaluate.matching import Haystack
-from mcpipechekr.propose.reading import Reading, read_result, result_text
-from mcpipechekr.propose.shapes import iso_moment
+from mcpipechekr.propose.explore import IDENTIFIER
+from mcpipechekr.propose.reading import Reading, is_id_name, read_result, result_text
+from mcpipechekr.propose.rules import epoch, iso_moment
 from mcpipechekr.propose.templates import Proposal
 from mcpipechekr.server.annotations import write_risk
 from mcpipechekr.server.lifecycle import ServerUnderTest
@@ -77,14 +81,17 @@ def verify_proposal(
     moving = volatile(proposal.expected_result, None, now)
     if moving is not None:
         return f"it depends on the clock ({moving}): the answer would change"
-    answers, singles = [], []
+    answers, singles, facts = [], [], []
     for _ in range(REPLAYS):
         replayed = replay(server, tools, proposal.reference_calls, timeout_s)
         if isinstance(replayed, str):
             return replayed
         readings, texts = replayed
         if proposal.derive is not None:
-            answer = proposal.derive(readings)
+            try:
+                answer = proposal.derive(readings)
+            except (TypeError, ValueError, KeyError, IndexError) as exc:  # results of another shape now
+                return f"its answer could not be derived from the replayed results: {type(exc).__name__}"
             if answer is None:
                 return "the replayed result no longer holds what the question is about"
             if answer != proposal.expected_result:
@@ -99,9 +106,14 @@ def verify_proposal(
             answer = proposal.expected_result
         answers.append(answer)
         singles.append(readings[-1].single)
+        facts.append([fingerprint(reading, now) for reading in readings])
     if answers[0] != answers[-1]:
         return "two replays gave different answers: it changes from one call to the next"
-    moving = volatile(proposal.expected_result, singles[0], now)
+    if facts[0] != facts[-1]:  # a random draw can give the same yes or no twice; its numbers do not
+        return "two replays gave different results (other than ids and the time): they change between calls"
+    moving = volatile(
+        proposal.expected_result, singles[0] if len(proposal.reference_calls) == 1 else None, now
+    )
     if moving is not None:
         return f"it depends on the clock ({moving}): the answer would change"
     if gives_away(proposal):
@@ -144,6 +156,25 @@ def replay(
     return readings, texts
 
 
+def fingerprint(reading: Reading, now: datetime) -> Any:
+    """What a result says, without what may differ on every call of a stable server: identifiers (a
+    request id) and moments near now (a time stamp)."""
+
+    def kept(record: dict[str, Any]) -> dict[str, Any]:
+        return {
+            key: value
+            for key, value in record.items()
+            if not is_id_name(key)
+            and not (isinstance(value, str) and IDENTIFIER.match(value) and re.search(r"\d", value))
+            and volatile(value, None, now) is None
+        }
+
+    return (
+        [[kept(record) for record in table.records] for table in reading.tables],
+        kept(reading.single or {}),
+    )
+
+
 def answer_text(expected: Any) -> str:
     """The expected result as an agent would state it: `yes`/`no`, a number, names joined by commas."""
     if isinstance(expected, bool):
@@ -178,6 +209,8 @@ def volatile(expected: Any, single: dict[str, Any] | None, now: datetime) -> str
 
 
 def _moment(value: Any) -> datetime | None:
+    if (seconds := epoch(value)) is not None:
+        return datetime.fromtimestamp(seconds, UTC)
     if not isinstance(value, str):
         return None
     iso = iso_moment(value)
