@@ -377,6 +377,9 @@ def _lines(text: str) -> Reading | None:
         items.append(_item(line))
     if len(items) < (1 if header else 2):
         return None
+    prose = sum(1 for item in items if len(item["name"].split()) > 5 or ", " in item["name"])
+    if prose * 2 >= len(items):
+        return None  # sentences one per line (a status report), not a listing
     return Reading(tables=[Table(header, items)], single=_typed(summary) if summary else None, summary=True)
 
 

@@ -99,6 +99,8 @@ def plural(noun: str) -> str:
     head, _, last = noun.rpartition(" ")
     if last == "person":
         return f"{head} people".strip()
+    if last.endswith("us"):
+        return f"{head} {last}es".strip()  # status → statuses
     if last.endswith("s") and not last.endswith("ss"):
         return noun
     if last.endswith("y") and last[-2:-1] not in "aeiou":
@@ -275,6 +277,8 @@ def askable_fields(records: list[dict[str, Any]], skip: set[str]) -> list[str]:
                 continue  # Unix time: a user asks for a date, and no one says 1709546400
             if isinstance(value, str) and IDENTIFIER.match(value) and re.search(r"\d", value):
                 continue
+            if isinstance(value, str) and value.lower() in ("true", "false"):
+                continue  # a flag written as text (`isFile: true`): no one asks "what is the is file"
             keys[key] = None
 
     def rank(key: str) -> tuple[int, int]:
