@@ -45,8 +45,9 @@ def tasks_group() -> None:
     "--model",
     "model_text",
     metavar="PROVIDER/MODEL",
-    help="A model writes the prompts and multi-step tasks from the explored data (any configured "
-    "provider, e.g. openai/gpt-4o). Default: offline templates, no model.",
+    help="A model rewords the questions as users ask them and adds its own tasks, from the explored "
+    "data (any configured provider, e.g. openai/gpt-4o). Default: providers.phase0 when it names a "
+    "model, else the offline templates alone.",
 )
 @click.option(
     "--about",
