@@ -13,17 +13,18 @@ fresh server's results:
 - superlative: "Which commit has the latest date?", "Which entry in the
   folder "data" has the largest size?" (a unique extreme of a date or number);
 - comparison: "Do the notes "A" and "B" have the same author?" (yes or no);
-- chain: a record found in one result, then a field only another call gives
-  (a listing gives a commit's id, the commit's details give its author's
-  email): two calls, the prompt naming the record as the user knows it; the
-  record may also be the latest or largest of the listing ("What is the email
-  of the author of the latest commit?");
+- a tool that counts (`{"count": 12}` beside its arguments): "How many emails
+  are there with sender "X"?";
+- a record fetched by what the user can say (a file's path, a city): its fields;
 - negative: "How many notes have author "X" and status "done"?" when none
   has both though each value occurs: zero on purpose, tagged `negative`.
 
 Only complete listings are counted, filtered or ranked (a page of results says
 nothing about all records), and nothing asks how a tool matches its input
-(the count of a search's hits): the questions are about the data.
+(the count of a search's hits), unless every hit holds the searched value in
+one field (a search by an author): the questions are about the data. The
+questions that join several results (find then fetch, over every item, over
+each choice, relations, mentions) are `chains.py`'s.
 """
 
 from __future__ import annotations

@@ -13,6 +13,11 @@ by its path below the folder the server was started on, a field by its name
 in words (`entityType` → "entity type"). No tool name, parameter name or
 identifier the user could not know is written into a prompt
 (`leaks`); a proposal whose prompt would hold one is dropped.
+
+The order proposals are verified in (`interleave`) makes a short list varied:
+one tool after another, within a tool one shape after another, the best of
+each first, one in three needing two calls or more, those about `--about`
+ahead of the rest.
 """
 
 from __future__ import annotations
