@@ -64,6 +64,7 @@ from mcpipechekr.propose.templates import (
     short_item,
     short_scalar,
     speakable,
+    tolerant,
 )
 
 PER_TABLE = 4
@@ -82,7 +83,10 @@ class Links:
         """How many records each second tool was asked about: each asks first for the next field."""
 
     def all(self) -> list[Proposal]:
-        return [*self.chains(), *self.aggregates(), *self.sweeps(), *self.mentions(), *self.edges()]
+        out: list[Proposal] = []
+        for shape in (self.chains, self.aggregates, self.sweeps, self.mentions, self.edges):
+            out += tolerant(shape)
+        return out
 
     def sweeps(self) -> list[Proposal]:
         """One tool called with each value of an enum parameter (each city), a number in each answer:

@@ -70,6 +70,7 @@ from mcpipechekr.propose.templates import (
     short_item,
     short_scalar,
     speakable,
+    tolerant,
 )
 
 PER_TABLE = {"lookup": 4, "filter-count": 2, "list": 2, "superlative": 2, "comparison": 2}
@@ -83,14 +84,15 @@ class Shapes:
         self.say = Wording(found)
 
     def all(self) -> list[Proposal]:
+        """Every shape's proposals; a result of a shape no rule foresaw gives none, never an error."""
         out: list[Proposal] = []
         for obs in self.found.observations:
             if obs.tool not in self.found.callable:
                 continue
             for table in obs.reading.tables:
-                out += self.table_shapes(obs, table)
+                out += tolerant(self.table_shapes, obs, table)
             if obs.reading.single:
-                out += self.single_shapes(obs)
+                out += tolerant(self.single_shapes, obs)
         out += Links(self.found, self.say).all()
         return [p for p in out if not self.say.leaks(p.prompt, [])]
 

@@ -346,6 +346,15 @@ def field_question(field: str, subject: str, value: Any = None) -> str:
     return f"What is the {field_phrase(field, value)} {of} {subject}?"
 
 
+def tolerant(make: Callable[..., Any], *args: Any) -> list[Proposal]:
+    """A shape's proposals, or none when a result holds what its rules did not foresee (a list where a
+    name was, a number where a date was): one odd result costs its questions, not the command."""
+    try:
+        return list(make(*args))
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, ZeroDivisionError):
+        return []
+
+
 def slugify(text: str, max_words: int = 7) -> str:
     return "-".join(re.findall(r"[a-z0-9]+", text.lower())[:max_words]) or "task"
 

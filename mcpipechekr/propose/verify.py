@@ -90,7 +90,7 @@ def verify_proposal(
         if proposal.derive is not None:
             try:
                 answer = proposal.derive(readings)
-            except (TypeError, ValueError, KeyError, IndexError) as exc:  # results of another shape now
+            except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:  # another shape now
                 return f"its answer could not be derived from the replayed results: {type(exc).__name__}"
             if answer is None:
                 return "the replayed result no longer holds what the question is about"
