@@ -1060,7 +1060,7 @@ def _stop_kept_runners() -> None:
         kept.close_kept()
 
 
-def run_loop(**params: Any) -> None:
+def run_loop(**params: Any) -> bool | None:
     """lint → trace → evaluate → review → fix → restart, a new run each iteration, until exit or the cap."""
     from mcpipechekr.steps.report import session_report_step
     from mcpipechekr.steps.session import committed_fixes, ended_at_review, exited_at_review, start_session
@@ -1098,7 +1098,8 @@ def run_loop(**params: Any) -> None:
             raise UserError(f"the loop stopped evaluating {plan.run_id} (see above)")
         session_report_step(session)  # the evaluation wrote report.html; again only if it misses a run
         if build(["review"], settings=settings) != 0:
-            raise UserError(f"the loop stopped at review of {plan.run_id} (see above)")
+            _ending.reported = True  # the review said where it stopped and what to type: nothing to add
+            return False
         if exited_at_review(plan.run_dir):
             stop = ended_at_review(plan.run_dir, config)
             break
