@@ -35,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from fakes.packaged_server import install_slow_notes  # noqa: E402
+from fakes.packaged_server import install_slow_notes, newcomer_commands  # noqa: E402
 
 TARGET_S = 180.0
 TARGET_COMMANDS = 3
@@ -89,20 +89,7 @@ def main() -> int:
         floor = bare_start(script, root / "bare-home", opts.start_s)
         print(f"baseline: one bare start of the server (spawn to tools/list): {floor:.1f} s")
 
-        commands = [
-            [
-                bin_of("mcpipechekr"),
-                "init",
-                "--command",
-                str(script),
-                "--env",
-                f"HOME={home}",
-                "--env",
-                f"SLOW_NOTES_START_S={opts.start_s:g}",
-            ],
-            [bin_of("mcpipechekr"), "tasks", "propose"],
-            [bin_of("doit"), "baseline", "loop"],
-        ]
+        commands = [[bin_of(argv[0]), *argv[1:]] for argv in newcomer_commands(script, home, opts.start_s)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         epoch = time.time()  # bug_report.json's mtime is on this clock
         rows = []

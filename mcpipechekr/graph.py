@@ -752,16 +752,31 @@ def _phase1() -> bool:
     attempts one by one. Every trace target depends on this task, so it runs first: it builds the
     traces the command line asks for (the named `trace:` targets, else the planned run's) in a nested
     invocation, as the loop does, and doit then finds them up to date. Nothing to do under the loop,
-    inside its own nested build, or with `--concurrency 1`.
+    inside its own nested build, with `--concurrency 1`, or when doit was told to run in parallel itself
+    (`-n N`: the targets are then in its own workers already).
     """
     settings = current_settings()
-    if _ending.nesting > 0 or settings.concurrency <= 1:
+    if _ending.nesting > 0 or settings.concurrency <= 1 or _doit_parallel(doit_argv()):
         return True
     config, tasks, plan = _inputs().require()
     named = [word for word in _selected(doit_argv()) if word.startswith("trace:")]
     targets = named if named and len(named) == len(_selected(doit_argv())) else ["trace"]
     # The nested build works in the run this invocation planned: the same settings, the plan kept.
     return _build_phase1(config, tasks, plan, settings, targets, replan=False) == 0
+
+
+def _doit_parallel(argv: list[str]) -> bool:
+    """Whether doit's own `-n N`/`--process N` asks for more than one worker."""
+    for index, word in enumerate(argv):
+        name, _, inline = word.partition("=")
+        if name in ("-n", "--process"):
+            value = inline or (argv[index + 1] if index + 1 < len(argv) else "")
+        elif word.startswith("-n") and word[2:].isdigit():
+            value = word[2:]
+        else:
+            continue
+        return value.isdigit() and int(value) > 1
+    return False
 
 
 def _selected(argv: list[str]) -> list[str]:
@@ -771,8 +786,17 @@ def _selected(argv: list[str]) -> list[str]:
     return words[1:] if words[:1] == ["run"] else words
 
 
+_DOIT_VALUE_OPTIONS = frozenset(
+    {"-n", "-P", "-f", "-d", "-r", "-o", "--process", "--parallel-type", "--file", "--dir", "--db-file"}
+    | {"--dep-file", "--backend", "--reporter", "--output-file", "--check_file_uptodate", "--codec-cls"}
+)
+"""doit's own options whose value is the next word."""
+
+
 def _takes_value(word: str) -> bool:
-    """A `--flag` of ours given without `=` whose value is the next word."""
+    """A flag, doit's or ours, given without `=`, whose value is the next word."""
+    if word in _DOIT_VALUE_OPTIONS:
+        return True
     if not word.startswith("--") or "=" in word:
         return False
     param = _LONG.get(word[2:])
@@ -1060,7 +1084,7 @@ def _stop_kept_runners() -> None:
         kept.close_kept()
 
 
-def run_loop(**params: Any) -> None:
+def run_loop(**params: Any) -> bool | None:
     """lint → trace → evaluate → review → fix → restart, a new run each iteration, until exit or the cap."""
     from mcpipechekr.steps.report import session_report_step
     from mcpipechekr.steps.session import committed_fixes, ended_at_review, exited_at_review, start_session
@@ -1098,7 +1122,8 @@ def run_loop(**params: Any) -> None:
             raise UserError(f"the loop stopped evaluating {plan.run_id} (see above)")
         session_report_step(session)  # the evaluation wrote report.html; again only if it misses a run
         if build(["review"], settings=settings) != 0:
-            raise UserError(f"the loop stopped at review of {plan.run_id} (see above)")
+            _ending.reported = True  # the review said where it stopped and what to type: nothing to add
+            return False
         if exited_at_review(plan.run_dir):
             stop = ended_at_review(plan.run_dir, config)
             break

@@ -7,8 +7,10 @@ import shutil
 from pathlib import Path
 
 import click
+import pytest
 from project import ROOT, doit
 
+from mcpipechekr import graph
 from mcpipechekr.cli.common import provider_options
 from mcpipechekr.config import PHASES, PROVIDER_FLAGS
 from mcpipechekr.graph import PARAMS, Settings, settings_from_argv
@@ -99,3 +101,22 @@ def test_every_command_takes_its_provider_flags_from_the_table() -> None:
                 assert option.name == flag.dest, name
                 assert option.help is not None and option.help.startswith(flag.help), name
     assert seen == set(PHASES)
+
+
+@pytest.mark.parametrize(
+    ("argv", "selected", "parallel"),
+    [
+        (["evaluate"], ["evaluate"], False),
+        (["run", "-n", "2", "trace:a", "--task", "x"], ["trace:a"], True),
+        (["-f", "dodo.py", "trace:b", "trace:c", "--concurrency", "3"], ["trace:b", "trace:c"], False),
+        (["--process=3", "review"], ["review"], True),
+        (["-n1", "loop"], ["loop"], False),
+    ],
+)
+def test_what_a_doit_command_line_selects_and_whether_doit_runs_in_parallel(
+    argv: list[str], selected: list[str], parallel: bool
+) -> None:
+    """What `_phase1` builds ahead: the named trace targets alone, else the planned run's; none when doit
+    was given workers of its own."""
+    assert graph._selected(argv) == selected
+    assert graph._doit_parallel(argv) is parallel

@@ -14,6 +14,7 @@ import git
 import pytest
 import yaml
 from click.testing import CliRunner
+from fakes.packaged_server import venv_purelib
 
 from mcpipechekr._util.commands import script_command
 from mcpipechekr.cli import main
@@ -475,12 +476,7 @@ def test_a_console_script_counts_through_its_module_only_when_installed_editable
     # a virtual environment inside the checkout, ignored by git, with a console script as pip writes one
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(checkout / ".venv")], check=True)
     python = checkout / ".venv" / "bin" / "python"
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    purelib = venv_purelib(python)
     script = checkout / ".venv" / "bin" / "notes-mcp"
     script.write_text(
         f"#!{python}\nimport sys\nfrom notes_pkg.server import main\nif __name__ == '__main__':\n"

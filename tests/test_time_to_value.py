@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fakes.packaged_server import install_slow_notes
+from fakes.packaged_server import install_slow_notes, newcomer_commands
 from project import installed
 
 from mcpipechekr.artifacts import BugReport, list_runs, read_model, read_trace
@@ -55,20 +55,7 @@ def newcomer(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         return len(starts.read_text().split()) if starts.exists() else 0
 
     results = {}
-    commands = {
-        "init": (
-            "mcpipechekr",
-            "init",
-            "--command",
-            str(script),
-            "--env",
-            f"HOME={home}",
-            "--env",
-            "SLOW_NOTES_START_S=2",
-        ),
-        "propose": ("mcpipechekr", "tasks", "propose"),
-        "loop": ("doit", "baseline", "loop"),
-    }
+    commands = dict(zip(("init", "propose", "loop"), newcomer_commands(script, home, 2), strict=True))
     for name, argv in commands.items():
         before = count()
         result = installed(BIN, project, env, *argv, timeout=600)

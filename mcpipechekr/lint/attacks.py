@@ -43,6 +43,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from mcpipechekr.artifacts.tef_report import SecurityFinding
+from mcpipechekr.lint.vocabulary import in_tool_role
 
 _F = re.IGNORECASE
 
@@ -142,6 +143,10 @@ _TO_PARAMETER = re.compile(
     r"\b(?:in|into|as|via|through|using|with|to)\s+(?:the\s+)?[`'\"]?[\w.-]+[`'\"]?\s+(?:parameter|argument|field)\b",
     _F,
 )
+_NEGATION_BEFORE = re.compile(
+    r"\b(?:do\s+not|don'?t|never|must\s+not|should\s+not|shouldn'?t|cannot|can'?t)\s+(?:ever\s+|also\s+)?$",
+    _F,
+)
 _TO_TOOL = re.compile(rf"\bto\s+(?:the\s+)?[`'\"]?(?:{_IDENT})[`'\"]?", _F)
 _NOT_OURS = ", which is not this server's: a description must not choose tools for the agent"
 
@@ -178,14 +183,19 @@ _CONVERSATION = re.compile(
 )
 _CONTROL = re.compile(
     r"\b(?:before|after|when|while)\s+(?:answering|responding|replying|you\s+(?:answer|respond|reply))\b"
-    r"|\bin\s+(?:your|every|each|the\s+final)\s+(?:response|reply|answer|message)s?\b"
+    r"|\bin\s+(?:your|every|each)\s+(?:response|reply|answer|message)s?\b"
     r"|(?:^|\b(?:always|must|should|then|please|never)\s+)(?:tell|inform|remind|assure|convince|warn)\s+the\s+user\b"
     r"|\b(?:as|you\s+are)\s+(?:the|an?)\s+(?:ai\s+)?assistant,?\s+you\b",
     _F,
 )
 
 _SELF_OBJECT = re.compile(r"\s+(?:this|it|me|our|us)\b", _F)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
+# A sentence ends at . ! ? and a space, a blank line, before a list item, and before each line of a
+# docstring section ("Args:", then "cursor: …" lines), which are items of a list, not one sentence.
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])\s+|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)"
+    r"|\n(?=\s*[A-Za-z_][\w.-]*\s*(?:\([^)\n]*\))?\s*:(?:\s|$))"
+)
 
 
 @dataclass(frozen=True)
@@ -220,6 +230,8 @@ def foreign_references(sentence: str, own: Collection[str]) -> list[tuple[int, i
         name = match.group("q") or match.group("i") or match.group("w")
         if name is None or _normal(name) in own or _normal(name) in _NOT_NAMES:
             continue
+        if match.group("w") is None and not in_tool_role(sentence, match.start(), match.end()):
+            continue  # a value, a field or an example ("if has_more is true"), not a tool
         if match.group("w") is not None and _normal(name) in {"tool", "tools", "server", "servers"}:
             continue
         if match.group("q") is not None and not re.fullmatch(_IDENT, name):
@@ -258,11 +270,15 @@ def scan_attacks(
 
     for sentence in _sentences(text):
         others = foreign_references(sentence.text, own)
+        hijack = _hijack(sentence.text, others)
+        # Preferring this tool to another is advice; forbidding or running down another tool is an attack.
+        hijack_severity = "warning" if hijack and hijack[2].startswith(_PREFERENCE) else "error"
+        addressed = None if _own_workflow(sentence.text, own) else _addressed(sentence.text)
         for rule_id, severity, found in (
-            ("TEF-S007", "error", _shadowing(sentence.text, others)),
+            ("TEF-S007", "error", _shadowing(sentence.text, others) or _side_effect(sentence.text, others)),
             ("TEF-S008", "error", _exfiltration(sentence.text)),
-            ("TEF-S009", "error", _hijack(sentence.text, others)),
-            ("TEF-S010", "warning", _addressed(sentence.text)),
+            ("TEF-S009", hijack_severity, hijack),
+            ("TEF-S010", "warning", addressed),
         ):
             if found is not None:
                 begin, end, message = found
@@ -272,6 +288,36 @@ def scan_attacks(
 
 # Each check below looks at one sentence and returns (start, end, why) within it, or None.
 Hit = tuple[int, int, str]
+
+# What another tool's calls are made to do on the side: copied, forwarded or routed somewhere.
+_SIDE_EFFECT = re.compile(
+    r"\b(?:(?:also\s+)?go(?:es)?\s+(?:in\s+)?(?:copy|cc|bcc)\b"
+    r"|(?:are|is|get|gets|be|been)\s+(?:also\s+|always\s+|first\s+)?(?:copied|cc'?e?d|bcc'?e?d|forwarded|routed|"
+    r"re-?routed|redirected|diverted|mirrored|sent|paid|transferred)\b"
+    r"|(?:also\s+)?(?:copy|cc|bcc|forward|route|redirect|divert)\b)",
+    _F,
+)
+_SIDE_DESTINATION = re.compile(rf"{_EMAIL}|{_URL}|\bto\s+(?:the\s+)?[`'\"]?(?:{_IDENT})[`'\"]?", _F)
+
+
+def _side_effect(words: str, others: list[tuple[int, int, str]]) -> Hit | None:
+    """Another tool's calls made to copy, forward or route something elsewhere: "messages sent with
+    send_email also go in copy to archive@…", "payments made with the stripe tool are routed to acct_…"."""
+    if not others:
+        return None
+    for effect in _SIDE_EFFECT.finditer(words):
+        destination = _OUTSIDE.search(words, effect.end()) or _SIDE_DESTINATION.search(words, effect.end())
+        if destination is None:
+            continue
+        start, end, name = others[0]
+        return (
+            min(start, effect.start()),
+            max(end, destination.end()),
+            f"makes '{name}', which is not this server's, also send what it handles to "
+            f"{destination.group(0).strip()!r}: a description may say what its own tool does, not add side "
+            "effects to other servers' tools",
+        )
+    return None
 
 
 def _shadowing(words: str, others: list[tuple[int, int, str]]) -> Hit | None:
@@ -298,8 +344,8 @@ def _exfiltration(words: str) -> Hit | None:
     what is sent may come first."""
     passive = _SENT.search(words)
     send = passive or _SEND.search(words)
-    if send is None:
-        return None
+    if send is None or _NEGATION_BEFORE.search(words, 0, send.start()):
+        return None  # "do not include the conversation in …" forbids what it names
     held = _HELD.search(words, send.end()) or (_HELD.search(words) if passive else None)
     destination = _OUTSIDE.search(words, send.end()) or _TO_TOOL.search(words, send.end())
     if destination is None:
@@ -337,7 +383,7 @@ def _hijack(words: str, others: list[tuple[int, int, str]]) -> Hit | None:
             return (
                 begin,
                 max(end, this.end()),
-                f"tells the agent to use this tool instead of '{name}'" + _NOT_OURS,
+                f"{_PREFERENCE} '{name}'" + _NOT_OURS,
             )
         if worse and this and worse.start() >= end:
             return (
@@ -346,6 +392,19 @@ def _hijack(words: str, others: list[tuple[int, int, str]]) -> Hit | None:
                 f"disparages '{name}' to steer the agent here" + _NOT_OURS,
             )
     return None
+
+
+_PREFERENCE = "tells the agent to use this tool instead of"
+_CALL_FIRST = re.compile(r"\b(?:call|use|invoke|run)\b", _F)
+
+
+def _own_workflow(words: str, own: Collection[str]) -> bool:
+    """Whether a sentence orders the agent to call one of the server's own tools, by name or title
+    ("You must call 'Resolve Context7 Library ID' first"): the server's workflow, not the conversation."""
+    lowered = words.lower()
+    return bool(_CALL_FIRST.search(words)) and any(
+        len(name) > 3 and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", lowered) for name in own
+    )
 
 
 def _addressed(words: str) -> Hit | None:

@@ -49,7 +49,7 @@ from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.server.lifecycle import server_under_test
 from mcpipechekr.tasks import TaskFile, load_tasks
 
-LINT_VERSION = 3  # 2: the description-attack rules TEF-S007 … TEF-S010; 3: the BM25F lexical selector
+LINT_VERSION = 4  # 2: TEF-S007 … TEF-S010; 3: the BM25F lexical selector; 4: the server vocabulary
 log = logging.getLogger(__name__)
 
 

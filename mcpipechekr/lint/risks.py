@@ -2,7 +2,10 @@
 
 Blocking findings, each with the rule id an acceptance names:
 - a misleading tool (`TEF-M001`, see metrics.py);
-- a security finding of severity `error` (TEF-S001, -S002, -S003, -S006, -S007, -S008, -S009);
+- a security finding of severity `error`, the high-confidence ones only: an instruction override
+  (TEF-S001), concealment from the user (-S002), hidden characters (-S006), orders about another
+  server's tools (-S007), exfiltration (-S008), forbidding or running down another tool (-S009);
+  every other security finding is a warning;
 - a static finding of severity `error` (TEF-D001: a tool with no description).
 
 `mcpipechekr lint --accept-risk TOOL` accepts every blocking finding of TOOL;
@@ -51,6 +54,17 @@ class AcceptanceStore(ArtifactModel):
     acceptances: list[StoredAcceptance] = Field(default_factory=list)
 
 
+BLOCKS_BECAUSE = {
+    "TEF-S001": "it tells the agent to set aside its instructions",
+    "TEF-S002": "it tells the agent to hide what it does from its user",
+    "TEF-S006": "a person reviewing the tool cannot see this text, and the model reads it",
+    "TEF-S007": "it changes what another server's tools do, which no description of this server may",
+    "TEF-S008": "it sends what the agent holds somewhere its user did not choose",
+    "TEF-S009": "it forbids or runs down another server's tool to steer the agent here",
+}
+"""Why each blocking security rule blocks, said with every blocking finding."""
+
+
 def parse_accept_risk(value: str, reason: str | None = None) -> AcceptedRisk:
     """`TOOL` (every blocking finding of the tool) or `TOOL:RULE` (one rule of it)."""
     value = value.strip()
@@ -94,12 +108,14 @@ def blocking_findings(report: TefReport) -> list[tuple[str, str, str]]:
                 )
     for finding in report.security:
         if finding.severity == "error":
+            span = "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" for ch in finding.span)
+            why = BLOCKS_BECAUSE.get(finding.rule_id, "it is a high-confidence attack on the agent")
             found.append(
                 (
                     finding.rule_id,
                     finding.tool,
                     f"tool '{finding.tool}': {finding.rule_id} {finding.message} "
-                    f"({finding.location} [{finding.start}:{finding.end}])",
+                    f'({finding.location} [{finding.start}:{finding.end}] "{span}"); blocks because {why}',
                 )
             )
     return found

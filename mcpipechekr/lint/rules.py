@@ -7,14 +7,14 @@ accepted risks and docs/lint.md name them:
 | id | severity | fires when |
 | --- | --- | --- |
 | TEF-D001 | error | the tool has no description |
-| TEF-D002 | warning | the description is shorter than MIN_DESCRIPTION_WORDS content words |
+| TEF-D002 | info | the description is shorter than MIN_DESCRIPTION_WORDS content words |
 | TEF-D003 | warning | the description only restates the name |
 | TEF-D004 | warning | nothing says what the tool returns (no output schema, no "returns …") |
-| TEF-D005 | warning | the description names a parameter the tool does not have |
+| TEF-D005 | warning | the description uses as an argument a name the server does not know |
 | TEF-D006 | warning | the description is longer than LONG_DESCRIPTION_TOKENS (estimated) |
 | TEF-P001 | warning | a parameter has no description |
 | TEF-P002 | info | a required parameter is not mentioned in the description nor described |
-| TEF-P003 | warning | an enum parameter's values are not explained in its description |
+| TEF-P003 | info | an enum parameter's values are not explained in its description |
 | TEF-N001 | warning | the tool's name style differs from most of the server's tools |
 | TEF-A001 | warning | the tool declares no annotations (readOnlyHint, destructiveHint, …) |
 
@@ -38,12 +38,23 @@ from mcpipechekr._util.tokens import estimate_tokens
 from mcpipechekr.artifacts.tef_report import StaticFinding
 from mcpipechekr.artifacts.tools_snapshot import ToolDefinition
 from mcpipechekr.lint._text import all_property_names, schema_properties, words
+from mcpipechekr.lint.vocabulary import ARGUMENT_AFTER, PARAMETER_SECTIONS, ServerVocabulary, docstring_items
 
 MIN_DESCRIPTION_WORDS = 5
 LONG_DESCRIPTION_TOKENS = 500
 RETURN_WORDS = re.compile(
     r"\b(return|returns|returned|returning|gives?|lists?|yields?|outputs?|responds?|results?|"
     r"reports?|answers?|provides?|produces?|shows?|reads?|counts?)\b",
+    re.IGNORECASE,
+)
+# A sentence that opens with a verb of reading or making and its object names what the tool hands back:
+# "Get the … information", "Search a paper for passages …", "Take a screenshot", "Generate a chart".
+PRODUCING = re.compile(
+    r"(?:^|[.!?:]\s+|\n\s*)(?:this\s+tool\s+|tool\s+to\s+)?"
+    r"(?:gets?|retrieves?|fetch(?:es)?|reads?|search(?:es)?|finds?|look(?:s)?\s+up|quer(?:y|ies)|takes?|captures?|"
+    r"generates?|renders?|describes?|explains?|calculates?|computes?|counts?|extracts?|summari[sz]es?|"
+    r"shows?|views?|inspects?|echo(?:es)?)\b"
+    r"(?!\s+(?:by|in|into|on|across|with|within|to|from|if|whether|that|and|or)\b)\s+\S",
     re.IGNORECASE,
 )
 _IDENTIFIER = re.compile(r"`?\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]+)+)\b`?")
@@ -60,6 +71,10 @@ class ServerContext:
     """Tool names and every property name in any tool's input or output schema."""
     name_styles: Counter[str]
     """How many tools use each naming style."""
+    vocabulary: ServerVocabulary
+    """Result fields, enum values, titles: names a description may use that are not parameters."""
+    tools: frozenset[str]
+    """The server's tool names."""
 
     @classmethod
     def of(cls, tools: Sequence[ToolDefinition]) -> ServerContext:
@@ -68,7 +83,8 @@ class ServerContext:
             known.update(all_property_names(tool.input_schema))
             known.update(all_property_names(tool.output_schema))
         styles = Counter(style for tool in tools if (style := name_style(tool.name)))
-        return cls(frozenset(known), styles)
+        names = frozenset(tool.name for tool in tools)
+        return cls(frozenset(known), styles, ServerVocabulary.of(tools), names)
 
 
 Rule = Callable[[ToolDefinition, ServerContext], list[StaticFinding]]
@@ -98,7 +114,7 @@ def rule_description_present(tool: ToolDefinition, _: ServerContext) -> list[Sta
         return [
             _finding(
                 "TEF-D002",
-                "warning",
+                "info",
                 f"description is very short ({count} content word(s)): '{description}'",
                 "Add when to use the tool, what its inputs mean and what it returns.",
             )
@@ -126,6 +142,8 @@ def rule_states_result(tool: ToolDefinition, _: ServerContext) -> list[StaticFin
     description = _description(tool)
     if not description or tool.output_schema or RETURN_WORDS.search(description):
         return []
+    if PRODUCING.search(description):
+        return []  # "Get the reviews on a pull request" says what comes back as plainly as "Lists …"
     return [
         _finding(
             "TEF-D004",
@@ -142,17 +160,16 @@ def rule_mentions_existing_parameters(tool: ToolDefinition, server: ServerContex
     known = set(server.known_names)
     for prop in params.values():
         known.update(re.findall(r"\w+", str(prop.get("description") or "")))
-        known.update(str(value) for value in prop.get("enum") or [])
     respelled = {_spelling(name): name for name in params}
     unknown: list[str] = []
     written: dict[str, str] = {}  # a mention -> the parameter it means, written in another case style
     for match in _IDENTIFIER.finditer(description):
         name = match.group(1)
-        if name in known or name in unknown or name in written:
+        if name in known or name.lower() in server.vocabulary or name in unknown or name in written:
             continue
         if (param := respelled.get(_spelling(name))) is not None:
             written[name] = param
-        else:
+        elif _as_parameter(description, match.start(1), match.end(1), server.tools):
             unknown.append(name)
     if not unknown and not written:
         return []
@@ -174,6 +191,32 @@ def rule_mentions_existing_parameters(tool: ToolDefinition, server: ServerContex
             "Rename the mention to the real parameter, or add the parameter the text promises.",
         )
     ]
+
+
+_PARAMETER_BEFORE = re.compile(
+    r"\b(?:set|sets|pass|passing|use|using|provide|providing|specify|specifying|supply|give|with|via)"
+    r"\s+(?:the\s+)?[`'\"]?$",
+    re.IGNORECASE,
+)
+_CALL_ARGUMENTS = re.compile(r"\b([A-Za-z_][\w.-]*)\(([^()]*)$")
+
+
+def _as_parameter(text: str, start: int, end: int, tools: frozenset[str]) -> bool:
+    """Whether a name is used as an argument: "set express_delivery", "the `limit` parameter",
+    "get_item(itemId, …)" for a tool of the server, or an item of a docstring `Args:` section; not a
+    result field, a value or a setting."""
+    for section, item_start, item_end in docstring_items(text):
+        if item_start <= start < item_end:
+            return section in PARAMETER_SECTIONS and not text[item_start:start].strip()
+    if re.match(r"^[`'\"]?\s*(?:setting|config)", text[end : end + 20], re.IGNORECASE):
+        return False
+    if ARGUMENT_AFTER.match(text[end : end + 20]):
+        return True
+    call = _CALL_ARGUMENTS.search(text, max(0, start - 80), start)
+    if call is not None and call.group(1) in tools:
+        # an argument's name ("get_item(itemId, …)"), not a value ("promptId='onb2_01'") or escaped text
+        return not re.split(r"[(,]", call.group(2))[-1].strip()
+    return bool(_PARAMETER_BEFORE.search(text, max(0, start - 30), start))
 
 
 def _spelling(name: str) -> str:
@@ -245,7 +288,7 @@ def rule_enums_explained(tool: ToolDefinition, _: ServerContext) -> list[StaticF
             findings.append(
                 _finding(
                     "TEF-P003",
-                    "warning",
+                    "info",
                     f"parameter '{name}' has enum values not explained anywhere: {', '.join(unexplained)}",
                     f"In '{name}''s description, say what each value does and which is the default.",
                 )

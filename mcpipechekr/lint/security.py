@@ -15,7 +15,7 @@ is reported with its span, so the report points at the exact characters.
 | --- | --- | --- |
 | TEF-S001 | error | instruction override: "ignore/disregard/forget previous instructions" |
 | TEF-S002 | error | concealment from the user: "do not tell the user", "without informing the user" |
-| TEF-S003 | error | reaching for files or secrets: "read ~/.ssh/id_rsa", "include the API key" |
+| TEF-S003 | warning | reaching for files or secrets: "read ~/.ssh/id_rsa", "include the API key" |
 | TEF-S004 | warning | steering to other tools, servers or URLs: "before using this tool you must call …" |
 | TEF-S005 | warning | speaking to the model: `<IMPORTANT>`, `<system>`, "you are now …" |
 | TEF-S006 | error | hidden text: HTML comments, zero-width, bidi-control or tag characters |
@@ -37,8 +37,9 @@ from dataclasses import dataclass
 
 from mcpipechekr.artifacts.tef_report import SecurityFinding
 from mcpipechekr.artifacts.tools_snapshot import ToolDefinition
-from mcpipechekr.lint._text import all_property_names, schema_properties
+from mcpipechekr.lint._text import schema_properties
 from mcpipechekr.lint.attacks import scan_attacks
+from mcpipechekr.lint.vocabulary import ServerVocabulary
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,11 @@ PATTERNS: tuple[Pattern, ...] = (
         "TEF-S002",
         "error",
         re.compile(
-            r"\b(do\s+not|don'?t|never|must\s+not)\s+(tell|inform|mention|reveal|show|notify|alert|disclose)"
+            r"\b(do\s+not|don'?t|never|must\s+not)\s+(tell|inform|mention|reveal|show|notify|alert|disclose)\b"
             r"[^.\n]{0,40}?\buser\b|\bwithout\s+(telling|informing|notifying|alerting|asking)\s+(the\s+)?user\b|"
+            r"\bwithout\s+(letting|making)\s+(the\s+)?user\s+(know|aware|see|notice)\b|"
+            r"\bwithout\s+the\s+user\s+(knowing|noticing|seeing)\b|"
+            r"\bkeep(ing)?\s+(the\s+)?user\s+(unaware|in\s+the\s+dark|uninformed)\b|"
             r"\b(hide|conceal)\s+(this|it|that|the\s+\w+)\s+from\s+(the\s+)?user\b|\bkeep\s+this\s+(secret|hidden)\b",
             _F,
         ),
@@ -81,7 +85,7 @@ PATTERNS: tuple[Pattern, ...] = (
     ),
     Pattern(
         "TEF-S003",
-        "error",
+        "warning",
         re.compile(
             r"\b(read|open|cat|load|fetch|send|include|upload|attach|pass|provide|copy|extract|paste)\b"
             r"[^.\n]{0,60}?" + _SECRETS,
@@ -121,6 +125,28 @@ _NEGATED = re.compile(
 )
 """A negation just before a verb: "Do not include any API keys" warns the agent, it asks for nothing.
 "Don't forget to include the API key" is not negated: the negation must stand right before the verb."""
+_NOT_A_VERB = re.compile(
+    r"\b(?:under|heavy|high|low|peak|full|the|a|an|of|on|at|no|any|this|that|its|their|server|page|work)\s+$",
+    re.IGNORECASE,
+)
+"""A word before the verb that makes it a noun: "reliable under load", "the page load"."""
+_NEGATION_INSIDE = re.compile(r"\b(?:never|not|no|without|neither|nor)\b|n['\u2019]t\b", re.IGNORECASE)
+_PER_SECRET = re.compile(r"\b(?:per|each|every|by)\s+$", re.IGNORECASE)
+
+
+def _not_a_request(text: str, match: re.Match[str]) -> bool:
+    """Whether a match of a negatable pattern asks for nothing: negated before its verb ("do not include
+    API keys") or between the verb and what it names ("reads the page and never emits API keys"), its verb
+    a noun ("reliable under load, a … API key"), or the secret a unit ("periods per API key")."""
+    secret = match.start(match.lastindex or 0)
+    return bool(
+        _NEGATED.search(text, 0, match.start())
+        or _NEGATION_INSIDE.search(text, match.start(), secret)
+        or _NOT_A_VERB.search(text, max(0, match.start() - 20), match.start())
+        or _PER_SECRET.search(text, max(0, secret - 10), secret)
+    )
+
+
 _HTML_COMMENT = re.compile(r"<!--.*?(-->|$)", re.DOTALL)
 _ZERO_WIDTH = set("\u200b\u200c\u200d\u200e\u200f\u2060\u2061\u2062\u2063\u2064\ufeff\u180e\u00ad")
 _BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u061c")
@@ -130,11 +156,24 @@ def _invisible(ch: str) -> bool:
     return ch in _ZERO_WIDTH or ch in _BIDI or 0xE0000 <= ord(ch) <= 0xE007F
 
 
+def _pictograph_before(text: str, index: int) -> bool:
+    """Whether an emoji (past its variation selectors and skin tones) ends just before text[index]."""
+    while index > 0 and (text[index - 1] == "\ufe0f" or 0x1F3FB <= ord(text[index - 1]) <= 0x1F3FF):
+        index -= 1
+    return index > 0 and unicodedata.category(text[index - 1]) == "So"
+
+
+def _joins_emoji(text: str, index: int) -> bool:
+    """A zero-width joiner inside an emoji sequence (👩‍💻, 🏳️‍🌈): how such emoji are written."""
+    after = index + 1 < len(text) and unicodedata.category(text[index + 1]) == "So"
+    return text[index] == "\u200d" and after and _pictograph_before(text, index)
+
+
 def _hidden_runs(text: str) -> Iterator[tuple[int, int]]:
-    """(start, end) of each run of consecutive invisible characters."""
+    """(start, end) of each run of consecutive invisible characters (a joiner inside an emoji is none)."""
     start = None
     for index, ch in enumerate(text):
-        if _invisible(ch):
+        if _invisible(ch) and not _joins_emoji(text, index):
             if start is None:
                 start = index
         elif start is not None:
@@ -164,7 +203,7 @@ def scan_text(tool: str, text: str, location: str = "description") -> list[Secur
 
     for pattern in PATTERNS:
         for match in pattern.regex.finditer(text):
-            if pattern.negatable and _NEGATED.search(text, 0, match.start()):
+            if pattern.negatable and _not_a_request(text, match):
                 continue
             add(pattern.rule_id, pattern.severity, match.start(), match.end(), pattern.message)
     for match in _HTML_COMMENT.finditer(text):
@@ -207,13 +246,10 @@ def scan_tool(tool: ToolDefinition, own_names: Collection[str] = ()) -> list[Sec
 
 
 def own_names(tools: Sequence[ToolDefinition]) -> set[str]:
-    """Every tool, parameter and output field name of the server: what a description may mention as its
-    own ("if `next_range` is present, call again with it" names a field of the tool's own result)."""
-    names = {tool.name for tool in tools}
-    for tool in tools:
-        names.update(schema_properties(tool.input_schema))
-        names.update(all_property_names(tool.output_schema or {}))
-    return names
+    """The server's own vocabulary (vocabulary.py): tool names and titles, parameters, output fields, enum
+    values and names its descriptions present as results ("if `next_range` is present, call again with it"
+    names a field of the tool's own result)."""
+    return set(ServerVocabulary.of(tools).names)
 
 
 def scan_tools(tools: Sequence[ToolDefinition]) -> list[SecurityFinding]:

@@ -23,6 +23,26 @@ SOURCE = Path(__file__).resolve().parents[1] / "servers" / "slow_notes"
 SCRIPT = "slow-notes-mcp"
 
 
+def venv_purelib(python: Path) -> str:
+    """Where the virtual environment of `python` installs pure-Python packages."""
+    return subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+def newcomer_commands(script: Path, home: Path, start_s: float) -> list[tuple[str, ...]]:
+    """The three commands docs/own-server.md opens with, for the installed server: init, propose, loop."""
+    init = ("mcpipechekr", "init", "--command", str(script), "--env", f"HOME={home}")
+    return [
+        (*init, "--env", f"SLOW_NOTES_START_S={start_s:g}"),
+        ("mcpipechekr", "tasks", "propose"),
+        ("doit", "baseline", "loop"),
+    ]
+
+
 def install_slow_notes(target: Path, *, deps: Literal["registry", "here"] = "here") -> Path:
     """A venv at `target` with the slow notes server installed; returns its console script."""
     venv.EnvBuilder(with_pip=True, clear=True).create(target)
@@ -31,12 +51,7 @@ def install_slow_notes(target: Path, *, deps: Literal["registry", "here"] = "her
     source = target / "source"  # built from a copy, so the tests' tree stays clean
     shutil.copytree(SOURCE, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     if deps == "here":
-        purelib = subprocess.run(
-            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        purelib = venv_purelib(python)
         ours = sysconfig.get_paths()["purelib"]
         (Path(purelib) / "outer-packages.pth").write_text(ours + "\n", encoding="utf-8")
         # A wheel built by this interpreter's pip, installed alone: nothing is fetched or built there.
