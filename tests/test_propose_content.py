@@ -211,6 +211,28 @@ def test_a_json_server_gets_tasks_about_its_projects_and_issues(
 # --- answers that move --------------------------------------------------------------------------------
 
 
+def test_a_graph_server_gets_questions_that_follow_a_relation_to_the_record_it_leads_to(
+    tmp_path: Path,
+) -> None:
+    """Find the relation by searching its start, then open the record at its end: two calls, and the
+    answer the end's own record gives, checked against the server's data."""
+    outcome = propose_tasks(load_config(project(tmp_path, "graph")), count=12)
+    data = load_server("graph")
+    kinds = {name: kind for name, kind, _ in data.ENTITIES}
+    ends = {(a, r): b for a, b, r in data.RELATIONS}
+    hops = [task for task in outcome.tasks if "that" in task.prompt and "relation" in task.tags]
+    assert len(hops) >= 2, [task.prompt for task in outcome.tasks]
+    for task in hops:
+        match = re.fullmatch(r'What is the entity type of the entity that "([^"]+)" (.+)\?', task.prompt)
+        assert match, task.prompt
+        end = ends[(match[1], match[2])]
+        assert task.expected_result == kinds[end], task.prompt
+        first, second = task.reference_calls
+        assert (first.tool, first.arguments) == ("search_nodes", {"query": match[1]})
+        assert second.arguments in ({"names": [end]}, {"query": end}), task.prompt
+        assert end not in task.prompt
+
+
 def test_answers_that_move_with_the_clock_or_between_calls_are_refused(tmp_path: Path) -> None:
     outcome = propose_tasks(load_config(project(tmp_path, "clock")), count=5)
     reasons = {refusal.prompt: refusal.reason for refusal in outcome.refused}

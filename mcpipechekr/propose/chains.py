@@ -38,6 +38,7 @@ from mcpipechekr.propose.rules import (
     extreme,
     extreme_pick,
     fields_of,
+    hop_rule,
     named_pick,
     names_in,
     only_name,
@@ -84,7 +85,7 @@ class Links:
 
     def all(self) -> list[Proposal]:
         out: list[Proposal] = []
-        for shape in (self.chains, self.aggregates, self.sweeps, self.mentions, self.edges):
+        for shape in (self.chains, self.aggregates, self.sweeps, self.mentions, self.edges, self.hops):
             out += tolerant(shape)
         return out
 
@@ -291,13 +292,11 @@ class Links:
         return out
 
     def _edge_questions(self, obs: Observation, edges: Table, nodes: Table, named: str) -> list[Proposal]:
-        names = {r[named] for r in nodes.records}
-        fields = fields_of(edges.records)
-        ends = [f for f in fields if all(r.get(f) in names for r in edges.records)]
-        kinds = [f for f in fields if f not in ends and all(category(r.get(f)) for r in edges.records)]
-        if len(ends) != 2 or not kinds:
+        role = _edge_roles(edges, nodes, named)
+        if role is None:
             return []
-        source, target, kind = ends[0], ends[1], kinds[0]
+        source, target, kind = role
+        names = {r[named] for r in nodes.records}
         noun = self.say.noun(obs, nodes)
         call = [(obs.tool, obs.arguments)]
         where = (edges.key, edges.label)
@@ -333,6 +332,77 @@ class Links:
                         weight=1.3,
                     )
                 )
+        return out
+
+    def hops(self) -> list[Proposal]:
+        """A relation followed to the record at its other end, then a field only that record's own call
+        gives: "What is the entity type of the entity that "Ada" programmed?" needs the search that
+        finds Ada's relations, then the call that opens the entity they lead to. Which field of a
+        relation is its start, its end and its kind is learnt where a result holds both ends' records."""
+        roles: dict[tuple[str, str], tuple[str, str, str]] = {}
+        for obs in self.found.observations:
+            for edges, nodes, named in self._paired_tables(obs):
+                found = _edge_roles(edges, nodes, named)
+                if found is not None:
+                    roles.setdefault((edges.key, edges.label), found)
+        out: list[Proposal] = []
+        for first in self.found.observations:
+            for edges, nodes, named in self._paired_tables(first):
+                role = roles.get((edges.key, edges.label))
+                if role is not None:
+                    out += self._hops_from(first, edges, nodes, named, role)
+        return out
+
+    @staticmethod
+    def _paired_tables(obs: Observation) -> Iterator[tuple[Table, Table, str]]:
+        for edges in obs.reading.tables:
+            for nodes in obs.reading.tables:
+                if nodes is not edges and (named := common_name_key(nodes.records)) is not None:
+                    yield edges, nodes, named
+
+    def _hops_from(
+        self, first: Observation, edges: Table, nodes: Table, named: str, role: tuple[str, str, str]
+    ) -> list[Proposal]:
+        source, target, kind = role
+        starts = [
+            r for r in edges.records if searched_by_name(first, [{named: r.get(source)}], named)
+        ]  # only from a search by the relation's start: a whole graph answers in one call
+        out: list[Proposal] = []
+        for edge in starts[:4]:
+            same = [r[target] for r in starts if r[source] == edge[source] and r[kind] == edge[kind]]
+            if len(same) != 1 or not short_scalar(edge[kind]):
+                continue
+            end = same[0]
+            for second in self.found.observations:
+                if second is first or not any(
+                    end == v or isinstance(v, list) and end in v for v in second.arguments.values()
+                ):
+                    continue
+                table = next(
+                    (t for t in second.reading.tables if t.key == nodes.key and t.label == nodes.label), None
+                )
+                record = (
+                    None if table is None else next((r for r in table.records if r.get(named) == end), None)
+                )
+                if table is None or record is None or len(table.records) != 1:
+                    continue
+                subject = f"the {self.say.noun(first, nodes)} that {quoted(edge[source])} {edge[kind]}"
+                calls = [(first.tool, first.arguments), (second.tool, second.arguments)]
+                where = ((edges.key, edges.label), (nodes.key, nodes.label, named))
+                for field in askable_fields([record], {named})[:2]:
+                    out.append(
+                        proposal(
+                            field_question(field, subject, record[field]),
+                            calls,
+                            record[field],
+                            hop_rule(where, (source, edge[source]), (kind, edge[kind]), target, end, field),
+                            "chain",
+                            ["lookup", "relation", "chain"],
+                            {"from": edge[source], "relation": edge[kind], "to": end, "field": field},
+                            weight=1.4,
+                        )
+                    )
+                break
         return out
 
     def chains(self) -> list[Proposal]:
@@ -467,6 +537,17 @@ class Links:
                     out.insert(0, (winner, (field, highest, kind)))
             break
         return out
+
+
+def _edge_roles(edges: Table, nodes: Table, named: str) -> tuple[str, str, str] | None:
+    """(start, end, kind) of records that join two records of `nodes` by name, or None."""
+    names = {r[named] for r in nodes.records}
+    fields = fields_of(edges.records)
+    ends = [f for f in fields if all(r.get(f) in names for r in edges.records)]
+    kinds = [f for f in fields if f not in ends and all(category(r.get(f)) for r in edges.records)]
+    if len(ends) != 2 or not kinds:
+        return None
+    return ends[0], ends[1], kinds[0]
 
 
 def _groups(table: Table) -> list[tuple[str | None, Table]]:

@@ -496,6 +496,18 @@ def content_word(record: dict[str, Any]) -> str | None:
     return max(candidates, key=len) if candidates else None
 
 
+ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+
+
+def environment_dump(record: dict[str, Any] | None) -> bool:
+    """Whether a record is a process's environment (`PATH`, `HOME`, …): what it holds is the machine's,
+    so no question is asked of it and it is no content of the server's."""
+    if not record or len(record) < 3:
+        return False
+    upper = sum(1 for key in record if ENV_NAME.match(str(key)))
+    return upper >= 0.8 * len(record) and bool({"PATH", "HOME", "PWD"} & set(record))
+
+
 def shared_values(records: list[dict[str, Any]], limit: int = 2) -> list[str]:
     """Short strings two records or more share (an author, a sender): search text that finds several."""
     counts: dict[str, int] = {}

@@ -225,6 +225,37 @@ def edge_rule(
     return derive
 
 
+def hop_rule(
+    where: tuple[tuple[str, str], tuple[str, str, str]],
+    start: tuple[str, Any],
+    kind: tuple[str, Any],
+    target: str,
+    end: Any,
+    field: str,
+) -> Any:
+    """The first result's relation of this kind from `start` still leads to `end` alone, then `field`
+    of `end`'s record in the last result."""
+    (edge_key, edge_label), (node_key, node_label, named) = where
+
+    def derive(readings: list[Reading]) -> Any:
+        hits = [
+            r.get(target)
+            for r in _records(readings[0], edge_key, edge_label)
+            if holds(r, *start) and holds(r, *kind)
+        ]
+        if hits != [end]:
+            return None
+        record = record_named(table_in(readings[-1], node_key, node_label), named, end)
+        return None if record is None else record.get(field)
+
+    return derive
+
+
+def _records(reading: Reading, key: str, label: str) -> list[dict[str, Any]]:
+    table = table_in(reading, key, label)
+    return [] if table is None else table.records
+
+
 def named_pick(where: tuple[str, str, str], name: Any) -> Any:
     key, label, named = where
     return lambda reading: record_named(table_in(reading, key, label), named, name)

@@ -30,7 +30,7 @@ from typing import Any
 
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.propose.explore import Exploration, explore
+from mcpipechekr.propose.explore import Exploration, environment_dump, explore
 from mcpipechekr.propose.model import model_proposals
 from mcpipechekr.propose.shapes import offline_proposals
 from mcpipechekr.propose.templates import Proposal, interleave, slugify
@@ -60,7 +60,8 @@ class ProposeOutcome:
     proposed: int = 0
     """Proposals made before verification."""
     content_tools: int = 0
-    """Tools whose results held records to ask about (not prose, not an error)."""
+    """Tools whose results held records to ask about (not prose, not an error, not the server process's
+    environment: its values are the machine's, not the server's content)."""
 
     def why_none(self) -> str:
         """Why no task was written, in one sentence a user can act on."""
@@ -128,7 +129,11 @@ def propose_tasks(
     finally:
         fresh.stop()
     tasks = _as_tasks(verified, set(taken_ids))
-    content = {obs.tool for obs in found.observations if not obs.reading.empty and not obs.placeholders}
+    content = {
+        obs.tool
+        for obs in found.observations
+        if not obs.reading.empty and not obs.placeholders and not environment_dump(obs.reading.single)
+    }
     return ProposeOutcome(
         assign_splits(tasks),
         refused,

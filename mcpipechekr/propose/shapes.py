@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcpipechekr.propose.chains import Links
-from mcpipechekr.propose.explore import SEARCH_WORDS, Exploration, Observation, name_key
+from mcpipechekr.propose.explore import SEARCH_WORDS, Exploration, Observation, environment_dump, name_key
 from mcpipechekr.propose.reading import COUNT_KEYS, Table, is_id_name, words
 from mcpipechekr.propose.rules import (
     alike,
@@ -91,7 +91,7 @@ class Shapes:
                 continue
             for table in obs.reading.tables:
                 out += tolerant(self.table_shapes, obs, table)
-            if obs.reading.single:
+            if obs.reading.single and not environment_dump(obs.reading.single):
                 out += tolerant(self.single_shapes, obs)
         out += Links(self.found, self.say).all()
         return [p for p in out if not self.say.leaks(p.prompt, [])]
