@@ -68,6 +68,7 @@ from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.correctness import (
     NOTHING_CHECKABLE,
     check_deterministic,
+    fits_derived,
     identifying_payload,
     similarity,
 )
@@ -335,8 +336,9 @@ class RulesJudge:
 
     1.0 for a result that is not an error, not empty, and consistent with the
     task's `expected_result` (its identifying values appear in what the server
-    returned); 0.0 for an error; 0.2 for an empty result; 0.3 when it
-    contradicts `expected_result`.
+    returned, or it is a count or a yes/no those results can give:
+    `correctness.fits_derived`); 0.0 for an error; 0.2 for an empty result;
+    0.3 when it contradicts `expected_result`.
     """
 
     label = "rules"
@@ -348,13 +350,17 @@ class RulesJudge:
             return 0.2, "the result is empty"
         task = outcome.task
         if task.expected_result is not None:
-            seen = orjson.dumps(
-                [_content(call) for call in outcome.calls] or outcome.result, default=str
-            ).decode()
+            contents = [_content(call) for call in outcome.calls] or [outcome.result]
+            seen = orjson.dumps(contents, default=str).decode()
             expected = identifying_payload(task.expected_result, expected=True)
             verdict = check_deterministic(seen, expected)
             if verdict.status == "unchecked":
                 return 1.0, "not an error, not empty; the expected_result names nothing to check"
+            if not verdict.correct and fits_derived(task.expected_result, contents):
+                return (
+                    1.0,
+                    "not an error, not empty; expected_result is a count or a yes/no the result can give",
+                )
             if not verdict.correct:
                 return 0.3, "the result does not contain the task's expected_result"
         return 1.0, "not an error, not empty" + (", matches expected_result" if task.expected_result else "")

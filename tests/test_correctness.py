@@ -164,6 +164,10 @@ def test_numbers_in_words_or_digits_and_booleans() -> None:
     assert successes(judge_answers(count, ["Four people attended."])) == 0
     frozen = task("frozen", True)
     assert successes(judge_answers(frozen, ["Yes, it is frozen until the audit closes."])) == 1
+    # a decimal's trailing zeros are the same number: a price returned as 12.0, said as 12 or $12.00
+    price = task("price", 12.0)
+    assert successes(judge_answers(price, ["It costs 12 euros.", "It costs $12.00.", "Price: 12.0"])) == 3
+    assert successes(judge_answers(price, ["It costs 120 euros.", "It costs 12.5 euros."])) == 0
 
 
 # --- the baseline on the real server --------------------------------------------------------------

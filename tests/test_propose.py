@@ -136,9 +136,13 @@ def test_bookshop_proposals_validate_replay_and_run(bookshop: Path) -> None:
             row = books[calls[-1]["arguments"]["isbn"]]
             assert task["expected_result"] in row, task
             checked += 1
-        elif "titled" in task["prompt"]:
+        elif 'the book "' in task["prompt"]:
             title = task["prompt"].split('"')[1]
             assert task["expected_result"] in by_title[title], task
+            checked += 1
+        elif task["prompt"].startswith("How many books have author"):
+            author = task["prompt"].split('"')[1]
+            assert task["expected_result"] == sum(1 for row in books.values() if row[2] == author), task
             checked += 1
     assert checked >= 4
     # a search-then-fetch chain: the field only the fetch gives (stock), in two calls
@@ -280,12 +284,14 @@ def test_a_model_writes_tasks_and_those_that_do_not_replay_are_refused(
     assert "The Quiet Harbour" in instructions and "978-0-00-000001-1" in instructions  # what was observed
     assert "Never name a tool" in instructions
 
-    assert [task.prompt for task in outcome.tasks] == [answer["tasks"][0]["prompt"]]
+    assert "Questions to reword" in instructions  # the templates' questions, each with its answer
+    # the model's own task comes first; the templates' questions follow, verified the same way
+    assert [task.prompt for task in outcome.tasks if "model" in task.tags] == [answer["tasks"][0]["prompt"]]
     task = outcome.tasks[0]
     assert task.expected_tool == "get_book" and task.min_calls == 2
     assert task.expected_result == {"stock": 4}
     assert "stock-check" in task.tags and "model" in task.tags
-    reasons = {refusal.prompt: refusal.reason for refusal in outcome.refused}
+    reasons = {refusal.prompt: refusal.reason for refusal in outcome.refused if refusal.template == "model"}
     assert reasons == {
         "How much does The Quiet Harbour cost?": "the replayed result does not contain 99.0",
         "Who wrote Night Trains?": "reference call 1: the server has no tool 'book_author'",

@@ -45,8 +45,21 @@ def tasks_group() -> None:
     "--model",
     "model_text",
     metavar="PROVIDER/MODEL",
-    help="A model writes the prompts and multi-step tasks from the explored data (any configured "
-    "provider, e.g. openai/gpt-4o). Default: offline templates, no model.",
+    help="A model rewords the questions as users ask them and adds its own tasks, from the explored "
+    "data (any configured provider, e.g. openai/gpt-4o). Default: providers.phase0 when it names a "
+    "model, else the offline templates alone.",
+)
+@click.option(
+    "--about",
+    metavar="TEXT",
+    help="Steer the tasks to a subject: its words are searched for while exploring, and the tasks that "
+    "mention them come first.",
+)
+@click.option(
+    "--tools",
+    "tool_names",
+    metavar="NAME[,NAME...]",
+    help="Only tasks whose answer comes from one of these tools (others may still be called to reach it).",
 )
 @click.option("--append", is_flag=True, help="Add the tasks to the end of the existing task file.")
 @click.option(
@@ -57,17 +70,28 @@ def tasks_group() -> None:
 @click.pass_context
 @writes_project
 def propose_command(
-    ctx: click.Context, count: int, model_text: str | None, append: bool, output: Path | None, **_: object
+    ctx: click.Context,
+    count: int,
+    model_text: str | None,
+    about: str | None,
+    tool_names: str | None,
+    append: bool,
+    output: Path | None,
+    **_: object,
 ) -> None:
     """Explore the server with read-only calls and propose tasks in the tasks.yaml format.
 
     Only tools annotated readOnlyHint: true (and not destructiveHint: true)
-    are called, with the arguments `check` synthesizes and the records their
-    results hold. Without --model, templates turn what was found into lookups
-    and counts; with one, the model writes them. Every task is verified by
-    replaying its reference_calls on a freshly started server and finding its
-    expected_result in the answer; the others are listed as refused with the
-    reason. About one task in four is `split: holdout`.
+    are called: first with the arguments `check` synthesizes, then with what
+    their results hold (JSON or text: a listing leads to its items, an item to
+    its details). Templates turn the content into questions people ask:
+    look-ups, counts with a filter, the latest or largest, comparisons,
+    two-call questions, lists, and a few negative cases. With --model (or
+    providers.phase0 naming a model) the model rewords them and adds its own.
+    Every task is verified by replaying its reference_calls twice on a freshly
+    started server and deriving the same answer; answers that move with the
+    clock are refused, and every refusal is listed with its reason. About one
+    task in four is `split: holdout`.
 
     An existing task file is never overwritten: --append adds to it, --output
     writes elsewhere. The one exception is the example tasks.yaml that
@@ -98,6 +122,8 @@ def propose_command(
         taken_ids=[task.task_id for task in taken],
         taken_prompts=[task.prompt for task in taken],
         progress=lambda text: console.print(text, markup=False),
+        about=about,
+        tools=(tool_names or "").split(","),
     )
     for refusal in outcome.refused:
         console.print(
@@ -105,7 +131,8 @@ def propose_command(
         )
     if not outcome.tasks:
         console.print(
-            "no task could be verified: nothing written. Write your users' requests into the task file "
+            f"no task could be verified: {outcome.why_none()}; nothing written. "
+            "Write your users' requests into the task file "
             "yourself (docs/tasks.md), or let a model draft them: `mcpipechekr tasks propose --model "
             "PROVIDER/MODEL`",
             markup=False,

@@ -57,6 +57,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import orjson
+
 from mcpipechekr.artifacts.tool_result import json_text
 from mcpipechekr.evaluate.base import records_of
 from mcpipechekr.evaluate.matching import Haystack, as_day, dates_in, normalise
@@ -266,6 +268,49 @@ def check_deterministic(answer: str | None, expected: Any, seen: Iterable[Any] =
     if extra:
         parts.append(f"names {', '.join(extra)}, not in the expected list")
     return Verdict(ok, missing, "; ".join(parts) if parts else "names every expected value", extra=extra)
+
+
+def fits_derived(expected: Any, contents: Iterable[Any]) -> bool:
+    """Whether results that do not spell out an expected_result can still give it, as a derived answer.
+
+    A proposed task may ask what the results imply rather than quote: a yes or no
+    (a comparison of two records), or a number of records (all of a listing, or
+    those that pass a filter). So each value of `expected` must appear in the
+    results, or be a boolean, or a whole number no larger than the most
+    records, list items or text lines one result holds. A plausibility rule
+    for the baseline's judge, not a proof: `tasks propose` proves its answers
+    by deriving them again from replayed results.
+    """
+    contents = list(contents)
+    haystack = Haystack([orjson.dumps(contents, default=str).decode()])
+    largest = max((_largest_list(content) for content in contents), default=0)
+    groups: list[tuple[Any, ...]] = []
+    _expected_walk(expected, groups, [])
+    for group in groups:
+        value = group[0]
+        if isinstance(value, str) and value in ("yes", "no") and group[1:] in (("true",), ("false",)):
+            continue
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= largest:
+            continue
+        if not any(haystack.contains(option, strict=True) for option in group):
+            return False
+    return True
+
+
+def _largest_list(content: Any) -> int:
+    if isinstance(content, str):
+        parsed = json_text(content)
+        if parsed is None:
+            return sum(1 for line in content.splitlines() if line.strip())
+        content = parsed
+    if isinstance(content, dict):
+        return max(
+            (_largest_list(value) for value in content.values() if isinstance(value, dict | list)), default=0
+        )
+    if isinstance(content, list):
+        inner = max((_largest_list(item) for item in content if isinstance(item, dict | list)), default=0)
+        return max(len(content), inner)
+    return 0
 
 
 def _extras(haystack: Haystack, closed: tuple[tuple[str, ...], ...], seen: Iterable[Any]) -> list[str]:

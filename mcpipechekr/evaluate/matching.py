@@ -8,7 +8,9 @@ The agent rarely copies a value byte for byte: it writes `May 14, 2013` for
   a value appears when its normalised form is a whole-word substring of the
   normalised text;
 - numbers are whole tokens; thousands separators in the text are removed
-  first (`3,800` → `3800`), so `38` does not appear in `3800`;
+  first (`3,800` → `3800`), so `38` does not appear in `3800`; a decimal's
+  trailing zeros go too (`12.0` and `12.00` → `12`, `12.50` → `12.5`), so a
+  price a server returns as `12.0` is the answer `12`;
 - dates and date-times are reduced to their day (`2013-05-14`); the text's
   dates are read in ISO form and in the common English forms (`14 May 2013`,
   `May 14, 2013`, `May 14 2013`, `14/05/2013` is NOT read: it is ambiguous);
@@ -56,6 +58,8 @@ _MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\
 _EDGES = re.compile(r"(?<!\S)[.+-]+|[.+-]+(?!\S)")
 _YEAR = re.compile(r"\d{4}")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_WHOLE_DECIMAL = re.compile(r"(?<![\d.])(\d+)\.0+(?!\d|\.\d)")
+_TRAILING_ZEROS = re.compile(r"(?<![\d.])(\d+\.\d*[1-9])0+(?!\d|\.\d)")
 _PUNCTUATION = str.maketrans(
     {
         char: " "
@@ -76,6 +80,8 @@ def normalise(text: str) -> str:
     text = text.lower()
     if "," in text:
         text = _THOUSANDS.sub("", text)
+    if "." in text:
+        text = _TRAILING_ZEROS.sub(r"\1", _WHOLE_DECIMAL.sub(r"\1", text))
     text = text.translate(_PUNCTUATION)
     if "." in text or "+" in text or "-" in text:
         text = _EDGES.sub(" ", text)

@@ -2,12 +2,17 @@
 
 The steps: start the server and explore it (`explore.py`: argument synthesis
 as `check` does it, read-only tools only, then records fed back into the
-tools); propose tasks from what was found, with templates (offline, the
-default) or a model (`model.py`); replay each proposal's reference calls
+tools, results read as records whether JSON or text); propose tasks from what
+was found (`shapes.py`: lookups, counts, filters, extremes, comparisons,
+chains, a few negative cases), ordered so the first ones are varied
+(`templates.interleave`), those about `--about` first; with a model (`--model`,
+or `providers.phase0` when it names one), the model rewords them and may add
+its own (`model.py`); replay each proposal's reference calls twice
 (`verify.py`) on a second, fresh server until `count` tasks are verified; give
-them ids and a split. About one task in four is `split: holdout`
-(`assign_splits`), spread over the tools the tasks rely on. Writing the file is
-`write.py`'s, so a caller can show the tasks first.
+them ids and a split. At most one task in five is a negative case (an answer of
+zero, on purpose), and none has an empty answer by accident. About one task in
+four is `split: holdout` (`assign_splits`), spread over the tools the tasks rely
+on. Writing the file is `write.py`'s, so a caller can show the tasks first.
 
 The fresh server is started at the beginning, beside the exploring one
 (`ServerUnderTest.start_soon`), so a server that takes 20 s to start costs 20 s,
@@ -24,9 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from mcpipechekr.config import Config
-from mcpipechekr.propose.explore import Exploration, explore
+from mcpipechekr.errors import UserError
+from mcpipechekr.propose.explore import Exploration, environment_dump, explore
 from mcpipechekr.propose.model import model_proposals
-from mcpipechekr.propose.templates import Proposal, offline_proposals, slugify
+from mcpipechekr.propose.shapes import offline_proposals
+from mcpipechekr.propose.templates import Proposal, interleave, slugify
 from mcpipechekr.propose.verify import Refusal, verify_proposal
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.server.lifecycle import ServerUnderTest, log_path_in, server_under_test
@@ -34,6 +41,8 @@ from mcpipechekr.tasks import ReferenceCall, Task
 
 HOLDOUT_EVERY = 4
 """One task in this many is held out."""
+NEGATIVE_EVERY = 5
+"""At most one task in this many is a negative case (an answer of zero, on purpose)."""
 DEFAULT_COUNT = 10
 SECRET_REFUSAL = "it holds a secret of the configuration (an API key, a token): secrets are never written"
 
@@ -46,6 +55,29 @@ class ProposeOutcome:
     refused: list[Refusal] = field(default_factory=list)
     observations: int = 0
     """Successful read-only calls exploration made."""
+    callable_tools: int = 0
+    """Tools exploration could call (annotated read-only)."""
+    proposed: int = 0
+    """Proposals made before verification."""
+    content_tools: int = 0
+    """Tools whose results held records to ask about (not prose, not an error, not the server process's
+    environment: its values are the machine's, not the server's content)."""
+
+    def why_none(self) -> str:
+        """Why no task was written, in one sentence a user can act on."""
+        if self.callable_tools == 0:
+            return (
+                "the server annotates no tool readOnlyHint: true (and not destructiveHint: true), "
+                "so none was called"
+            )
+        if self.observations == 0:
+            return "no read-only tool answered the calls exploration could make"
+        if self.proposed == 0:
+            return "the results held no records to ask about (prose, or nothing)"
+        clock = sum(1 for r in self.refused if "depends on the clock" in r.reason)
+        if clock and clock >= len(self.refused) // 2:
+            return "the answers the server gives depend on the clock (times, dates of today)"
+        return "every proposal was refused (listed above)"
 
 
 def propose_tasks(
@@ -58,6 +90,8 @@ def propose_tasks(
     taken_prompts: Iterable[str] = (),
     log_path: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    about: str | None = None,
+    tools: Iterable[str] = (),
 ) -> ProposeOutcome:
     """Propose up to `count` verified tasks for the configured server.
 
@@ -65,6 +99,9 @@ def propose_tasks(
     pydantic-ai model to use instead of building one from `spec` (tests pass a
     scripted one). `taken_ids` are ids the tasks must not reuse and
     `taken_prompts` questions already asked (the file's, when appending).
+    `about` steers the tasks to a subject (its words are searched for and the
+    tasks mentioning them come first); `tools` keeps only tasks whose answer
+    comes from one of these tools (a UserError names the tools when one is unknown).
     """
     from mcpipechekr.server.workspace import prepare_repo
 
@@ -78,8 +115,10 @@ def propose_tasks(
             fresh.start_soon()
         say(f"exploring {config.server.name} with read-only calls")
         with server_under_test(config, log_path) as server:
-            found = explore(config, server, timeout_s)
-        proposals = _proposals(config, found, count, spec, model, say)
+            found = explore(config, server, timeout_s, about=about)
+        wanted = _wanted_tools(found, tools)
+        proposals = _proposals(config, found, count, spec, model, say, about)
+        proposals = [p for p in proposals if not wanted or p.expected_tool in wanted]
         kept, refused = _screened(config, proposals, taken_prompts)
         say(f"verifying on a fresh server: {len(kept)} proposal(s)")
         if overlap:
@@ -90,7 +129,34 @@ def propose_tasks(
     finally:
         fresh.stop()
     tasks = _as_tasks(verified, set(taken_ids))
-    return ProposeOutcome(assign_splits(tasks), refused, len(found.observations))
+    content = {
+        obs.tool
+        for obs in found.observations
+        if not obs.reading.empty and not obs.placeholders and not environment_dump(obs.reading.single)
+    }
+    return ProposeOutcome(
+        assign_splits(tasks),
+        refused,
+        len(found.observations),
+        len(found.callable),
+        len(proposals),
+        len(content),
+    )
+
+
+def _wanted_tools(found: Exploration, tools: Iterable[str]) -> set[str]:
+    wanted = {name.strip() for name in tools if name.strip()}
+    unknown = sorted(wanted - {tool.name for tool in found.tools})
+    if unknown:
+        names = ", ".join(sorted(tool.name for tool in found.tools))
+        raise UserError(f"--tools: the server has no tool {', '.join(map(repr, unknown))} (tools: {names})")
+    not_read_only = sorted(wanted - set(found.callable))
+    if not_read_only and not_read_only == sorted(wanted):
+        raise UserError(
+            f"--tools: {', '.join(map(repr, not_read_only))} may change state (not annotated "
+            "readOnlyHint: true), and propose calls only read-only tools"
+        )
+    return wanted
 
 
 def _verification_log(config: Config, log_path: Path | None) -> Path:
@@ -107,19 +173,23 @@ def _proposals(
     spec: ProviderSpec | None,
     model: Any,
     say: Callable[[str], None],
+    about: str | None = None,
 ) -> list[Proposal]:
-    """What to propose from the exploration: templates offline, or the model's tasks."""
-    use_model = model is not None or (spec is not None and not spec.is_demo)
-    if not use_model:
-        return offline_proposals(found)
+    """What to propose from the exploration: the templates' questions, reworded by the model and joined
+    by its own tasks when one is given (`--model`, else `providers.phase0` when it names one)."""
+    offline = interleave(offline_proposals(found), about)
+    chosen = spec if spec is not None else config.providers.phase0
+    if model is None and chosen.is_demo:
+        return offline
+    label = "the model" if chosen.is_demo else str(chosen)
     if model is None:
         from mcpipechekr.llm import build_model
 
-        assert spec is not None
-        model = build_model(spec, config, purpose="proposing tasks")
-    label = str(spec) if spec is not None else "the model"
+        model = build_model(chosen, config, purpose="proposing tasks")
     say(f"asking {label} for {count} tasks")
-    return model_proposals(model, label, found, count, config.timeouts.task_s, config.redactor)
+    return model_proposals(
+        model, label, found, count, config.timeouts.task_s, config.redactor, offline, about=about
+    )
 
 
 def _screened(
@@ -133,12 +203,19 @@ def _screened(
     for proposal in proposals:
         if proposal.prompt.strip().lower() in asked:
             continue
+        if proposal.template != "negative" and _empty(proposal.expected_result):
+            continue  # an empty answer only on purpose, as a negative case
         content = [proposal.prompt, proposal.expected_result, proposal.reference_calls, proposal.tags]
         if redact(content) != content:
             refused.append(Refusal(redact(proposal.prompt), SECRET_REFUSAL, proposal.template))
         else:
             kept.append(proposal)
     return kept, refused
+
+
+def _empty(value: Any) -> bool:
+    """0, an empty string, list or mapping (False is an answer: "no")."""
+    return not isinstance(value, bool) and value in (0, [], "", {})
 
 
 def _verified(
@@ -153,10 +230,15 @@ def _verified(
     redact = config.redactor.redact
     verified: list[Proposal] = []
     tools = {tool.name: tool for tool in fresh.list_tools(timeout_s=timeout_s)}
+    negatives = 0
     for proposal in kept:
         if len(verified) >= count:
             break
+        negative = proposal.template == "negative"
+        if negative and negatives + 1 > count // NEGATIVE_EVERY:
+            continue  # at most one in five: a negative case asks only whether the agent says "none"
         reason = verify_proposal(fresh, tools, proposal, timeout_s)
+        negatives += negative and reason is None
         if reason is None:
             verified.append(proposal)
         else:
