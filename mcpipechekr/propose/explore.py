@@ -223,6 +223,18 @@ def explore(
         found.observations.append(obs)
         return obs
 
+    def call_once(tool: str, arguments: dict[str, Any]) -> Any:
+        """The call's result, counted and remembered; None when the server refused or fell over."""
+        seen.add(_key(tool, arguments))
+        found.calls += 1
+        try:
+            return server.call_tool(tool, arguments, timeout_s)
+        except ServerHalt:
+            ctx.recover()
+        except Exception:  # a refusal of these arguments: the tool was reached before
+            pass
+        return None
+
     base: dict[str, dict[str, Any]] = {}  # what else a tool needs, without the placeholders a follow-up drops
     for name, reach in reaches.items():
         decisive = reach.decisive
@@ -244,29 +256,11 @@ def explore(
             base[tool.name] = arguments  # what a follow-up adds its record's values to
         if not arguments or not _complete(tool, arguments) or _key(tool.name, arguments) in seen:
             continue
-        seen.add(_key(tool.name, arguments))
-        found.calls += 1
-        try:
-            result = server.call_tool(tool.name, arguments, timeout_s)
-        except ServerHalt:
-            ctx.recover()
-            continue
-        except Exception:
-            continue
-        keep(tool.name, arguments, result, frozenset())
+        keep(tool.name, arguments, call_once(tool.name, arguments), frozenset())
     for tool, arguments in enum_sweeps(callable_tools, base):  # each city of `location`, each status…
         if _key(tool.name, arguments) in seen or found.calls >= MAX_FOLLOW_UP_CALLS:
             continue
-        seen.add(_key(tool.name, arguments))
-        found.calls += 1
-        try:
-            result = server.call_tool(tool.name, arguments, timeout_s)
-        except ServerHalt:
-            ctx.recover()
-            continue
-        except Exception:
-            continue
-        keep(tool.name, arguments, result, frozenset())
+        keep(tool.name, arguments, call_once(tool.name, arguments), frozenset())
     feeder = _Feeder(found, base, about)
     deadline = time.monotonic() + FOLLOW_UP_TIME_S
     fresh = list(found.observations)
