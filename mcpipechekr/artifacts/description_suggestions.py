@@ -170,6 +170,13 @@ class DescriptionSuggestion(ArtifactModel):
         default_factory=list, description="What else to know: a draft not kept, a limit."
     )
 
+    def edits(self) -> list[TextEdit]:
+        """Every text the suggestion changes: its own first, then `also`."""
+        main = TextEdit(
+            tool=self.tool, parameter=self.parameter, current=self.current, proposed=self.proposed
+        )
+        return [main, *self.also]
+
 
 class SkippedBug(ArtifactModel):
     """A bug of the report with no suggestion, and why."""
