@@ -40,13 +40,18 @@ from mcpipechekr.artifacts.description_suggestions import (
     DescriptionSuggestions,
     TextEdit,
 )
+from mcpipechekr.artifacts.fix_record import read_fix_record
 from mcpipechekr.artifacts.schemas import schema_for
 from mcpipechekr.cli import main
+from mcpipechekr.config import load_config
 from mcpipechekr.findings.home import HOME_ENV
+from mcpipechekr.fix import run_fix_loop
+from mcpipechekr.fix.evidence import suggestions_for
 from mcpipechekr.lint.selection import LexicalSelector, selection_queries
 from mcpipechekr.lint.suggest.orchestrate import shared_texts
 from mcpipechekr.lint.suggest.rescore import apply_edits
 from mcpipechekr.lint.suggest.rewrite import request_phrase
+from mcpipechekr.review import record_decision
 from mcpipechekr.tasks import load_tasks
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_lint_suggest")]
@@ -434,6 +439,57 @@ def test_a_run_whose_bugs_no_description_caused_says_so_and_exits_0(tmp_path: Pa
         "unused parameter, a parameter's values guessed): there is no description to rewrite.",
     ]
     assert written(calm).suggestions == [] and len(written(calm).skipped) == 2
+
+
+# --- the fix agent gets the suggestion of the bug it works on ----------------------------------------
+
+AGENT = 'print("nothing to change <promise>" + "COMPLETE</promise>")\n'
+
+
+def test_the_fix_prompt_carries_the_bugs_suggestion(desk: Desk) -> None:
+    suggest(desk)
+    agent = desk.root / "agent.py"
+    agent.write_text(AGENT)
+    desk.configure(fix={"agent": "shell", "command": f"{{python}} {agent}", "max_iterations": 1})
+    record_decision(desk.run, "approve")
+
+    record = run_fix_loop(load_config(desk.config_file, environ={}), desk.run)
+
+    prompts = {
+        entry.bug_id: (desk.run.root / entry.prompt).read_text()
+        for entry in read_fix_record(desk.run.fix_record).bugs
+        if entry.prompt
+    }
+    assert set(prompts) == {LATE, WRONG, WALK, KEYERROR} and {b.status for b in record.bugs} == {"unresolved"}
+    late = by_bug(written(desk), LATE)
+    section = prompts[LATE].split("## A description rewrite proposed for this defect", 1)[1]
+    for line in (
+        "- tool `ticket_log`",
+        f"  - now: {late.current}",
+        f"  - proposed: {late.proposed}",
+        "- tool `search_accounts`",
+        f"  - proposed: {late.also[0].proposed}",
+        "- lexical-bm25: better; 3 → 4 of 5 queries answered by their right tool "
+        "(task:latest-complaint-ada: `ticket_log` picked no → yes)",
+    ):
+        assert line in section, (line, section)
+    assert f"  - proposed: {by_bug(written(desk), WALK).proposed}" in prompts[WALK]
+    assert "- parameter `order` of tool `list_messages`" in prompts[WALK]
+    assert (
+        "- lexical-bm25: better; 3 → 3 of 5 queries answered by their right tool (task:latest-message-ada: "
+        "`list_messages` picked yes → yes; task:latest-message-ada: the parameter's place among 3 none → 1)"
+    ) in prompts[WALK]
+    wrong = prompts[WRONG].split("## A description rewrite proposed for this defect", 1)[1]
+    assert f"  - proposed: {by_bug(written(desk), WRONG).proposed}" in wrong
+    assert "- note: the pointer added to `search_accounts` made the selection test worse" in wrong
+    assert "description rewrite" not in prompts[KEYERROR]
+
+
+def test_suggestions_of_another_evaluation_are_not_given_to_the_fix_agent(desk: Desk) -> None:
+    suggest(desk)
+    current = written(desk)
+    assert suggestions_for(desk.run, current.bug_report_hash) == current
+    assert suggestions_for(desk.run, "sha256:" + "0" * 64) is None
 
 
 # --- with the phase-0.5 model: its selection test, and its drafts kept only when no worse --------------
