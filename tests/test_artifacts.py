@@ -72,6 +72,17 @@ from mcpipechekr.artifacts.comparison import (
     SuccessCounts,
     TaskComparison,
 )
+from mcpipechekr.artifacts.description_suggestions import (
+    DescriptionSuggestion,
+    DescriptionSuggestions,
+    ParameterRank,
+    QueryChange,
+    Rescore,
+    SkippedBug,
+    StepQuote,
+    TextEdit,
+    ToolFigures,
+)
 from mcpipechekr.artifacts.fieldtables import models_in_order, refresh_doc_text
 from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.artifacts.fix_record import AgentRun, BugFix, FixHealth, FixRecord
@@ -193,6 +204,94 @@ def make_bug_report() -> BugReport:
                 efficiency_ratio=0.15,
             )
         ],
+    )
+
+
+def make_description_suggestions() -> DescriptionSuggestions:
+    return DescriptionSuggestions(
+        run_id="run-20250114-001",
+        generated_at=T0,
+        bug_report_hash=sha256_bytes(b"report"),
+        tools_hash=sha256_bytes(b"tools"),
+        selectors=["lexical-bm25", "llm:openai/gpt-4o"],
+        suggestions=[
+            DescriptionSuggestion(
+                bug_id="DSC-late-tool-get-email",
+                bug_type="description",
+                kind="late_tool",
+                tool="get_email",
+                current="Get an email.",
+                proposed='Get an email. Use it for requests such as "Show me the full email from …".',
+                also=[
+                    TextEdit(
+                        tool="search_email",
+                        current="Search emails.",
+                        proposed="Search emails. For what `get_email` answers, use `get_email` instead.",
+                    )
+                ],
+                origin="evidence",
+                reasoning="the agent took `search_email` for requests `get_email` answers",
+                quotes=[
+                    StepQuote(
+                        trace="traces/full-email__demo__r001.json",
+                        task_id="full-email",
+                        step=1,
+                        call='search_email({"text": "budget"})',
+                        agent_said="Searching first.",
+                        why="`search_email` called for a request `get_email` answers",
+                    )
+                ],
+                rescores=[
+                    Rescore(
+                        selector="lexical-bm25",
+                        queries=3,
+                        right_before=2,
+                        right_after=3,
+                        changes=[
+                            QueryChange(
+                                source="task:full-email",
+                                query="Show me the full email from Ron.",
+                                expected_tool="get_email",
+                                picked_before="search_email",
+                                picked_after="get_email",
+                                rank_before=2,
+                                rank_after=1,
+                                right_before=0.0,
+                                right_after=1.0,
+                            )
+                        ],
+                        tools=[
+                            ToolFigures(
+                                tool="get_email", precision_after=1.0, recall_before=0.0, recall_after=1.0
+                            )
+                        ],
+                        verdict="better",
+                    )
+                ],
+            ),
+            DescriptionSuggestion(
+                bug_id="GAP-paging-to-find-list-email",
+                bug_type="feature_gap",
+                kind="unused_parameter",
+                tool="list_email",
+                parameter="order",
+                proposed="The order of the results: `desc` lists the latest first.",
+                origin="model",
+                reasoning="the agent paged through 3 pages without setting `order`",
+                rescores=[
+                    Rescore(
+                        selector="lexical-bm25",
+                        queries=3,
+                        right_before=3,
+                        right_after=3,
+                        parameter=[ParameterRank(source="task:latest", parameters=3, rank_after=1)],
+                        verdict="better",
+                    )
+                ],
+                notes=["llm:openai/gpt-4o: drafted the text; it scored no worse than the offline one"],
+            ),
+        ],
+        skipped=[SkippedBug(bug_id="BUG-timeout-get-email", reason="a defect of the server's code")],
     )
 
 
@@ -565,6 +664,7 @@ SAMPLES = {
     "baseline": make_baseline,
     "bug_report": make_bug_report,
     "tef_report": make_tef_report,
+    "description_suggestions": make_description_suggestions,
     "trace": make_trace,
     "tools_snapshot": make_tools_snapshot,
     "check_report": make_check_report,

@@ -134,6 +134,7 @@ def test_run_dir_knows_its_artifact_paths(tmp_path: Path) -> None:
         "traces": "traces",
         "bug_report": "bug_report.json",
         "phase2_narrative": "phase2_narrative.md",
+        "description_suggestions": "description_suggestions.json",
         "review": "review.json",
         "issues": "issues",
         "fix_record": "fix.json",

@@ -104,6 +104,11 @@ class RunDir:
         return self.root / "phase2_narrative.md"
 
     @property
+    def description_suggestions(self) -> Path:
+        """`mcpipechekr lint --suggest`: new descriptions for the bugs a description caused."""
+        return self.root / "description_suggestions.json"
+
+    @property
     def review(self) -> Path:
         """The human's decision on the bug report: approve (with annotations) or exit."""
         return self.root / "review.json"
@@ -143,6 +148,7 @@ class RunDir:
             "traces",
             "bug_report",
             "phase2_narrative",
+            "description_suggestions",
             "review",
             "issues",
             "fix_record",

@@ -19,6 +19,7 @@ from mcpipechekr.artifacts.bug_report import BugReport
 from mcpipechekr.artifacts.call_record import CallRecord
 from mcpipechekr.artifacts.check_report import CheckReport
 from mcpipechekr.artifacts.comparison import Comparison
+from mcpipechekr.artifacts.description_suggestions import DescriptionSuggestions
 from mcpipechekr.artifacts.findings import FindingsList
 from mcpipechekr.artifacts.fix_record import FixRecord
 from mcpipechekr.artifacts.manifest import Manifest
@@ -35,6 +36,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "baseline": Baseline,
     "bug_report": BugReport,
     "tef_report": TefReport,
+    "description_suggestions": DescriptionSuggestions,
     "trace": Trace,
     "tools_snapshot": ToolsSnapshot,
     "check_report": CheckReport,

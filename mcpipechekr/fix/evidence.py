@@ -1,11 +1,13 @@
-"""What the fix prompt shows of the run: the bug's trace steps, and the repository's file layout.
+"""What the fix prompt shows of the run: the bug's trace steps, its description suggestion, the file layout.
 
 The bug entry says what went wrong in words; the trace steps show it as the
 agent saw it (the calls with their arguments and the start of each result), so
 a coding agent can reproduce the defect instead of guessing from a summary.
 The file layout saves it a round of exploring. Both are capped so a long trace
 or a large repository cannot crowd the defect out of the prompt; the caller
-redacts the prompt as a whole.
+redacts the prompt as a whole. When `mcpipechekr lint --suggest` proposed a
+new description for the bug, from the very report that was approved
+(`suggestions_for`), the prompt carries it too.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import json
 import git
 
 from mcpipechekr.artifacts import RunDir
+from mcpipechekr.artifacts.atomic import read_model
 from mcpipechekr.artifacts.bug_report import Bug
+from mcpipechekr.artifacts.description_suggestions import DescriptionSuggestions
 from mcpipechekr.artifacts.trace import ToolCall, read_trace
 from mcpipechekr.errors import UserError
 
@@ -44,6 +48,23 @@ def evidence_lines(bug: Bug, run_dir: RunDir) -> list[str]:
             if step.index in wanted and isinstance(step, ToolCall):
                 lines.append(f"- task `{evidence.task_id}`, step {step.index}: {_call_line(step)}")
     return lines
+
+
+def suggestions_for(run_dir: RunDir, bug_report_hash: str) -> DescriptionSuggestions | None:
+    """The run's description suggestions when they were made from this bug report, else None.
+
+    Suggestions of an earlier evaluation of the run (another hash) would speak of
+    other bugs or other evidence, so they are left out rather than trusted; so is
+    a file that cannot be read (the prompt is still complete without it).
+    """
+    path = run_dir.description_suggestions
+    if not path.exists():
+        return None
+    try:
+        suggestions = read_model(path, DescriptionSuggestions)
+    except (OSError, UserError):
+        return None
+    return suggestions if suggestions.bug_report_hash == bug_report_hash else None
 
 
 def _call_line(call: ToolCall) -> str:

@@ -55,6 +55,7 @@ from mcpipechekr._util.console import console as default_console
 from mcpipechekr.artifacts import RunDir, utc_now, write_model
 from mcpipechekr.artifacts.atomic import atomic_write_text
 from mcpipechekr.artifacts.bug_report import Bug, BugReport
+from mcpipechekr.artifacts.description_suggestions import DescriptionSuggestions
 from mcpipechekr.artifacts.fix_record import (
     AgentRun,
     BugFix,
@@ -85,7 +86,7 @@ from mcpipechekr.fix.changes import (
     restore,
     snapshot,
 )
-from mcpipechekr.fix.evidence import evidence_lines, file_layout
+from mcpipechekr.fix.evidence import evidence_lines, file_layout, suggestions_for
 from mcpipechekr.fix.guards import GitControl
 from mcpipechekr.fix.interruption import (
     FIX_FOLDER,
@@ -115,6 +116,7 @@ class _Context:
     findings_home: Home | None
     record: FixRecord
     earlier_patches: dict[str, list[str]]
+    suggestions: DescriptionSuggestions | None
 
 
 def run_fix_loop(
@@ -203,6 +205,7 @@ def _run_loop(
         findings_home=findings_home,
         record=record,
         earlier_patches=_earlier_patches(resumed),
+        suggestions=suggestions_for(run_dir, review.bug_report_hash),
     )
     write_model(run_dir.fix_record, record)
     if carried:
@@ -367,6 +370,7 @@ def _prompt(context: _Context, bug: Bug, failure: FailedTests | FailedHealth | N
         test_command=display_command(test_command, Path(context.repo.working_dir)) if test_command else None,
         feedback=failure,
         finding_id=_verifiable_finding(context, bug),
+        suggestion=context.suggestions.for_bug(bug.id) if context.suggestions is not None else None,
     )
     return context.redactor.redact(prompt)
 

@@ -1,8 +1,11 @@
 """The prompt the fix agent gets for one bug: the bug, its evidence, the acceptance criteria, the notes.
 
 Besides the bug entry it carries the trace steps that show the defect (the
-calls, their arguments, the start of each result), the reviewer's notes, the
-repository's tracked files, and `fix.test_command` when one is configured.
+calls, their arguments, the start of each result), the description rewrite
+`mcpipechekr lint --suggest` proposed for it when the run has one (the texts
+now and proposed, and what the selection test says of them), the reviewer's
+notes, the repository's tracked files, and `fix.test_command` when one is
+configured.
 After a run whose tests failed, or whose change kept the server from passing
 its health check, the next run's prompt adds what failed (`feedback`): the
 agent's change is still in the work tree, and the prompt says what to correct.
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 import orjson
 
 from mcpipechekr.artifacts.bug_report import Bug
+from mcpipechekr.artifacts.description_suggestions import DescriptionSuggestion, Rescore
 from mcpipechekr.fix.agents import FINDINGS_SERVER
 
 PROMISE = "<promise>COMPLETE</promise>"
@@ -62,6 +66,7 @@ def build_fix_prompt(
     test_command: str | None = None,
     feedback: FailedTests | FailedHealth | None = None,
     finding_id: str | None = None,
+    suggestion: DescriptionSuggestion | None = None,
 ) -> str:
     """The whole prompt for one bug, in Markdown.
 
@@ -69,7 +74,8 @@ def build_fix_prompt(
     `layout`: the repository's tracked files; `test_command`: the tests that
     must pass before the fix is committed; `feedback`: those tests failing, or
     the server's failed health check, after the previous run; `finding_id`:
-    the bug's finding, when the agent has the findings server to verify it.
+    the bug's finding, when the agent has the findings server to verify it;
+    `suggestion`: the bug's description rewrite from `lint --suggest`.
     """
     lines = [
         f"# Fix one defect in the MCP server `{server_name}`",
@@ -120,6 +126,8 @@ def build_fix_prompt(
     if evidence:
         lines += ["", "## Evidence: the trace steps that show it", ""]
         lines += evidence
+    if suggestion is not None:
+        lines += suggestion_lines(suggestion)
     lines += ["", "## Acceptance criteria", ""]
     if bug.acceptance_criteria:
         lines += [f"- {criterion}" for criterion in bug.acceptance_criteria]
@@ -177,6 +185,52 @@ def build_fix_prompt(
         "line of your answer. If you could not complete it, say what is missing and do not print it.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def suggestion_lines(suggestion: DescriptionSuggestion) -> list[str]:
+    """The prompt's section on a description rewrite: each text now and proposed, and its re-score."""
+    made = "drafted by the phase-0.5 model" if suggestion.origin == "model" else "built from the traces"
+    lines = [
+        "",
+        "## A description rewrite proposed for this defect",
+        "",
+        f"`mcpipechekr lint --suggest` proposes the text(s) below ({made}): {suggestion.reasoning}. "
+        "Put them where the server defines these descriptions (docstring, `description=`, schema); adapt "
+        "the wording if the code says more, keeping the words that make the selection test pick right.",
+    ]
+    for edit in suggestion.edits():
+        where = (
+            f"parameter `{edit.parameter}` of tool `{edit.tool}`" if edit.parameter else f"tool `{edit.tool}`"
+        )
+        lines += [
+            "",
+            f"- {where}",
+            f"  - now: {edit.current or '(no description)'}",
+            f"  - proposed: {edit.proposed}",
+        ]
+    lines += ["", "What the selection test says with the proposed text(s):", ""]
+    lines += [_rescore_line(figures) for figures in suggestion.rescores]
+    lines += [f"- note: {note}" for note in suggestion.notes]
+    return lines
+
+
+def _rescore_line(figures: Rescore) -> str:
+    moves = [
+        f"{change.source}: `{change.expected_tool}` picked "
+        f"{'yes' if change.picked_before == change.expected_tool else 'no'} → "
+        f"{'yes' if change.picked_after == change.expected_tool else 'no'}"
+        for change in figures.changes
+    ]
+    moves += [
+        f"{rank.source}: the parameter's place among {rank.parameters} "
+        f"{rank.rank_before or 'none'} → {rank.rank_after or 'none'}"
+        for rank in figures.parameter
+    ]
+    head = (
+        f"- {figures.selector}: {figures.verdict}; {figures.right_before:g} → {figures.right_after:g} of "
+        f"{figures.queries} queries answered by their right tool"
+    )
+    return head + (f" ({'; '.join(moves)})" if moves else "")
 
 
 def has_promise(output: str, prompt: str) -> bool:
