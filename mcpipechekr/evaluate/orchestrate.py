@@ -383,7 +383,8 @@ def evaluate_contexts(
         review_flags=[outcome.flag for outcome in outcomes if outcome.flag is not None],
         notes=all_notes,
     )
-    report.notes.extend(beaten_minimums(report.tasks))
+    correct = [o for o in outcomes if o.success and o.status in ("checked", "judged")]
+    report.notes.extend(beaten_minimums(task_stats(correct)) if correct else [])
     return report, outcomes
 
 
@@ -393,6 +394,8 @@ def beaten_minimums(stats: Sequence[TaskStats]) -> list[str]:
 
     Such a trace is no agent's feat: the minimum it beats is stale (made for the server
     before a fix changed its tools) or was never minimal (reference calls that take a detour).
+    The evaluation passes the statistics of the answers checked correct alone: a wrong answer
+    in fewer calls says nothing of the minimum, and an unchecked one cannot be trusted to.
     """
     notes = []
     for task in stats:
