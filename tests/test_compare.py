@@ -245,7 +245,8 @@ def test_a_fixed_server_is_better_on_its_task_and_not_on_the_noisy_one(project: 
     assert [task.verdict for task in backwards.tasks] == ["worse", "no_significant_difference"]
     assert backwards.verdict == "worse"
     assert (
-        backwards.verdict_line == "B is worse: 0 tasks improved significantly, 1 worse; 0 bugs fixed, 2 new"
+        backwards.verdict_line == "B is worse: 0 tasks improved significantly, 1 worse; 0 bugs fixed, 2 new; "
+        "success fell in train 16/20 → 5/20"
     )
 
 
@@ -267,7 +268,78 @@ def test_a_new_bug_makes_the_verdict_mixed_and_the_reverse_is_worse(project: Pat
     assert comparison.verdict_line == "Mixed: 1 task improved significantly, 0 worse; 2 bugs fixed, 1 new"
     backwards = compare_runs(b, a)
     assert backwards.verdict == "mixed"
-    assert backwards.verdict_line == "Mixed: 0 tasks improved significantly, 1 worse; 1 bug fixed, 2 new"
+    assert backwards.verdict_line == (
+        "Mixed: 0 tasks improved significantly, 1 worse; 1 bug fixed, 2 new; "
+        "success fell in train 16/20 → 5/20"
+    )
+
+
+def errored(task_id: str, repetition: int):
+    """An attempt whose agent never had a working server: no answer, no calls."""
+    trace = make_trace(task_id, [], answer=None, repetition=repetition, status="errored")
+    return trace.model_copy(update={"status_reason": "the server did not start within 60 s"})
+
+
+def test_a_bug_whose_tasks_b_never_answered_is_not_seen_not_fixed(project: Path) -> None:
+    """B's attempts at the broken task all failed to reach the server: its bugs are not fixed, and
+    nothing about those attempts enters a figure."""
+    a = before_fix(project)
+    traces = [errored("count-scifi", r) for r in range(1, 4)]
+    traces += [first_edition(right=r <= 5, repetition=r) for r in range(1, 11)]
+    b = make_run(project, "run-20261201-002", traces)
+    comparison = compare_runs(a, b)
+    statuses = {bug.id: bug.status for bug in comparison.bugs}
+    assert statuses["BUG-no-such-column-genre-count-books"] == "not_compared"
+    assert statuses["COR-wrong-answer-count-scifi"] == "not_compared"
+    assert comparison.summary.bugs_fixed == 0
+    assert (comparison.b.attempts, comparison.b.errored) == (10, 3)
+    assert comparison.verdict != "better"
+    assert "2 not seen (no answered attempt)" in comparison.verdict_line
+    assert any(
+        "run-20261201-002 has 3 errored attempts" in warning and "count-scifi" in warning
+        for warning in comparison.warnings
+    ), comparison.warnings
+
+
+def test_a_fall_in_success_is_never_better_though_bugs_were_fixed(project: Path) -> None:
+    """Two bugs fixed, no task significantly worse, but fewer answers right in all: mixed, and why."""
+    a = make_run(
+        project,
+        "run-20261201-001",
+        [count_scifi(fixed=False, repetition=r) for r in (1, 2)]
+        + [first_edition(right=r <= 9, repetition=r) for r in range(1, 11)],
+    )
+    b = make_run(
+        project,
+        "run-20261201-002",
+        [count_scifi(fixed=True, repetition=1)]
+        + [first_edition(right=r <= 6, repetition=r) for r in range(1, 11)],
+    )
+    comparison = compare_runs(a, b)
+    assert comparison.summary.bugs_fixed == 2 and comparison.summary.tasks_worse == 0
+    assert comparison.verdict == "mixed"
+    assert comparison.verdict_line.endswith("success fell in train 9/12 → 7/11")
+
+
+def test_runs_that_differ_in_more_than_the_server_get_no_verdict(project: Path) -> None:
+    """Another agent runner and another setting between the runs: each named, and no verdict drawn."""
+    a = before_fix(project)
+    again = before_fix(project, "run-20261201-003")
+    config = yaml.safe_load((project / "config.yaml").read_text())
+    config["thresholds"] = {"open_ended_divergence": 0.5}
+    (project / "config.yaml").write_text(yaml.safe_dump(config))
+    traces = [count_scifi(fixed=True, repetition=r) for r in range(1, 11)]
+    traces += [first_edition(right=r <= 6, repetition=r) for r in range(1, 11)]
+    b = make_run(project, "run-20261201-002", [t.model_copy(update={"runner": "opencode"}) for t in traces])
+    comparison = compare_runs(a, b)
+    assert "agent runner: demo → opencode" in comparison.changes
+    assert "config thresholds.open_ended_divergence: 0.2 → 0.5" in comparison.changes, comparison.changes
+    assert comparison.verdict == "not_like_for_like"
+    assert comparison.verdict_line.startswith(
+        "No verdict, the runs are not like for like (agent runner: demo → opencode; "
+    )
+    same = compare_runs(a, again)
+    assert same.verdict == "no_significant_difference" and same.changes == [], same.changes
 
 
 def test_runs_that_differ_by_chance_show_no_significant_difference(project: Path) -> None:
