@@ -18,7 +18,7 @@ import yaml
 from click.testing import CliRunner, Result
 from trace_builder import call, make_trace
 
-from mcpipechekr.artifacts import RunDir, write_model
+from mcpipechekr.artifacts import BugReport, RunDir, read_model, write_model
 from mcpipechekr.artifacts.baseline import Baseline, BaselineEntry
 from mcpipechekr.artifacts.comparison import Comparison
 from mcpipechekr.artifacts.schemas import schema_for
@@ -27,6 +27,7 @@ from mcpipechekr.cli import main
 from mcpipechekr.config import load_config
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate import evaluate_run
+from mcpipechekr.report import write_report
 from mcpipechekr.report.compare import compare_runs
 from mcpipechekr.report.compare_html import render_comparison_html
 from mcpipechekr.report.compare_stats import bootstrap_mean_difference, fisher_exact
@@ -299,6 +300,31 @@ def test_a_bug_whose_tasks_b_never_answered_is_not_seen_not_fixed(project: Path)
         "run-20261201-002 has 3 errored attempts" in warning and "count-scifi" in warning
         for warning in comparison.warnings
     ), comparison.warnings
+
+
+def test_attempts_that_never_answered_are_listed_apart_and_first_and_judged_nowhere(project: Path) -> None:
+    """A server that never started for one attempt and a model provider that failed for another: no
+    wrong answer, no figure, and the report, its narrative and its page say so before anything else."""
+    failed = make_trace("first-edition-year", [], answer=None, repetition=2, status="error")
+    failed = failed.model_copy(update={"status_reason": "ModelHTTPError: status_code: 503"})
+    traces = [first_edition(right=True, repetition=1), failed, errored("first-edition-year", 3)]
+    run = RunDir(make_run(project, "run-20261201-001", traces))
+    report = read_model(run.bug_report, BugReport)
+    assert [(item.trace, item.reason) for item in report.errored] == [
+        ("traces/first-edition-year__demo__r002.json", "the agent, its runner or its model failed: "
+         "ModelHTTPError: status_code: 503"),
+        ("traces/first-edition-year__demo__r003.json", "the server did not start within 60 s"),
+    ]  # fmt: skip
+    (stats,) = report.tasks
+    assert (stats.runs, stats.successes, stats.success_rate) == (1, 1, 1.0)
+    assert report.bugs == []
+    assert report.notes[0].startswith("2 attempt(s) errored (`first-edition-year`)")
+    narrative = run.phase2_narrative.read_text()
+    assert narrative.splitlines()[2].startswith("**2 attempt(s) errored and are in no figure below**")
+    assert "## Errored attempts" in narrative and "status_code: 503" in narrative
+    page = write_report(run).read_text()
+    assert "2 attempt(s) errored (an infrastructure failure) and are in no figure:" in page
+    assert page.index("2 attempt(s) errored") < page.index("No bugs.")
 
 
 def test_a_fall_in_success_is_never_better_though_bugs_were_fixed(project: Path) -> None:

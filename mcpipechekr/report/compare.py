@@ -67,6 +67,7 @@ from mcpipechekr.artifacts.trace import ToolCall, list_traces, read_trace
 from mcpipechekr.before_after import Split, SplitFigures, split_trend, split_warnings
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.costing import trace_tokens
+from mcpipechekr.evaluate.orchestrate import INFRASTRUCTURE_FAILURES
 from mcpipechekr.report.compare_stats import MeanDifference, bootstrap_mean_difference, fisher_exact
 
 ALPHA = 0.05
@@ -119,7 +120,7 @@ def load_compared_run(run: RunDir) -> ComparedRunData:
         except UserError as exc:
             data.warnings.append(f"{manifest.run_id}: {path.name} was skipped: {exc.message.splitlines()[0]}")
             continue
-        if trace.status == "errored":
+        if trace.status in INFRASTRUCTURE_FAILURES:
             data.errored[trace.task_id] = data.errored.get(trace.task_id, 0) + 1
             continue
         calls = sum(1 for step in trace.steps if isinstance(step, ToolCall))
