@@ -60,6 +60,14 @@ class Evidence(ArtifactModel):
     steps: list[NonNegativeInt] = Field(
         default_factory=list, description="Indexes (from 0) of the trace steps that show it."
     )
+    tool: str | None = Field(
+        default=None,
+        description="The tool this trace wasted its calls on, when it is not the bug's own `tool`.",
+    )
+    expected_tool: str | None = Field(
+        default=None,
+        description="The tool this task should have used, when the bug is about a choice of tool.",
+    )
 
 
 class Bug(ArtifactModel):
