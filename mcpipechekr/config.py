@@ -80,7 +80,16 @@ DEFAULT_CONFIG_FILE = "config.yaml"
 MASK = "***"
 
 _SECRET_WORDS = (
-    "KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIALS", "AUTH", "COOKIE", "DSN",
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "CREDENTIALS",
+    "AUTH",
+    "COOKIE",
+    "DSN",
 )
 _SECRET_ENDINGS = ("APIKEY", "TOKEN", "PASSWORD", "SECRET")
 

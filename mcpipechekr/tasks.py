@@ -292,7 +292,6 @@ def is_untouched_example(path: Path) -> bool:
         return False
 
 
-
 def refuse_untouched_example(path: Path) -> None:
     """Refuse to baseline or trace the example `init` wrote: its one task is a placeholder, and every figure
     made from it would be noise. The message says what to type instead."""

@@ -27,12 +27,15 @@ import git
 import pytest
 import yaml
 from project import ROOT, doit, mcpipechekr, ran, up_to_date
+from trace_builder import call, ctx_of, make_trace
 
 from mcpipechekr.artifacts import BugReport, RunDir, ToolsSnapshot, list_runs, read_model
 from mcpipechekr.artifacts.baseline import Baseline, BaselineEntry
 from mcpipechekr.artifacts.bug_report import TaskStats
-from mcpipechekr.evaluate.orchestrate import beaten_minimums
+from mcpipechekr.evaluate.correctness import identifying_payload
+from mcpipechekr.evaluate.orchestrate import beaten_minimums, evaluate_contexts
 from mcpipechekr.findings.home import HOME_ENV
+from mcpipechekr.tasks import Task
 
 pytestmark = pytest.mark.slow
 
@@ -200,6 +203,43 @@ def test_a_trace_that_beats_the_minimum_is_noted_not_hidden() -> None:
     )
     (tokens,) = beaten_minimums([task_stats(efficiency_ratio=1.6)])
     assert "fewer tokens than the baseline's 800 (efficiency 1.60)" in tokens
+
+
+def test_only_a_correct_answer_in_fewer_calls_says_the_minimum_was_beaten() -> None:
+    """A wrong answer in one call where three are needed is a wrong answer, not a stale baseline."""
+    task = Task(
+        task_id="harbour-total",
+        prompt="What is the harbour's total?",
+        task_type="deterministic",
+        expected_tool="total",
+        expected_result=42,
+        min_calls=3,
+    )
+    entry = BaselineEntry(
+        task_id=task.task_id,
+        result=identifying_payload(42, expected=True),
+        plausibility_score=1.0,
+        evaluator="rules",
+        timestamp="2026-12-01T09:00:00Z",
+        method="reference_calls",
+        calls=3,
+        reference_tokens=50,
+    )
+
+    def notes(answer: str) -> list[str]:
+        trace = make_trace(task.task_id, [call("total", {}, {"total": 42})], answer=answer)
+        report, _ = evaluate_contexts(
+            [ctx_of(trace, task, entry)],
+            run_id="run-20261201-001",
+            phase1_provider="demo",
+            threshold=0.2,
+            analyzers=[],
+        )
+        return [note for note in report.notes if "beat its known minimum" in note]
+
+    assert notes("The total is 17.") == []
+    (beaten,) = notes("The total is 42.")
+    assert "1 call(s) on average where the minimum is 3" in beaten
 
 
 def test_only_entries_made_against_other_known_tools_are_stale() -> None:

@@ -18,7 +18,7 @@ import yaml
 from click.testing import CliRunner, Result
 from trace_builder import call, make_trace
 
-from mcpipechekr.artifacts import RunDir, write_model
+from mcpipechekr.artifacts import BugReport, RunDir, read_model, write_model
 from mcpipechekr.artifacts.baseline import Baseline, BaselineEntry
 from mcpipechekr.artifacts.comparison import Comparison
 from mcpipechekr.artifacts.schemas import schema_for
@@ -27,6 +27,7 @@ from mcpipechekr.cli import main
 from mcpipechekr.config import load_config
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate import evaluate_run
+from mcpipechekr.report import write_report
 from mcpipechekr.report.compare import compare_runs
 from mcpipechekr.report.compare_html import render_comparison_html
 from mcpipechekr.report.compare_stats import bootstrap_mean_difference, fisher_exact
@@ -245,7 +246,8 @@ def test_a_fixed_server_is_better_on_its_task_and_not_on_the_noisy_one(project: 
     assert [task.verdict for task in backwards.tasks] == ["worse", "no_significant_difference"]
     assert backwards.verdict == "worse"
     assert (
-        backwards.verdict_line == "B is worse: 0 tasks improved significantly, 1 worse; 0 bugs fixed, 2 new"
+        backwards.verdict_line == "B is worse: 0 tasks improved significantly, 1 worse; 0 bugs fixed, 2 new; "
+        "success fell in train 16/20 → 5/20"
     )
 
 
@@ -267,7 +269,103 @@ def test_a_new_bug_makes_the_verdict_mixed_and_the_reverse_is_worse(project: Pat
     assert comparison.verdict_line == "Mixed: 1 task improved significantly, 0 worse; 2 bugs fixed, 1 new"
     backwards = compare_runs(b, a)
     assert backwards.verdict == "mixed"
-    assert backwards.verdict_line == "Mixed: 0 tasks improved significantly, 1 worse; 1 bug fixed, 2 new"
+    assert backwards.verdict_line == (
+        "Mixed: 0 tasks improved significantly, 1 worse; 1 bug fixed, 2 new; "
+        "success fell in train 16/20 → 5/20"
+    )
+
+
+def errored(task_id: str, repetition: int):
+    """An attempt whose agent never had a working server: no answer, no calls."""
+    trace = make_trace(task_id, [], answer=None, repetition=repetition, status="errored")
+    return trace.model_copy(update={"status_reason": "the server did not start within 60 s"})
+
+
+def test_a_bug_whose_tasks_b_never_answered_is_not_seen_not_fixed(project: Path) -> None:
+    """B's attempts at the broken task all failed to reach the server: its bugs are not fixed, and
+    nothing about those attempts enters a figure."""
+    a = before_fix(project)
+    traces = [errored("count-scifi", r) for r in range(1, 4)]
+    traces += [first_edition(right=r <= 5, repetition=r) for r in range(1, 11)]
+    b = make_run(project, "run-20261201-002", traces)
+    comparison = compare_runs(a, b)
+    statuses = {bug.id: bug.status for bug in comparison.bugs}
+    assert statuses["BUG-no-such-column-genre-count-books"] == "not_compared"
+    assert statuses["COR-wrong-answer-count-scifi"] == "not_compared"
+    assert comparison.summary.bugs_fixed == 0
+    assert (comparison.b.attempts, comparison.b.errored) == (10, 3)
+    assert comparison.verdict != "better"
+    assert "2 not seen (no answered attempt)" in comparison.verdict_line
+    assert any(
+        "run-20261201-002 has 3 errored attempts" in warning and "count-scifi" in warning
+        for warning in comparison.warnings
+    ), comparison.warnings
+
+
+def test_attempts_that_never_answered_are_listed_apart_and_first_and_judged_nowhere(project: Path) -> None:
+    """A server that never started for one attempt and a model provider that failed for another: no
+    wrong answer, no figure, and the report, its narrative and its page say so before anything else."""
+    failed = make_trace("first-edition-year", [], answer=None, repetition=2, status="error")
+    failed = failed.model_copy(update={"status_reason": "ModelHTTPError: status_code: 503"})
+    traces = [first_edition(right=True, repetition=1), failed, errored("first-edition-year", 3)]
+    run = RunDir(make_run(project, "run-20261201-001", traces))
+    report = read_model(run.bug_report, BugReport)
+    assert [(item.trace, item.reason) for item in report.errored] == [
+        ("traces/first-edition-year__demo__r002.json", "the agent, its runner or its model failed: "
+         "ModelHTTPError: status_code: 503"),
+        ("traces/first-edition-year__demo__r003.json", "the server did not start within 60 s"),
+    ]  # fmt: skip
+    (stats,) = report.tasks
+    assert (stats.runs, stats.successes, stats.success_rate) == (1, 1, 1.0)
+    assert report.bugs == []
+    assert report.notes[0].startswith("2 attempt(s) errored (`first-edition-year`)")
+    narrative = run.phase2_narrative.read_text()
+    assert narrative.splitlines()[2].startswith("**2 attempt(s) errored and are in no figure below**")
+    assert "## Errored attempts" in narrative and "status_code: 503" in narrative
+    page = write_report(run).read_text()
+    assert "2 attempt(s) errored (an infrastructure failure) and are in no figure:" in page
+    assert page.index("2 attempt(s) errored") < page.index("No bugs.")
+
+
+def test_a_fall_in_success_is_never_better_though_bugs_were_fixed(project: Path) -> None:
+    """Two bugs fixed, no task significantly worse, but fewer answers right in all: mixed, and why."""
+    a = make_run(
+        project,
+        "run-20261201-001",
+        [count_scifi(fixed=False, repetition=r) for r in (1, 2)]
+        + [first_edition(right=r <= 9, repetition=r) for r in range(1, 11)],
+    )
+    b = make_run(
+        project,
+        "run-20261201-002",
+        [count_scifi(fixed=True, repetition=1)]
+        + [first_edition(right=r <= 6, repetition=r) for r in range(1, 11)],
+    )
+    comparison = compare_runs(a, b)
+    assert comparison.summary.bugs_fixed == 2 and comparison.summary.tasks_worse == 0
+    assert comparison.verdict == "mixed"
+    assert comparison.verdict_line.endswith("success fell in train 9/12 → 7/11")
+
+
+def test_runs_that_differ_in_more_than_the_server_get_no_verdict(project: Path) -> None:
+    """Another agent runner and another setting between the runs: each named, and no verdict drawn."""
+    a = before_fix(project)
+    again = before_fix(project, "run-20261201-003")
+    config = yaml.safe_load((project / "config.yaml").read_text())
+    config["thresholds"] = {"open_ended_divergence": 0.5}
+    (project / "config.yaml").write_text(yaml.safe_dump(config))
+    traces = [count_scifi(fixed=True, repetition=r) for r in range(1, 11)]
+    traces += [first_edition(right=r <= 6, repetition=r) for r in range(1, 11)]
+    b = make_run(project, "run-20261201-002", [t.model_copy(update={"runner": "opencode"}) for t in traces])
+    comparison = compare_runs(a, b)
+    assert "agent runner: demo → opencode" in comparison.changes
+    assert "config thresholds.open_ended_divergence: 0.2 → 0.5" in comparison.changes, comparison.changes
+    assert comparison.verdict == "not_like_for_like"
+    assert comparison.verdict_line.startswith(
+        "No verdict, the runs are not like for like (agent runner: demo → opencode; "
+    )
+    same = compare_runs(a, again)
+    assert same.verdict == "no_significant_difference" and same.changes == [], same.changes
 
 
 def test_runs_that_differ_by_chance_show_no_significant_difference(project: Path) -> None:

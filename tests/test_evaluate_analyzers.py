@@ -193,7 +193,8 @@ def test_error_then_workaround_is_a_bug_with_the_error_text_and_the_projection()
     assert cost.gap > failed.result_tokens_estimated
 
 
-def test_a_corrected_input_mistake_is_a_description_problem() -> None:
+def test_a_corrected_input_mistake_is_a_low_bug_named_for_the_error() -> None:
+    """An error the server returned is a bug, whatever the agent did next: never a DSC- finding."""
     trace = make_trace(
         "t",
         [
@@ -206,8 +207,9 @@ def test_a_corrected_input_mistake_is_a_description_problem() -> None:
         ],
     )
     [sighting] = ErrorWorkaround().analyze(ctx_of(trace))
-    assert sighting.type == "description" and sighting.severity == "low"
-    assert sighting.id == "DSC-date-from-is-not-a-date-use-yyyy-count-emails"
+    assert sighting.type == "bug" and sighting.severity == "low"
+    assert sighting.id == "BUG-date-from-is-not-a-date-use-yyyy-count-emails"
+    assert "description and schema say which values it accepts" in sighting.expected
 
 
 def test_error_key_keeps_the_stable_core() -> None:
@@ -216,6 +218,20 @@ def test_error_key_keeps_the_stable_core() -> None:
         == "no such column fts rank"
     )
     assert error_key("no email with id 4711") == error_key("no email with id 12")
+
+
+def test_an_error_id_names_its_tool_once() -> None:
+    """`Error executing tool get_book`, nothing after it, was `BUG-error-executing-tool-get-book-get-book`."""
+    trace = make_trace(
+        "t",
+        [
+            call("get_book", {"id": 7}, error="Error executing tool get_book"),
+            call("get_book", {"id": 8}, {"id": 8}),
+        ],
+    )
+    [sighting] = ErrorWorkaround().analyze(ctx_of(trace))
+    assert sighting.id == "BUG-error-get-book"
+    assert error_key("unknown field in get_book: title", "get_book") == "unknown field in title"
 
 
 # --- repeated calls, pagination -----------------------------------------------------------------
@@ -320,7 +336,8 @@ def test_wrong_tool_never_used_and_used_late() -> None:
     expected = task("t", expected_tool="count_emails", min_calls=1)
     never = make_trace("t", [call("query_email_database", {"keywords": "x"}, page(3, 0, [1, 2, 3]))])
     [sighting] = WrongTool().analyze(ctx_of(never, expected))
-    assert sighting.id == "DSC-wrong-tool-count-emails"
+    assert sighting.id == "DSC-wrong-tool-query-email-database"
+    assert (sighting.tool, sighting.expected_tool) == ("query_email_database", "count_emails")
     late = make_trace(
         "t",
         [
@@ -329,7 +346,7 @@ def test_wrong_tool_never_used_and_used_late() -> None:
         ],
     )
     [sighting] = WrongTool().analyze(ctx_of(late, expected))
-    assert sighting.id == "DSC-late-tool-count-emails" and sighting.wasted == [0]
+    assert sighting.id == "DSC-late-tool-query-email-database" and sighting.wasted == [0]
 
 
 def test_oversized_results_far_above_the_budget_only() -> None:

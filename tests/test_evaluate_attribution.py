@@ -23,7 +23,7 @@ from mcpipechekr.evaluate.call_count import CallCount
 from mcpipechekr.evaluate.costing import price
 from mcpipechekr.evaluate.error_workaround import ErrorWorkaround
 from mcpipechekr.evaluate.narrative import llm_bugs, render_narrative
-from mcpipechekr.evaluate.orchestrate import default_analyzers, evaluate_trace
+from mcpipechekr.evaluate.orchestrate import default_analyzers, evaluate_contexts, evaluate_trace
 from mcpipechekr.evaluate.oversized import OversizedResults
 from mcpipechekr.evaluate.repeated_calls import RepeatedCalls
 from mcpipechekr.evaluate.unread_fields import UnreadFields
@@ -122,7 +122,7 @@ def test_wrong_tool_names_the_misused_tool_and_the_one_to_use() -> None:
         ],
     )
     [sighting] = WrongTool().analyze(ctx_of(never, shelf))
-    assert sighting.id == "DSC-wrong-tool-count-items"
+    assert sighting.id == "DSC-wrong-tool-list-items"
     assert sighting.tool == "list_items" and sighting.expected_tool == "count_items"
     assert sighting.fixable_by == "server"
     assert any("list_items's description" in criterion for criterion in sighting.acceptance_criteria)
@@ -131,7 +131,39 @@ def test_wrong_tool_names_the_misused_tool_and_the_one_to_use() -> None:
         [call("list_shelves", {}, {"shelves": ["top"]}), call("count_items", {"name": "jar"}, {"count": 3})],
     )
     [sighting] = WrongTool().analyze(ctx_of(late, shelf))
-    assert sighting.id == "DSC-late-tool-count-items" and sighting.tool == "list_shelves"
+    assert sighting.id == "DSC-late-tool-list-shelves" and sighting.tool == "list_shelves"
+
+
+def test_merged_wrong_tool_findings_keep_each_tasks_misused_and_expected_tool() -> None:
+    """Two tasks that both spent their calls on `list_items` where each needed another tool: one bug
+    named for `list_items`, and each task's evidence says which tool it should have used."""
+    jars = task("count-jars", expected_tool="count_items", min_calls=1)
+    price_of = task("price-of-jam", expected_tool="get_item", min_calls=1)
+    first = make_trace("count-jars", [call("list_items", {"shelf": "top"}, {"items": ["jar"]})])
+    second = make_trace(
+        "price-of-jam",
+        [
+            call("list_shelves", {}, {"shelves": ["top", "low"]}),
+            call("list_items", {"shelf": "top"}, {"items": ["jam"]}),
+            call("list_items", {"shelf": "low"}, {"items": []}),
+        ],
+    )
+    report, _ = evaluate_contexts(
+        [ctx_of(first, jars), ctx_of(second, price_of)],
+        run_id="run-20261201-001",
+        phase1_provider="demo",
+        threshold=0.2,
+        analyzers=[WrongTool()],
+    )
+    ids = [bug.id for bug in report.bugs]
+    assert "DSC-wrong-tool-list-items" in ids, ids
+    (bug,) = [bug for bug in report.bugs if bug.id == "DSC-wrong-tool-list-items"]
+    assert bug.tool == "list_items" and bug.task_ids == ["count-jars", "price-of-jam"]
+    assert {(e.task_id, e.expected_tool) for e in bug.evidence} == {
+        ("count-jars", "count_items"),
+        ("price-of-jam", "get_item"),
+    }
+    assert bug.details["tools_used"] == ["list_items", "list_shelves"]
 
 
 def test_every_analyzer_names_the_tool_where_the_waste_happened() -> None:
@@ -183,7 +215,7 @@ def test_an_sql_syntax_error_on_a_quoted_input_is_a_high_bug_even_when_the_agent
     assert any("never a SQL syntax error" in criterion for criterion in sighting.acceptance_criteria)
 
 
-def test_tracebacks_and_internal_errors_are_bugs_a_plain_rejection_stays_a_description() -> None:
+def test_tracebacks_and_internal_errors_are_bugs_a_plain_rejection_a_low_one() -> None:
     traceback = make_trace(
         "note",
         [
@@ -208,10 +240,7 @@ def test_tracebacks_and_internal_errors_are_bugs_a_plain_rejection_stays_a_descr
         ],
     )
     [described] = ErrorWorkaround().analyze(ctx_of(rejected))
-    assert (described.type, described.severity) == (
-        "description",
-        "low",
-    ) and "defect" not in described.details
+    assert (described.type, described.severity) == ("bug", "low") and "defect" not in described.details
 
 
 # --- one step, one price -----------------------------------------------------------------------------
@@ -237,7 +266,7 @@ def test_a_needless_call_is_priced_once_and_the_other_bug_points_to_it() -> None
         answer="2 jars",
     )
     priced = _priced(ctx_of(trace, shelf))
-    late, late_cost = priced["DSC-late-tool-count-items"]
+    late, late_cost = priced["DSC-late-tool-list-items"]
     repeat, repeat_cost = priced["EFF-repeated-calls-list-items"]
     # both list_items calls came before the counting tool: the server's lever (its description) prices
     # them, and the repeat, which saw step 2 too, points to it at no cost

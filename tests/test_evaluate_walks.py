@@ -235,6 +235,59 @@ def test_a_walk_whose_first_page_held_the_item_or_the_baseline_needs_is_not_flag
     assert PaginationWalk().analyze(ctx_of(trace, every_page)) == []
 
 
+def events(page: int, dates: list[str], *, last: int = 3) -> dict:
+    rows = [
+        {"event_id": f"ev-{page}-{n}", "title": f"Harbour meeting {page}.{n}", "day": day}
+        for n, day in enumerate(dates)
+    ]
+    return {"events": rows, "has_more": page < last}
+
+
+def event_walk(pages: list[dict], prompt: str, answer: str) -> list:
+    steps = [call("list_events", {"team": "harbour"}, pages[0])]
+    steps += [
+        call("list_events", {"team": "harbour", "page": n}, page) for n, page in enumerate(pages[1:], start=2)
+    ]
+    trace = make_trace("latest-meeting", steps, answer=answer)
+    return PaginationWalk().analyze(ctx_of(trace.model_copy(update={"prompt": prompt})))
+
+
+def test_the_latest_item_on_page_one_of_an_unordered_listing_needed_every_page() -> None:
+    """The answer was on page 1, but nothing there said it was the latest: the agent had to read
+    the other pages to be sure, which a sort order would have spared."""
+    pages = [
+        events(1, ["2026-03-02", "2026-05-30", "2026-01-11"]),
+        events(2, ["2026-04-18", "2026-02-07", "2026-03-21"]),
+        events(3, ["2026-01-29", "2026-05-02"]),
+    ]
+    [sighting] = event_walk(
+        pages, "When was the team's latest meeting?", "The latest was Harbour meeting 1.1."
+    )
+    assert sighting.id == "GAP-no-order-to-find-list-events" and sighting.type == "feature_gap"
+    assert sighting.wasted == [1, 2] and sighting.details["found_step"] == 0
+    assert "to be sure" in sighting.observed
+
+
+def test_page_one_of_an_ordered_listing_or_a_plain_lookup_is_not_flagged() -> None:
+    """Newest first: page 1 said so, the other pages were the agent's own waste. A request for one
+    named item is no extreme, whatever its date."""
+    ordered = [
+        events(1, ["2026-05-30", "2026-05-02", "2026-04-18"]),
+        events(2, ["2026-03-21", "2026-03-02", "2026-02-07"]),
+        events(3, ["2026-01-29", "2026-01-11"]),
+    ]
+    assert event_walk(ordered, "When was the team's latest meeting?", "Harbour meeting 1.0.") == []
+    unordered = [
+        events(1, ["2026-03-02", "2026-05-30", "2026-01-11"]),
+        events(2, ["2026-04-18", "2026-02-07", "2026-03-21"]),
+        events(3, ["2026-01-29", "2026-05-02"]),
+    ]
+    assert (
+        event_walk(unordered, "When was Harbour meeting 1.1 held? Check the request.", "Harbour meeting 1.1.")
+        == []
+    )
+
+
 def test_reading_records_one_id_after_another_is_not_paging() -> None:
     steps = [
         call("get_invoice", {"invoice_number": n}, {"invoice_number": n, "lines": [{"sku": "A-1"}]})

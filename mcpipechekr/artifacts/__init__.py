@@ -180,4 +180,3 @@ __all__ = [
     "write_model",
     "write_trace",
 ]
-

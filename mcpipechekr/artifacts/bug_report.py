@@ -60,6 +60,14 @@ class Evidence(ArtifactModel):
     steps: list[NonNegativeInt] = Field(
         default_factory=list, description="Indexes (from 0) of the trace steps that show it."
     )
+    tool: str | None = Field(
+        default=None,
+        description="The tool this trace wasted its calls on, when it is not the bug's own `tool`.",
+    )
+    expected_tool: str | None = Field(
+        default=None,
+        description="The tool this task should have used, when the bug is about a choice of tool.",
+    )
 
 
 class Bug(ArtifactModel):
@@ -203,7 +211,8 @@ class ReviewFlag(ArtifactModel):
 
 
 class ErroredAttempt(ArtifactModel):
-    """An attempt whose agent never had a working server: left out of the evaluation, never an answer."""
+    """An attempt that is no answer (its agent never had a working server, or the agent, its runner or
+    its model failed): left out of the evaluation, never judged."""
 
     trace: str = Field(min_length=1, description="The trace file, relative to the run folder.")
     task_id: str = Field(min_length=1, description="Its task.")
@@ -231,7 +240,8 @@ class BugReport(ArtifactModel):
     )
     errored: list[ErroredAttempt] = Field(
         default_factory=list,
-        description="Attempts recorded `errored` (the server did not start or connect, twice): an "
+        description="Attempts that are no answer: recorded `errored` (the server did not start or "
+        "connect, twice) or `error` (the agent, its runner or its model provider failed): an "
         "infrastructure failure, so neither their calls nor their answers are evaluated or counted.",
     )
 

@@ -17,7 +17,7 @@ from mcpipechekr.artifacts._base import VERSION_DESCRIPTION, ArtifactModel, Form
 
 TaskVerdict = Literal["better", "worse", "mixed", "no_significant_difference", "not_compared"]
 BugStatus = Literal["fixed", "new", "unchanged", "not_compared"]
-RunVerdict = Literal["better", "worse", "mixed", "no_significant_difference"]
+RunVerdict = Literal["better", "worse", "mixed", "no_significant_difference", "not_like_for_like"]
 Metric = Literal["success", "calls", "tokens"]
 
 
@@ -36,7 +36,18 @@ class ComparedRun(ArtifactModel):
     task_file_hash: str = Field(description="Hash of tasks.yaml as the run read it.")
     harness_version: str = Field(description="Version of MCPipeChekr that ran it.")
     tasks: NonNegativeInt = Field(description="Tasks in its bug report.")
-    attempts: NonNegativeInt = Field(description="Traces read from its traces/ folder.")
+    attempts: NonNegativeInt = Field(
+        description="Answered traces read from its traces/ folder (an `errored` one is no answer)."
+    )
+    errored: NonNegativeInt = Field(
+        default=0,
+        description="Traces recorded `errored` (the agent never had a working server): left out of "
+        "every figure, and a bug is never `fixed` by them.",
+    )
+    runners: list[str] = Field(
+        default_factory=list,
+        description="What ran the agent in its answered traces (`native`, `opencode`, …).",
+    )
     bugs: NonNegativeInt = Field(description="Bugs in its bug report.")
 
 
@@ -115,9 +126,9 @@ class BugComparison(ArtifactModel):
 
     id: str = Field(min_length=1, description="The stable bug id (`BUG-…`, `GAP-…`, …).")
     status: BugStatus = Field(
-        description="`fixed` (in A, not in B, and B ran a task it was seen in), `new` (in B, not in A, "
-        "and A ran a task it was seen in), `unchanged` (in both), or `not_compared` (seen only in "
-        "tasks the other run did not run)."
+        description="`fixed` (in A, not in B, and B answered a task it was seen in), `new` (in B, not "
+        "in A, and A answered a task it was seen in), `unchanged` (in both), or `not_compared` (not "
+        "seen: the other run has no answered attempt of its tasks, none run or all `errored`)."
     )
     type: str = Field(description="The bug's type, from the report that has it (B's when both do).")
     severity: str = Field(description="Its severity, likewise.")
@@ -206,8 +217,10 @@ class Comparison(ArtifactModel):
         "session summary's rule.",
     )
     verdict: RunVerdict = Field(
-        description="`better` (tasks improved or bugs fixed, none worse and none new), `worse` (the "
-        "reverse), `mixed` (both), `no_significant_difference` (neither)."
+        description="`better` (tasks improved or bugs fixed, none worse and none new, and success fell "
+        "in no split), `worse` (the reverse), `mixed` (both, or better while success fell in a split), "
+        "`no_significant_difference` (neither), `not_like_for_like` (the runs differ in what ran the "
+        "agent, a model, the tasks or the configuration, named in `changes`: no verdict is drawn)."
     )
     verdict_line: str = Field(
         min_length=1, description="The verdict in one sentence, as the text output ends."

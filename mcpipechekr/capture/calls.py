@@ -127,7 +127,6 @@ def server_failure(journal: Path | str | list[JournalRecord]) -> str | None:
     return None
 
 
-
 HANDSHAKES = frozenset({"initialize", "server/discover"})
 """How a client opens a session: `initialize`, or the stateless revisions' `server/discover`."""
 

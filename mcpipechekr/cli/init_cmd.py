@@ -212,9 +212,7 @@ def init_project(
         read_dotenv(target_dir / ".env")  # an unreadable .env stops init before it writes anything
 
     config_path.write_text(
-        render_config(
-            server, name=name, cwd=cwd, headers=headers, env=env, repo=repo, fix_agent=fix_agent
-        ),
+        render_config(server, name=name, cwd=cwd, headers=headers, env=env, repo=repo, fix_agent=fix_agent),
         encoding="utf-8",
     )
     tasks_path.write_text(TASKS_TEMPLATE, encoding="utf-8")
@@ -414,7 +412,7 @@ def render_config(
         f"  agent: {fix_agent}",
         "  max_iterations: 5   # agent runs per bug before it is recorded as unresolved",
         "  timeout_s: 1800     # one agent run",
-        "  # test_command: \"{python} -m pytest -q\"   # the repository's tests: must pass before a commit",
+        '  # test_command: "{python} -m pytest -q"   # the repository\'s tests: must pass before a commit',
         "",
     ]
     return "\n".join(lines)

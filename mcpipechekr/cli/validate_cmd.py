@@ -128,9 +128,7 @@ def _check_tool_names(config: Config, taskfile: TaskFile) -> tuple[list[Problem]
     try:
         if config.server.repo_template:  # the server runs from a copy of the template: make sure it exists
             prepare_repo(config.server)
-        tools = fetch_tools(
-            config.server, timeout_s=config.server.health.timeout_s, redactor=config.redactor
-        )
+        tools = fetch_tools(config.server, timeout_s=config.server.health.timeout_s, redactor=config.redactor)
     except UserError as exc:  # ServerHalt included
         first_line = exc.message.strip().splitlines()[0] if exc.message.strip() else "no answer"
         click.echo(

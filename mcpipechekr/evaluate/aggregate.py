@@ -192,16 +192,31 @@ def merge(occurrences: list[Occurrence]) -> list[Bug]:
                         task_id=occ.ctx.trace.task_id,
                         trace=occ.ctx.trace_ref,
                         steps=sorted(occ.sighting.steps),
+                        tool=occ.sighting.tool if occ.sighting.tool != first.tool else None,
+                        expected_tool=occ.sighting.expected_tool,
                     )
                     for occ in group
                 ],
-                details=first.details,
+                details=_merged_details(group),
                 fixable_by=first.fixable_by,
                 expected_tool=first.expected_tool,
                 see_also=sorted({other for occ in group for other in occ.sighting.see_also} - {bug_id}),
             )
         )
     return sort_bugs(bugs)
+
+
+def _merged_details(group: list[Occurrence]) -> dict:
+    """The first sighting's details, with every list of names (`tools_used`, …) the union of the
+    group's: merged tasks keep what each of them saw."""
+    details = dict(group[0].sighting.details)
+    for key, value in details.items():
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            union = {
+                item for occ in group for item in occ.sighting.details.get(key, []) if isinstance(item, str)
+            }
+            details[key] = sorted(union)
+    return details
 
 
 def sort_bugs(bugs: list[Bug]) -> list[Bug]:

@@ -12,7 +12,7 @@ from mcpipechekr.artifacts.bug_report import BugSeverity
 from mcpipechekr.artifacts.trace import ToolCall
 from mcpipechekr.evaluate.base import BugSighting, TraceContext, call_cost, records_of, result_json
 
-_TOOL_PREFIX = re.compile(r"^\s*error executing tool [\w.-]+:\s*", re.I)
+_TOOL_PREFIX = re.compile(r"^\s*error executing tool [\w.-]+(?::\s*|\s*$)", re.I)
 _CATEGORY = re.compile(r"^\s*[\w ]{0,30}?\berror:\s*", re.I)
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
 _NUMBER = re.compile(r"\b\d[\d.,:-]*\b")
@@ -60,16 +60,21 @@ def revealed_defect(text: str) -> str | None:
     return next((kind for kind, pattern in _DEFECTS if pattern.search(text)), None)
 
 
-def error_key(text: str) -> str:
+def error_key(text: str, tool: str | None = None) -> str:
     """The stable core of an error message, for the bug's id.
 
     `Error executing tool q: database error: no such column: fts.rank` -> `no such column: fts.rank`:
     the SDK's prefix and a leading `<category> error:` go, quoted values and numbers go (they vary
-    between calls), and at most eight words are kept.
+    between calls), and at most eight words are kept. The words of `tool`'s name go too: the id
+    names the tool once, at its end.
     """
     core = _CATEGORY.sub("", _TOOL_PREFIX.sub("", text.splitlines()[0] if text else ""), count=1)
     core = _NUMBER.sub(" ", _QUOTED.sub(" ", core))
     words = re.findall(r"[a-z0-9]+", core.lower())
+    named = re.findall(r"[a-z0-9]+", tool.lower()) if tool else []
+    for start in range(len(words) - len(named), -1, -1) if named else ():
+        if words[start : start + len(named)] == named:
+            del words[start : start + len(named)]
     return " ".join(words[:SLUG_WORDS]) or "error"
 
 
@@ -117,13 +122,15 @@ class ErrorWorkaround:
     list of field names its result has, e.g. `fields`), the optimum is the
     working result cut down to those fields, so the extra payload counts too.
     When the workaround kept the same tool and argument names and only changed
-    values, the agent corrected its own input: reported as a `description`
-    problem (the schema did not say what it accepts), not a bug, unless the
-    message reveals a defect in the server's code (`revealed_defect`: an SQL
-    syntax error, e.g. on a quoted input; a Python traceback or exception name;
-    an internal error, -32603): that is a `bug` whatever the agent did next,
-    high severity for SQL (input reaches the query text) or when nothing
-    worked, medium otherwise. Every sighting here is classified `server`.
+    values, the agent corrected its own input: still a `bug` (an error the
+    server returned is one, whatever its cause), of low severity, whose
+    expected outcome is a schema and description that say what it accepts;
+    when the message reveals a defect in the server's code (`revealed_defect`:
+    an SQL syntax error, e.g. on a quoted input; a Python traceback or
+    exception name; an internal error, -32603) it is high severity for SQL
+    (input reaches the query text) or when nothing worked, medium otherwise.
+    The id is `BUG-<the message's core>-<tool>`, the tool named once. Every
+    sighting here is classified `server`.
 
     Blind spots: an error with no later success (the agent gave up) is still
     reported, priced as the failed call; an error the task provoked on purpose
@@ -156,7 +163,7 @@ class ErrorWorkaround:
         self, ctx: TraceContext, failed: ToolCall, success: ToolCall | None, later: list[ToolCall]
     ) -> BugSighting:
         text = error_text(failed)
-        key = error_key(text)
+        key = error_key(text, failed.tool)
         args = orjson.dumps(failed.arguments, option=orjson.OPT_SORT_KEYS, default=str).decode()
         defect = revealed_defect(text)
         defect_criteria = (
@@ -220,7 +227,7 @@ class ErrorWorkaround:
         else:
             severity = "medium"
         return BugSighting(
-            type="description" if self_corrected else "bug",
+            type="bug",
             slug=(key, failed.tool),
             severity=severity,
             tool=failed.tool,

@@ -51,6 +51,12 @@ def render_narrative(report: BugReport, *, traces: int, intro: str | None = None
     held_back = len(report.bugs) - len(report.train_view().bugs)
     full, report = report, report.train_view()
     lines = [f"# Phase 2 evaluation of {report.run_id}", ""]
+    if full.errored:
+        lines += [
+            f"**{len(full.errored)} attempt(s) errored and are in no figure below** (an infrastructure "
+            "failure: see *Errored attempts*).",
+            "",
+        ]
     if intro:
         lines += [intro.strip(), "", "---", "", "The figures the analysis is based on:", ""]
     tasks = sorted({stats.task_id for stats in report.tasks})
@@ -137,6 +143,9 @@ def render_narrative(report: BugReport, *, traces: int, intro: str | None = None
         lines += ["", "## Answers to review", ""]
         for flag in report.review_flags:
             lines.append(f"- {flag.task_id} ({flag.trace}): {flag.reason}")
+    if full.errored:
+        lines += ["", "## Errored attempts", ""]
+        lines += [f"- {item.task_id} ({item.trace}): {item.reason}" for item in full.errored]
     if report.notes:
         lines += ["", "## Notes", ""]
         lines += [f"- {note}" for note in report.notes]

@@ -383,7 +383,8 @@ def evaluate_contexts(
         review_flags=[outcome.flag for outcome in outcomes if outcome.flag is not None],
         notes=all_notes,
     )
-    report.notes.extend(beaten_minimums(report.tasks))
+    correct = [o for o in outcomes if o.success and o.status in ("checked", "judged")]
+    report.notes.extend(beaten_minimums(task_stats(correct)) if correct else [])
     return report, outcomes
 
 
@@ -393,6 +394,8 @@ def beaten_minimums(stats: Sequence[TaskStats]) -> list[str]:
 
     Such a trace is no agent's feat: the minimum it beats is stale (made for the server
     before a fix changed its tools) or was never minimal (reference calls that take a detour).
+    The evaluation passes the statistics of the answers checked correct alone: a wrong answer
+    in fewer calls says nothing of the minimum, and an unchecked one cannot be trusted to.
     """
     notes = []
     for task in stats:
@@ -434,13 +437,20 @@ def _task_map(config: Config) -> dict[str, Task]:
     return {task.task_id: task for task in load_tasks(config.paths.tasks).tasks}
 
 
+INFRASTRUCTURE_FAILURES = ("errored", "error")
+"""Trace statuses that are no answer: kept apart from the evaluation (`BugReport.errored`)."""
+
+
 def load_contexts(
     config: Config, run_dir: RunDir, baseline: Baseline | None, errored: list[ErroredAttempt] | None = None
 ) -> tuple[list[TraceContext], list[str]]:
     """The run's traces with their tasks and baseline entries; unreadable traces become notes.
 
-    An `errored` trace (its agent never had a working server) is no evidence of anything: it is left
-    out, and added to `errored` when a list is given.
+    An `errored` trace (its agent never had a working server) is no evidence of anything, nor is an
+    `error` one (the agent, its runner or the model provider failed after its retries): neither
+    gave an answer the server is to blame for. Both are left out, and added to `errored` when a
+    list is given. A `timeout` stays: an agent that loops until it runs out of time is what a
+    server's tools can cause.
     """
     tasks = _task_map(config)
     budgets = Budgets(default=config.check.budget_tokens, per_tool=dict(config.check.tool_budgets))
@@ -454,9 +464,11 @@ def load_contexts(
         except UserError as exc:
             notes.append(f"{ref} was skipped: {exc.message.splitlines()[0]}")
             continue
-        if trace.status == "errored":
+        if trace.status in INFRASTRUCTURE_FAILURES:
             if errored is not None:
                 reason = trace.status_reason or ""
+                if trace.status == "error":
+                    reason = f"the agent, its runner or its model failed: {reason or 'no reason given'}"
                 errored.append(ErroredAttempt(trace=ref, task_id=trace.task_id, reason=reason))
             continue
         task = tasks.get(trace.task_id)
@@ -473,13 +485,14 @@ def load_contexts(
 
 
 def errored_note(errored: Sequence[ErroredAttempt]) -> str:
-    """The report's note on the attempts left out because their agent never had a working server."""
+    """The report's first note: the attempts left out as infrastructure failures, and what to do."""
     tasks = sorted({item.task_id for item in errored})
     return (
-        f"{len(errored)} attempt(s) errored, the server not started or not connected in two tries "
-        f"({', '.join(f'`{task}`' for task in tasks)}): an infrastructure failure, not evaluated; first "
-        f"reason: {errored[0].reason}. Trace them in a new run (`doit loop --new-run`); a server that is "
-        "slow to start gets more time with server.health.timeout_s"
+        f"{len(errored)} attempt(s) errored ({', '.join(f'`{task}`' for task in tasks)}): the server "
+        "not started or not connected, or the agent, its runner or its model failed; an infrastructure "
+        f"failure, not evaluated and in no figure. First reason: {errored[0].reason}. Trace them in a "
+        "new run (`doit loop --new-run`); a server that is slow to start gets more time with "
+        "server.health.timeout_s"
     )
 
 
@@ -514,9 +527,7 @@ def evaluate_run(config: Config, run_dir: RunDir | str | Path, *, notes: Sequenc
     with collector_paused():
         errored: list[ErroredAttempt] = []
         contexts, found = load_contexts(config, run, baseline, errored)
-        notes = [*notes, *found]
-        if errored:
-            notes.append(errored_note(errored))
+        notes = [*([errored_note(errored)] if errored else []), *notes, *found]
         if baseline is None:
             notes.append(
                 f"no baseline at {run.baseline}: answers were not checked (run `mcpipechekr baseline`)"

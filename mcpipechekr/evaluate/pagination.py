@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -9,8 +10,8 @@ import orjson
 
 from mcpipechekr.artifacts.trace import ToolCall
 from mcpipechekr.evaluate.base import BugSighting, TraceContext, records_of, result_json
-from mcpipechekr.evaluate.matching import as_day
-from mcpipechekr.evaluate.walks import answer_states, held, scalars
+from mcpipechekr.evaluate.matching import Haystack, as_day
+from mcpipechekr.evaluate.walks import _specific, answer_states, held, scalars
 
 PAGE_KEYS = (
     "offset",
@@ -150,7 +151,11 @@ class PaginationWalk:
     identifying values).
     - found on two or more pages: the answer uses items from several pages
       (a list-all task): not flagged;
-    - found on the first page: not flagged;
+    - found on the first page: not flagged, unless the item is the latest,
+      earliest, largest or smallest of a field over every page read and the
+      pages are not in that field's order (`_unordered_extreme`): nothing on
+      page 1 said it was the one, so every other page had to be read to be sure;
+      flagged as `GAP-no-order-to-find-<tool>`, the pages beyond the first waste;
     - found on a later page: flagged, every other page is waste;
     - found nowhere: a count-all walk (the answer states the rows read, or the
       total a page reported) or a walk that read to the end (the last page says
@@ -212,7 +217,7 @@ class PaginationWalk:
         if holding.positions:
             position = holding.positions[0]
             if position == 0:
-                return None
+                return tuple(range(1, len(chain))) if _unordered_extreme(ctx, chain) else None
             return tuple(index for index in range(len(chain)) if index != position)
         rows = sum(_rows(page.call) for page in chain)
         totals = {
@@ -237,6 +242,29 @@ class PaginationWalk:
     def _sighting(self, tool: str, key: str, chain: list[Page], wasted: tuple[int, ...]) -> BugSighting:
         values = [page.value if page.value is not None else "(first page)" for page in chain]
         found = next((index for index in range(len(chain)) if index not in wasted), len(chain) - 1)
+        if found == 0:
+            return BugSighting(
+                type="feature_gap",
+                slug=("no-order-to-find", tool),
+                severity="high" if len(wasted) >= 4 else "medium",
+                tool=tool,
+                trigger=f"looking for the latest, earliest, largest or smallest of `{tool}`'s results",
+                observed=f"the item the agent used was on page 1 of `{tool}`, but the results were not in "
+                f"the order asked for: it read all {len(chain)} pages ({key}: {', '.join(map(str, values))}) "
+                "to be sure",
+                expected=f"`{tool}` returns its results in the order asked for, so page 1 is enough",
+                acceptance_criteria=[
+                    f"{tool} offers a sort order (or a filter) that puts the wanted item first",
+                    f"an agent finds the item with one `{tool}` call",
+                ],
+                steps=[page.call.index for page in chain],
+                wasted=[chain[index].call.index for index in wasted],
+                details={
+                    "paging_argument": key,
+                    "pages": [str(value) for value in values],
+                    "found_step": chain[0].call.index,
+                },
+            )
         return BugSighting(
             type="feature_gap",
             slug=("paging-to-find", tool),
@@ -258,3 +286,59 @@ class PaginationWalk:
                 "found_step": chain[found].call.index,
             },
         )
+
+
+def _unordered_extreme(ctx: TraceContext, chain: list[Page]) -> bool:
+    """Whether the one first-page record the answer names is the unique highest or lowest value of
+    a field (a date, a number) over every page read, while the pages list that field out of order:
+    only reading them all could tell it was the one."""
+    answer = ctx.trace.final_answer
+    if not answer or not asks_for_an_extreme(ctx.trace.prompt):
+        return False
+    said = Haystack([answer])
+    first = records_of(result_json(chain[0].call))
+    used = [
+        record
+        for record in first
+        if any(_specific(value) and said.contains(value) for value in record.values())
+    ]
+    if len(used) != 1:
+        return False
+    every = [record for page in chain for record in records_of(result_json(page.call))]
+    for field in used[0]:
+        keys = [_order_key(record.get(field)) for record in every]
+        if any(key is None for key in keys) or len(keys) < 3:
+            continue
+        mine = _order_key(used[0][field])
+        for best in (max(keys), min(keys)):  # type: ignore[type-var]
+            if (
+                mine == best
+                and keys.count(best) == 1
+                and keys != sorted(keys)
+                and keys != sorted(keys, reverse=True)
+            ):  # type: ignore[type-var]
+                return True
+    return False
+
+
+_SUPERLATIVE = re.compile(r"\b(?:[a-z]{2,}est|most|least|maximum|minimum|max|min)\b", re.I)
+_NOT_SUPERLATIVE = frozenset(
+    "test request interest forest guest west nest chest contest protest suggest digest honest modest "
+    "manifest harvest invest arrest quest rest pest vest zest crest jest inquest conquest behest "
+    "earnest priest".split()
+)
+
+
+def asks_for_an_extreme(prompt: str) -> bool:
+    """Whether a request asks for the latest, largest, cheapest, most … of something: English
+    superlatives, not the server's words."""
+    return any(word.lower() not in _NOT_SUPERLATIVE for word in _SUPERLATIVE.findall(prompt or ""))
+
+
+def _order_key(value: Any) -> tuple[int, Any] | None:
+    """A value's place in an order: a number, or an ISO date or date-time; else None."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (0, float(value))
+    if isinstance(value, str) and as_day(value) is not None:
+        return (1, value.strip())
+    return None

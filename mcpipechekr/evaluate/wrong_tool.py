@@ -20,10 +20,12 @@ class WrongTool:
     at all is a wrong choice. Either points at tool descriptions that do not
     say when to use which tool, hence a `description` sighting, classified
     `server` (descriptions are the server's to change). `tool` is the tool
-    misused in its place (the one called most among the detour's calls, ties
-    to the first called), `expected_tool` the one that should have been
-    chosen; the id names the expected tool, which stays the same whichever tool
-    a repetition misused.
+    misused in its place, where the calls were wasted (the one called most
+    among the detour's calls, ties to the first called), and the id names it
+    (`DSC-wrong-tool-<tool>`, `DSC-late-tool-<tool>`); `expected_tool` is the
+    one that should have been chosen. Tasks that misused the same tool merge
+    into one bug, and each evidence entry keeps its own task's misused and
+    expected tool.
 
     Blind spots: tasks without `expected_tool` are skipped; an agent that
     reached the right answer another valid way is still flagged.
@@ -43,17 +45,17 @@ class WrongTool:
             return []
         used = sorted({call.tool for call in ctx.calls if call.tool != expected})
         before = ctx.calls if first is None else ctx.calls[:first]
-        misused = _most_called(before[allowed:])  # none of them is the expected tool: it came later
+        misused = _most_called(before[allowed:] or before)  # none of them is the expected tool
         if first is None:
             observed = f"`{expected}` was never called; the agent used {', '.join(f'`{t}`' for t in used)}"
-            slug = ("wrong-tool", expected)
+            slug = ("wrong-tool", misused)
         else:
             observed = (
                 f"`{expected}` was first called at step {ctx.calls[first].index}, after {first} call(s) "
                 f"to {', '.join(f'`{t}`' for t in sorted({c.tool for c in before}))} "
                 f"(the reference solution needs {allowed} before it)"
             )
-            slug = ("late-tool", expected)
+            slug = ("late-tool", misused)
         return [
             BugSighting(
                 type="description",

@@ -605,7 +605,7 @@ def _health_line(health: FixHealth) -> str:
 def _broken_message(repo: git.Repo, health: FixHealth, run_dir: RunDir) -> str:
     head = repo.head.commit
     return (
-        f"the server is not healthy at {head.hexsha[:7]} \"{head.summary}\" in {repo.working_dir}, with the "
+        f'the server is not healthy at {head.hexsha[:7]} "{head.summary}" in {repo.working_dir}, with the '
         "fix agent's changes to the repository undone: something the loop cannot undo is broken (a file "
         "outside the repository, the server's data or environment). The fix loop stopped there.\n"
         f"{health.error}\n"

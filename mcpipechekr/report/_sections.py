@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC
 
 from mcpipechekr.artifacts import Bug, Review
+from mcpipechekr.artifacts.bug_report import ErroredAttempt
 from mcpipechekr.errors import UserError
 from mcpipechekr.report._charts import legend, line_chart
 from mcpipechekr.report._data import ReportData, RunData
@@ -250,8 +251,9 @@ def bug_table(run: RunData) -> str:
     """The run's bugs, most costly first as in bug_report.json, each evidence step a link into the traces."""
     if run.bug_report is None:
         return tag("p", "Not evaluated (no bug_report.json).", class_="muted")
+    errored = _errored(run.bug_report.errored)
     if not run.bug_report.bugs:
-        return tag("p", "No bugs.", class_="muted")
+        return errored + tag("p", "No bugs.", class_="muted")
     fixes = {fix.bug_id: fix.status for fix in run.fix.bugs} if run.fix else {}
     head = "".join(
         tag("th", name)
@@ -268,12 +270,24 @@ def bug_table(run: RunData) -> str:
     )
     rows = "".join(_bug_row(run, bug, fixes.get(bug.id)) for bug in run.bug_report.bugs)
     notes = "".join(tag("li", esc(note)) for note in run.bug_report.notes)
-    return tag(
-        "table",
-        tag("thead", tag("tr", head)) + tag("tbody", rows),
-        class_="bugs",
-        data_run=run.run_id,
-    ) + (tag("ul", notes, class_="notes") if notes else "")
+    return (
+        errored
+        + tag("table", tag("thead", tag("tr", head)) + tag("tbody", rows), class_="bugs", data_run=run.run_id)
+        + (tag("ul", notes, class_="notes") if notes else "")
+    )
+
+
+def _errored(errored: list[ErroredAttempt]) -> str:
+    """The attempts that are no answer, first and apart: no figure of the run counts them."""
+    if not errored:
+        return ""
+    items = "".join(tag("li", esc(f"{item.task_id} ({item.trace}): {item.reason}")) for item in errored)
+    head = tag(
+        "p",
+        esc(f"{len(errored)} attempt(s) errored (an infrastructure failure) and are in no figure:"),
+        class_="status-errored",
+    )
+    return head + tag("ul", items, class_="errored")
 
 
 def _bug_row(run: RunData, bug: Bug, fix_status: str | None) -> str:

@@ -21,8 +21,17 @@ Per task, matched by id:
 
 Bugs are matched by id: evaluate makes ids from the defect, not the run
 (`artifacts/bug_report.py`), so the same defect has the same id in both. A bug
-of A absent from B is `fixed` only if B ran one of the tasks it was seen in;
-otherwise B could not have seen it, and it is `not_compared` (likewise `new`).
+of A absent from B is `fixed` only if B answered one of the tasks it was seen
+in; otherwise B could not have seen it, and it is `not_compared`, "not seen
+(no answered attempt)" (likewise `new`). Traces recorded `errored` (the agent
+never had a working server) are no answers: they are counted apart and left
+out of every figure.
+
+The run's verdict is never `better` while success fell in a split, and there
+is none (`not_like_for_like`) when the runs differ in more than the server:
+what ran the agent (the traces' runner), a phase's model, tasks.yaml, or a
+setting that changes how attempts are made or judged; each is named in
+`changes`.
 
 Blind spots: a run's several Phase 1 models are pooled per task (the manifest
 says which), a task with fewer calls and the same success rate counts as
@@ -58,6 +67,7 @@ from mcpipechekr.artifacts.trace import ToolCall, list_traces, read_trace
 from mcpipechekr.before_after import Split, SplitFigures, split_trend, split_warnings
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.costing import trace_tokens
+from mcpipechekr.evaluate.orchestrate import INFRASTRUCTURE_FAILURES
 from mcpipechekr.report.compare_stats import MeanDifference, bootstrap_mean_difference, fisher_exact
 
 ALPHA = 0.05
@@ -75,7 +85,10 @@ class ComparedRunData:
     manifest: Manifest
     report: BugReport
     attempts: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    """Task id -> (tool calls, tokens) of each of its traces."""
+    """Task id -> (tool calls, tokens) of each of its answered traces."""
+    errored: dict[str, int] = field(default_factory=dict)
+    """Task id -> its traces recorded `errored`: no answer, so in no figure."""
+    runners: set[str] = field(default_factory=set)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -107,8 +120,12 @@ def load_compared_run(run: RunDir) -> ComparedRunData:
         except UserError as exc:
             data.warnings.append(f"{manifest.run_id}: {path.name} was skipped: {exc.message.splitlines()[0]}")
             continue
+        if trace.status in INFRASTRUCTURE_FAILURES:
+            data.errored[trace.task_id] = data.errored.get(trace.task_id, 0) + 1
+            continue
         calls = sum(1 for step in trace.steps if isinstance(step, ToolCall))
         data.attempts.setdefault(trace.task_id, []).append((calls, trace_tokens(trace)[0]))
+        data.runners.add(trace.runner)
     for task_id, stats in sorted(_task_stats(report).items()):
         traced = len(data.attempts.get(task_id, []))
         if traced != stats.runs:
@@ -258,6 +275,8 @@ def _run_side(data: ComparedRunData) -> ComparedRun:
         harness_version=manifest.harness_version,
         tasks=len(_task_stats(data.report)),
         attempts=sum(len(found) for found in data.attempts.values()),
+        errored=sum(data.errored.values()),
+        runners=sorted(data.runners),
         bugs=len(data.report.bugs),
     )
 
@@ -267,9 +286,10 @@ def _short(sha: str | None, dirty: bool) -> str:
     return text + " (dirty)" if dirty else text
 
 
-def _changes(a: ComparedRun, b: ComparedRun, ma: Manifest, mb: Manifest) -> list[str]:
-    """What differs between the two runs' manifests: the side that changed."""
-    changes = []
+def _changes(a: ComparedRun, b: ComparedRun, ma: Manifest, mb: Manifest) -> tuple[list[str], list[str]]:
+    """What differs between the two runs: every change, and of them those that make the runs no
+    like-for-like comparison of the server (what ran the agent, a model, the tasks, a setting)."""
+    changes, unlike = [], []
     if (a.server_sha, a.server_dirty) != (b.server_sha, b.server_dirty):
         changes.append(
             f"server source: {_short(a.server_sha, a.server_dirty)} → {_short(b.server_sha, b.server_dirty)}"
@@ -278,13 +298,51 @@ def _changes(a: ComparedRun, b: ComparedRun, ma: Manifest, mb: Manifest) -> list
         where_a = ma.server.command or ma.server.url
         where_b = mb.server.command or mb.server.url
         changes.append(f"server: {ma.server.name} ({where_a}) → {mb.server.name} ({where_b})")
+    if a.runners != b.runners and a.runners and b.runners:
+        unlike.append(f"agent runner: {', '.join(a.runners)} → {', '.join(b.runners)}")
     if a.phase1_provider != b.phase1_provider:
-        changes.append(f"Phase 1 model: {a.phase1_provider} → {b.phase1_provider}")
+        unlike.append(f"Phase 1 model: {a.phase1_provider} → {b.phase1_provider}")
+    for phase in ("phase0", "phase2"):
+        before, after = getattr(ma.providers, phase), getattr(mb.providers, phase)
+        if before != after and before is not None and after is not None:
+            unlike.append(f"{phase} model: {before} → {after}")
     if a.task_file_hash != b.task_file_hash:
-        changes.append("tasks.yaml: changed between the runs")
+        unlike.append("tasks.yaml: changed between the runs (task definitions may differ)")
+    unlike += [f"config {key}: {old} → {new}" for key, old, new in _config_changes(ma.config, mb.config)]
     if a.harness_version != b.harness_version:
         changes.append(f"MCPipeChekr: {a.harness_version} → {b.harness_version}")
-    return changes
+    return [*changes, *unlike], unlike
+
+
+IGNORED_SETTINGS = ("server.", "paths.", "fix.", "providers.phase3", "providers.phase05", "check.")
+"""Settings that change nothing an attempt is measured by: the server (its change is the point), where
+files go, the fix step, and the phases that run no attempt."""
+
+
+def _config_changes(before: dict, after: dict) -> list[tuple[str, str, str]]:
+    """(dotted key, A's value, B's value) of each setting that differs, the ignored ones left out."""
+    flat_a, flat_b = _flatten(before), _flatten(after)
+    out = []
+    for key in sorted(flat_a.keys() | flat_b.keys()):
+        if key.startswith(IGNORED_SETTINGS) or key in (
+            "providers.phase0",
+            "providers.phase1",
+            "providers.phase2",
+        ):
+            continue
+        old, new = flat_a.get(key, "(unset)"), flat_b.get(key, "(unset)")
+        if old != new:
+            out.append((key, str(old), str(new)))
+    return out
+
+
+def _flatten(value: object, prefix: str = "") -> dict[str, object]:
+    if isinstance(value, dict):
+        out: dict[str, object] = {}
+        for key, inner in value.items():
+            out.update(_flatten(inner, f"{prefix}{key}."))
+        return out
+    return {prefix.rstrip("."): value}
 
 
 def _warnings(a: ComparedRunData, b: ComparedRunData, only_a: list[str], only_b: list[str]) -> list[str]:
@@ -309,6 +367,12 @@ def _warnings(a: ComparedRunData, b: ComparedRunData, only_a: list[str], only_b:
             "the runs have different task sets (" + "; ".join(parts) + "): the common tasks are compared"
         )
     for data in (a, b):
+        if data.errored:
+            warnings.append(
+                f"{data.run_id} has {_plural(sum(data.errored.values()), 'errored attempt')} (the agent "
+                f"never had a working server: {', '.join(sorted(data.errored))}): left out of every "
+                "figure, and no bug counts as fixed or new by them"
+            )
         providers = {stats.provider for stats in data.report.tasks if stats.provider}
         if len(providers) > 1:
             warnings.append(
@@ -344,6 +408,11 @@ def _bug_row(
     )
 
 
+def _answered(data: ComparedRunData, stats: dict[str, TaskStats]) -> set[str]:
+    """The tasks the run has an answered attempt of: only those could show a bug, or its absence."""
+    return {task_id for task_id, found in stats.items() if found.runs > 0 and data.attempts.get(task_id)}
+
+
 _BUG_ORDER = {"fixed": 0, "new": 1, "unchanged": 2, "not_compared": 3}
 
 
@@ -351,21 +420,40 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def _verdict(summary: ComparisonSummary) -> tuple[RunVerdict, str]:
+def _verdict(summary: ComparisonSummary, unlike: list[str], fell: list[str]) -> tuple[RunVerdict, str]:
+    """The run's verdict: never `better` while success fell in a split, and none at all when the runs
+    differ in more than the server (what ran the agent, a model, the tasks, a setting)."""
     good = summary.tasks_better > 0 or summary.bugs_fixed > 0
-    bad = summary.tasks_worse > 0 or summary.bugs_new > 0
+    bad = summary.tasks_worse > 0 or summary.bugs_new > 0 or bool(fell)
     verdict: RunVerdict = (
         "mixed" if good and bad else "better" if good else "worse" if bad else "no_significant_difference"
     )
+    if unlike:
+        verdict = "not_like_for_like"
     head = {
         "better": "B is better",
         "worse": "B is worse",
         "mixed": "Mixed",
         "no_significant_difference": "No significant difference",
+        "not_like_for_like": "No verdict, the runs are not like for like (" + "; ".join(unlike) + ")",
     }[verdict]
     tasks = f"{_plural(summary.tasks_better, 'task')} improved significantly, {summary.tasks_worse} worse"
     line = f"{head}: {tasks}; {_plural(summary.bugs_fixed, 'bug')} fixed, {summary.bugs_new} new"
+    if fell:
+        line += "; success fell in " + ", ".join(fell)
+    if summary.bugs_not_compared:
+        line += f"; {summary.bugs_not_compared} not seen (no answered attempt)"
     return verdict, line
+
+
+def _success_fell(a: ComparedRunData, b: ComparedRunData) -> list[str]:
+    """The splits whose success rate over the decided answers is lower in B: `train 5/7 → 4/7`."""
+    fell = []
+    for split in ("train", "holdout"):
+        before, after = SplitFigures(a.report, split), SplitFigures(b.report, split)
+        if before.rate is not None and after.rate is not None and after.rate < before.rate - 1e-9:
+            fell.append(f"{split} {before.successes}/{before.decided} → {after.successes}/{after.decided}")
+    return fell
 
 
 def _split_side(
@@ -481,7 +569,9 @@ def comparison_of(
     bugs_b = {bug.id: bug for bug in b.report.bugs}
     bugs = sorted(
         (
-            _bug_row(bug_id, bugs_a.get(bug_id), bugs_b.get(bug_id), set(stats_a), set(stats_b))
+            _bug_row(
+                bug_id, bugs_a.get(bug_id), bugs_b.get(bug_id), _answered(a, stats_a), _answered(b, stats_b)
+            )
             for bug_id in bugs_a.keys() | bugs_b.keys()
         ),
         key=lambda row: (_BUG_ORDER[row.status], row.id),
@@ -504,16 +594,17 @@ def comparison_of(
         bugs_unchanged=statuses["unchanged"],
         bugs_not_compared=statuses["not_compared"],
     )
-    verdict, line = _verdict(summary)
     splits, warned = _splits(a, b, tasks)
     side_a, side_b = _run_side(a), _run_side(b)
+    changes, unlike = _changes(side_a, side_b, a.manifest, b.manifest)
+    verdict, line = _verdict(summary, unlike, _success_fell(a, b))
     return Comparison(
         a=side_a,
         b=side_b,
         alpha=alpha,
         bootstrap_resamples=resamples,
         bootstrap_seed=seed,
-        changes=_changes(side_a, side_b, a.manifest, b.manifest),
+        changes=changes,
         warnings=_warnings(a, b, only_a, only_b),
         tasks=tasks,
         bugs=bugs,

@@ -44,7 +44,18 @@ _HOLDER_FOLDERS = frozenset(
 """Folders that hold code for whatever contains them, so they never name it (hidden ones neither)."""
 
 _SCRIPT_SUFFIXES = (
-    ".py", ".pyw", ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".jsx", ".sh", ".exe",
+    ".py",
+    ".pyw",
+    ".js",
+    ".mjs",
+    ".cjs",
+    ".ts",
+    ".mts",
+    ".cts",
+    ".tsx",
+    ".jsx",
+    ".sh",
+    ".exe",
 )
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[a-z]?$")
@@ -73,16 +84,34 @@ _NODE_OPTIONS = _Options(
     "erpC",
     frozenset(
         {
-            "--require", "--import", "--loader", "--experimental-loader", "--eval", "--print",
-            "--conditions", "--input-type", "--env-file", "--env-file-if-exists", "--title",
-            "--inspect-port", "--redirect-warnings", "--disable-warning", "--watch-path", "--tsconfig",
+            "--require",
+            "--import",
+            "--loader",
+            "--experimental-loader",
+            "--eval",
+            "--print",
+            "--conditions",
+            "--input-type",
+            "--env-file",
+            "--env-file-if-exists",
+            "--title",
+            "--inspect-port",
+            "--redirect-warnings",
+            "--disable-warning",
+            "--watch-path",
+            "--tsconfig",
         }
     ),
 )
 _NPX = _Options("pc", frozenset({"--package", "--call", "--cache", "--userconfig", "--registry"}))
 _UV_GLOBAL = frozenset(
     {
-        "--directory", "--project", "--cache-dir", "--config-file", "--color", "--python-preference",
+        "--directory",
+        "--project",
+        "--cache-dir",
+        "--config-file",
+        "--color",
+        "--python-preference",
         "--allow-insecure-host",
     }
 )
@@ -91,12 +120,37 @@ _UV_RUN = _Options(
     _UV_GLOBAL
     | frozenset(
         {
-            "--from", "--with", "--with-editable", "--with-requirements", "--python", "--package", "--extra",
-            "--group", "--no-group", "--only-group", "--env-file", "--index", "--default-index",
-            "--index-url", "--extra-index-url", "--find-links", "--constraints", "--overrides",
-            "--build-constraints", "--resolution", "--prerelease", "--exclude-newer", "--link-mode",
-            "--refresh-package", "--reinstall-package", "--upgrade-package", "--index-strategy",
-            "--keyring-provider", "--config-setting", "--no-build-package", "--no-binary-package",
+            "--from",
+            "--with",
+            "--with-editable",
+            "--with-requirements",
+            "--python",
+            "--package",
+            "--extra",
+            "--group",
+            "--no-group",
+            "--only-group",
+            "--env-file",
+            "--index",
+            "--default-index",
+            "--index-url",
+            "--extra-index-url",
+            "--find-links",
+            "--constraints",
+            "--overrides",
+            "--build-constraints",
+            "--resolution",
+            "--prerelease",
+            "--exclude-newer",
+            "--link-mode",
+            "--refresh-package",
+            "--reinstall-package",
+            "--upgrade-package",
+            "--index-strategy",
+            "--keyring-provider",
+            "--config-setting",
+            "--no-build-package",
+            "--no-binary-package",
         }
     ),
 )
@@ -104,8 +158,17 @@ _PIPX_RUN = _Options("", frozenset({"--spec", "--python", "--index-url", "--pip-
 _DENO = _Options(
     "cL",
     frozenset(
-        {"--config", "--import-map", "--lock", "--cert", "--location", "--seed", "--ext", "--preload",
-         "--log-level"}
+        {
+            "--config",
+            "--import-map",
+            "--lock",
+            "--cert",
+            "--location",
+            "--seed",
+            "--ext",
+            "--preload",
+            "--log-level",
+        }
     ),
 )
 _BUN = _Options("rc", frozenset({"--cwd", "--preload", "--env-file", "--config", "--define", "--conditions"}))
