@@ -33,6 +33,7 @@ import yaml
 from click.testing import CliRunner
 from fakes.openai_server import FakeOpenAI, Reply, last_user_text, text_reply
 from project import mcpipechekr
+from trace_builder import call, make_trace
 
 from mcpipechekr.artifacts import BugReport, RunDir, ToolsSnapshot, list_runs, read_model
 from mcpipechekr.artifacts.description_suggestions import (
@@ -42,6 +43,7 @@ from mcpipechekr.artifacts.description_suggestions import (
 )
 from mcpipechekr.artifacts.fix_record import read_fix_record
 from mcpipechekr.artifacts.schemas import schema_for
+from mcpipechekr.artifacts.trace import write_trace
 from mcpipechekr.cli import main
 from mcpipechekr.config import load_config
 from mcpipechekr.findings.home import HOME_ENV
@@ -57,8 +59,8 @@ from mcpipechekr.tasks import load_tasks
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_lint_suggest")]
 
 SERVERS = Path(__file__).parent / "servers"
-LATE = "DSC-late-tool-ticket-log"
-WRONG = "DSC-wrong-tool-list-messages"
+LATE = "DSC-late-tool-search-accounts"
+WRONG = "DSC-wrong-tool-search-accounts"
 WALK = "GAP-paging-to-find-list-messages"
 REPEATS = "EFF-repeated-calls-search-accounts"
 TOO_MANY = "EFF-too-many-calls-latest-complaint-ada"
@@ -394,6 +396,37 @@ def test_no_suggestion_for_how_the_agent_behaved_or_a_defect_of_the_code(desk: D
         f"runs/{desk.run.run_id}/description_suggestions.json\n"
     )
     assert f"No suggestion:\n  {REPEATS}: {agent}\n" in output
+
+
+def test_a_value_the_agent_had_to_guess_gets_a_parameter_text_naming_what_worked(desk: Desk) -> None:
+    """An attempt that asked for `order: "newest"`, was refused, and got its answer with `desc`: the
+    error is a (low) bug of the server, and the parameter's text is what to change."""
+    refused = "Input validation error: 'newest' is not one of ['asc', 'desc']"
+    steps = [
+        call("list_messages", {"customer": "Ada Brook", "order": "newest"}, error=refused),
+        call(
+            "list_messages",
+            {"customer": "Ada Brook", "order": "desc"},
+            {"messages": [{"id": "M-07"}], "more": True},
+        ),
+    ]
+    trace = make_trace("latest-message-ada", steps, answer="M-07", repetition=9)
+    write_trace(desk.run, trace)
+    evaluated = CliRunner().invoke(
+        main, ["evaluate", "--config", str(desk.config_file), desk.run.run_id], catch_exceptions=False
+    )
+    assert evaluated.exit_code == 0, evaluated.output
+    bug = next(
+        b
+        for b in read_model(desk.run.bug_report, BugReport).bugs
+        if b.tool == "list_messages" and b.type == "bug"
+    )
+    assert bug.id.startswith("BUG-") and bug.severity == "low" and bug.details["corrected_input"] is True
+    suggest(desk)
+    found = by_bug(written(desk), bug.id)
+    assert (found.kind, found.tool, found.parameter) == ("parameter_values", "list_messages", "order")
+    assert "desc" in found.proposed
+    assert [quote.step for quote in found.quotes] == [0, 1]
 
 
 def test_the_file_validates_against_its_schema_and_json_prints_it(desk: Desk) -> None:

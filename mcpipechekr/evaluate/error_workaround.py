@@ -249,6 +249,7 @@ class ErrorWorkaround:
                 "workaround_step": success.index,
                 "workaround_tool": success.tool,
                 "dropped_arguments": list(dropped),
+                **({"corrected_input": True} if self_corrected else {}),
                 **({"defect": defect} if defect else {}),
             },
         )

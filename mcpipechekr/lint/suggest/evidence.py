@@ -12,7 +12,7 @@ and names the text to change:
   parameter choosing the fields, which no call set. Without such a parameter
   the bug is a missing feature, not a description, and gets none;
 - `parameter_values`: a call refused, then the same call with other values
-  accepted (`error_workaround`'s self-corrected `description` bug): the
+  accepted (`error_workaround`'s low bug with `details.corrected_input`): the
   parameter's description did not say what it accepts.
 
 Everything else is skipped with its reason: how the agent behaved
@@ -95,6 +95,8 @@ def classify(bug: Bug, tools: dict[str, ToolDefinition], traces: Traces) -> Case
         found = build(bug, tools, traces)
         if found is not None:
             return found
+    if bug.details.get("corrected_input"):
+        return "the agent corrected its own input, but no argument it changed is in the tool's schema"
     if bug.type == "bug":
         return "a defect of the server's code: no description change fixes it"
     if bug.type == "feature_gap":
@@ -216,8 +218,8 @@ def _unread(bug: Bug, tools: dict[str, ToolDefinition], traces: Traces) -> Case 
 def _values(bug: Bug, tools: dict[str, ToolDefinition], traces: Traces) -> Case | None:
     """A refused call, then the same call with other values accepted: what the parameter accepts."""
     details = bug.details
-    if bug.type != "description" or bug.tool is None or "workaround_step" not in details:
-        return None
+    if not details.get("corrected_input") or bug.tool is None or "workaround_step" not in details:
+        return None  # the agent corrected its own input: the schema did not say what it accepts
     failed_args = details.get("arguments")
     if not isinstance(failed_args, dict):
         return None
