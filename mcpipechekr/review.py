@@ -77,7 +77,7 @@ from mcpipechekr.artifacts.atomic import parse_model
 from mcpipechekr.artifacts.runstate import load_manifest
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.evaluate.aggregate import priority_order
+from mcpipechekr.evaluate.aggregate import folded, priority_order
 from mcpipechekr.evaluate.issues import write_issues
 from mcpipechekr.server.workspace import fix_repo_problems
 from mcpipechekr.session_summary import write_session_summary
@@ -476,7 +476,7 @@ def show_review(run_dir: RunDir, console: Console, *, config: Config | None = No
     on (`Config.fixing_off`), which decides what a run without bugs offers.
     """
     report, digest = load_bug_report(run_dir)
-    bugs = fix_order(report)
+    bugs, inside = folded(fix_order(report))
     console.rule(Text(f"Review of {report.run_id}"))
     if not bugs:
         offers = (
@@ -506,6 +506,13 @@ def show_review(run_dir: RunDir, console: Console, *, config: Config | None = No
             )
         )
         console.print(bug_table(bugs, console.width), soft_wrap=False)
+        for owner, priced in inside.items():
+            console.print(
+                Text(
+                    f"  also seen, no cost of its own (priced in {owner}): "
+                    + ", ".join(bug.id for bug in priced)
+                )
+            )
     if report.notes:
         for note in report.notes:
             console.print(Text(f"note: {note}"))

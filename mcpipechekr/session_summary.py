@@ -56,6 +56,16 @@ def render_session_summary(runs: Sequence[RunDir], *, regressions: Iterable[str]
         f"covering {len(facts)} run(s)" + (f": {', '.join(f.run.run_id for f in facts)}." if facts else "."),
         "",
     ]
+    errored = [
+        (f.run.run_id, len(f.report.errored)) for f in facts if f.report is not None and f.report.errored
+    ]
+    if errored:
+        said = ", ".join(f"{count} in {run_id}" for run_id, count in errored)
+        lines += [
+            f"**Attempts errored ({said}): an infrastructure failure (the server not started or "
+            "connected, the agent, its runner or its model failed), in no figure below.**",
+            "",
+        ]
     lines += _what_ran(facts)
     lines += _what_was_found(facts)
     lines += _train_and_holdout(facts)
@@ -142,6 +152,14 @@ def _what_was_found(facts: list[_RunFacts]) -> list[str]:
             continue
         ids = [bug.id for bug in report.bugs]
         lines += [f"### {run_id}", "", f"{len(ids)} bug(s); review: {_review_line(fact.review)}.", ""]
+        if report.errored:
+            tasks = sorted({item.task_id for item in report.errored})
+            lines += [
+                f"{len(report.errored)} attempt(s) errored and were not evaluated: "
+                + ", ".join(f"`{task}`" for task in tasks)
+                + ".",
+                "",
+            ]
         for bug in report.bugs:
             lines.append(
                 f"- `{bug.id}` ({bug.type}, {bug.severity}, {bug.token_cost_of_gap:,} tokens x "

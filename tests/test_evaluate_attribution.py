@@ -17,7 +17,7 @@ from trace_builder import call, ctx_of, make_trace, say
 
 from mcpipechekr.artifacts.baseline import BaselineEntry
 from mcpipechekr.artifacts.bug_report import Bug, BugReport
-from mcpipechekr.evaluate.aggregate import Occurrence, merge, priority_order
+from mcpipechekr.evaluate.aggregate import Occurrence, folded, merge, priority_order
 from mcpipechekr.evaluate.base import Budgets, TraceContext
 from mcpipechekr.evaluate.call_count import CallCount
 from mcpipechekr.evaluate.costing import price
@@ -344,6 +344,18 @@ def test_the_narrative_priorities_are_the_review_order_and_mark_agent_bugs() -> 
     )
     agent_lines = [line for line in text.splitlines() if "not sent to the fix loop" in line]
     assert [line.split()[1] for line in agent_lines] == ["EFF-too-many-calls-t", "COR-wrong-answer-t"]
+
+    # a finding whose every step another bug prices has no rank of its own: it is listed under its owner
+    priced = bug("EFF-repeated-calls-search-books", "medium", 0).model_copy(
+        update={"see_also": ["EFF-unread-fields-search-books"]}
+    )
+    report = report.model_copy(update={"bugs": [*bugs, priced]})
+    text = render_narrative(report, traces=1)
+    assert "EFF-repeated-calls-search-books" not in re.findall(r"^\d+\. (\S+) .*$", text, flags=re.M)
+    (owner,) = [line for line in text.splitlines() if line.startswith("3. EFF-unread-fields-search-books")]
+    assert owner.endswith("; also covers EFF-repeated-calls-search-books (no cost of their own)")
+    ranked, inside = folded(priority_order(report.bugs))
+    assert len(ranked) == 5 and [b.id for b in inside["EFF-unread-fields-search-books"]] == [priced.id]
 
 
 def test_the_fields_of_a_call_that_should_not_have_been_made_are_priced_with_the_call() -> None:

@@ -28,7 +28,9 @@ from mcpipechekr.evaluate.orchestrate import evaluate_run
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.base import RunnerName, RunnerOutput, RunRequest
 from mcpipechekr.runners.execute import run_phase1
+from mcpipechekr.session_summary import render_session_summary
 from mcpipechekr.steps.baseline import baseline_step
+from mcpipechekr.steps.evaluate import report_lines
 from mcpipechekr.tasks import Task, load_tasks
 
 SERVER = Path(__file__).parent / "servers" / "flaky_start_server.py"
@@ -134,7 +136,13 @@ def test_a_start_that_fails_is_tried_again_and_twice_failed_is_errored_never_jud
     assert not [bug for bug in report.bugs if "value-of-alpha" in {bug.task_id, *bug.task_ids}]
     assert {stats.task_id for stats in report.tasks} == {f"value-of-{key}" for key in KEYS[1:]}
     assert all(stats.successes == 1 for stats in report.tasks)
-    assert any("1 attempt(s) errored" in note and "`value-of-alpha`" in note for note in report.notes)
+    assert report.notes[0].startswith("1 attempt(s) errored (`value-of-alpha`)")
+    run_dir = RunDir(config.paths.runs / "run-20261205-001")
+    first_line = report_lines(report, run_dir)[0]
+    assert first_line.startswith("run-20261205-001: 1 attempt(s) errored (in no figure), ")
+    summary = render_session_summary([run_dir]).splitlines()
+    assert summary[4].startswith("**Attempts errored (1 in run-20261205-001): an infrastructure failure")
+    assert "1 attempt(s) errored and were not evaluated: `value-of-alpha`." in summary
 
 
 def test_a_server_that_never_starts_halts_the_phase_after_three_tries(tmp_path: Path) -> None:

@@ -528,6 +528,20 @@ def test_the_review_marks_agent_bugs_and_approves_only_the_server_ones(run_dir: 
     assert review.bug_ids == [FTS_RANK.id]
 
 
+def test_a_bug_with_no_cost_of_its_own_is_shown_under_the_bug_that_prices_it(run_dir: RunDir) -> None:
+    priced = make_bug(
+        "EFF-repeated-calls-query-email-database", "efficiency", 0, tool="query_email_database", trigger="t"
+    )
+    priced = priced.model_copy(update={"see_also": [FTS_RANK.id]})
+    reevaluate(run_dir, [FTS_RANK, priced])
+    console, out = recording_console()
+    review = interactive_review(run_dir, console, scripted("approve")[0])
+    text = out.getvalue()
+    assert text.count(priced.id) == 1 and "1 bug(s); highest" in text
+    assert f"also seen, no cost of its own (priced in {FTS_RANK.id}): {priced.id}" in " ".join(text.split())
+    assert review.bug_ids == [FTS_RANK.id]
+
+
 # --- the command line ---------------------------------------------------------------------------
 
 

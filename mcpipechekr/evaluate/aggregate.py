@@ -158,6 +158,25 @@ def priority_order(bugs: list[Bug]) -> list[Bug]:
     )
 
 
+def folded(bugs: list[Bug]) -> tuple[list[Bug], dict[str, list[Bug]]]:
+    """The bugs to rank, in the order given, and per bug the ones priced in it.
+
+    A bug with no gap of its own whose steps another listed bug prices (`see_also`) is evidence for
+    that bug, not a second item to weigh: ranked lists (the review's, the narrative's priorities,
+    the HTML report's table) show it under its owner. It stays in bug_report.json.
+    """
+    ids = {bug.id for bug in bugs}
+    inside: dict[str, list[Bug]] = {}
+    ranked = []
+    for bug in bugs:
+        owner = next((other for other in bug.see_also if other in ids), None)
+        if bug.token_cost_of_gap == 0 and owner is not None:
+            inside.setdefault(owner, []).append(bug)
+        else:
+            ranked.append(bug)
+    return ranked, inside
+
+
 def merge(occurrences: list[Occurrence]) -> list[Bug]:
     """One Bug per sighting id, in the order described in the module docstring."""
     groups: dict[str, list[Occurrence]] = {}

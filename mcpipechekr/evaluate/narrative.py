@@ -27,7 +27,7 @@ from mcpipechekr.artifacts.bug_report import Bug, BugReport, BugSeverity, Eviden
 from mcpipechekr.artifacts.trace import ToolCall
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.evaluate.aggregate import priority_order
+from mcpipechekr.evaluate.aggregate import folded, priority_order
 from mcpipechekr.evaluate.base import TraceContext
 from mcpipechekr.providers import ProviderSpec
 
@@ -103,12 +103,18 @@ def render_narrative(report: BugReport, *, traces: int, intro: str | None = None
         lines += [f"- Done when: {criterion}" for criterion in top.acceptance_criteria]
         lines += ["", "## Priorities", ""]
         lines += ["In the order the review shows them and the fix loop works on the `server` ones.", ""]
-        for number, bug in enumerate(priority_order(report.bugs), 1):
+        ranked, inside = folded(priority_order(report.bugs))
+        for number, bug in enumerate(ranked, 1):
             lines.append(
                 f"{number}. {bug.id} ({bug.severity} {bug.type.replace('_', ' ')}, "
                 f"{bug.token_cost_of_gap} tokens x {bug.occurrences}): {bug.trigger}"
                 + (f" ({AGENT_MARK})" if bug.fixable_by == "agent" else "")
-                + (f"; priced in {', '.join(bug.see_also)}" if bug.see_also else "")
+                + (f"; shares steps priced in {', '.join(bug.see_also)}" if bug.see_also else "")
+                + (
+                    f"; also covers {', '.join(other.id for other in inside[bug.id])} (no cost of their own)"
+                    if bug.id in inside
+                    else ""
+                )
             )
     lines += ["", "## Per-task efficiency", ""]
     if report.tasks:

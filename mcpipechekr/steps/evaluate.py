@@ -72,6 +72,8 @@ def report_lines(report: BugReport, run_dir: RunDir) -> list[str]:
     """What a bug report says, in a few lines: counts and files, one line per bug, the notes."""
     files = f"{display_path(run_dir.bug_report)}, {display_path(run_dir.phase2_narrative)}"
     counts = f"{len(report.bugs)} bug(s), {len(report.review_flags)} answer(s) to review"
+    if report.errored:
+        counts = f"{len(report.errored)} attempt(s) errored (in no figure), {counts}"
     lines = [f"{report.run_id}: {counts} → {files}"]
     lines += [
         f"  {bug.id}  {bug.severity}  x{bug.occurrences}  gap {bug.token_cost_of_gap:,} tokens"
