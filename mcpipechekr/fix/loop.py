@@ -71,7 +71,7 @@ from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.store import load_finding
 from mcpipechekr.findings.promotion.bugs import bug_finding_id
 from mcpipechekr.fix.agent_group import end_leftover, record_group
-from mcpipechekr.fix.agents import AgentResult, FindingsServer, FixAgent, resolve_agent
+from mcpipechekr.fix.agents import AgentResult, FindingsServer, FixAgent, resolve_agent, sandbox_mode
 from mcpipechekr.fix.changes import (
     Baseline,
     Exclusions,
@@ -186,6 +186,7 @@ def _run_loop(
         agent=config.fix.agent,
         provider=str(agent.provider) if agent is not None and agent.provider is not None else None,
         repo=str(repo_root),
+        sandbox=sandbox_mode(config),
         base_commit=resumed.base_commit if resumed is not None and carried else head_sha(repo),
         started_at=utc_now(),
         bugs=carried,
@@ -205,6 +206,12 @@ def _run_loop(
         earlier_patches=_earlier_patches(resumed),
     )
     write_model(run_dir.fix_record, record)
+    if record.sandbox == "off" and bugs:
+        out.print(
+            f"fix.sandbox is off: the {config.fix.agent} fix agent runs unconfined, with your rights "
+            "(it can write outside the repository, push, and leave processes running).",
+            markup=False,
+        )
     if carried:
         out.print(
             f"{run_dir.run_id}: going on from an interrupted fix loop; already committed: "
@@ -418,6 +425,9 @@ def _run_agent(
             prompt=None if current_file == prompt_file else _relative(context, current_file),
         )
         entry.runs.append(run)
+        run.refused = context.redactor.redact(last.refused)
+        for line in run.refused:
+            context.console.print(f"  refused by the sandbox: {line}", markup=False)
         undone = _undo_outside_work_tree(context, baseline, control)
         entry.undone += undone
         for line in undone:
