@@ -579,6 +579,13 @@ class FixConfig(StrictModel):
         le=MAX_SECONDS,
         description="Wall-clock limit of one `test_command` run; past it the tests fail.",
     )
+    sandbox: Literal["on", "off"] = Field(
+        default="on",
+        description="`on`: every fix agent but `demo` runs in a bubblewrap sandbox (writes only in the "
+        "repository, no credentials, no process outlives its run); the fix refuses to start where bwrap "
+        "cannot run. `off`: the agent runs unconfined, with your rights (recorded in fix.json, printed at "
+        "every fix).",
+    )
 
     @field_validator("command")
     @classmethod
@@ -588,6 +595,16 @@ class FixConfig(StrictModel):
         if not value.strip():
             raise ValueError("must not be empty")
         _check_placeholders(value, FIX_PLACEHOLDERS)
+        return value
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _yaml_switch(cls, value: object) -> object:
+        """YAML reads a bare `off` and `on` as booleans; they mean the words."""
+        if value is True:
+            return "on"
+        if value is False:
+            return "off"
         return value
 
     @field_validator("test_command")

@@ -171,6 +171,7 @@ def _fix_problems(config: Config, *, missing_cli: Severity) -> list[PreflightPro
     """
     from mcpipechekr.fix.agents import TEMPLATES, uses_model
     from mcpipechekr.fix.repo_tests import missing_program
+    from mcpipechekr.fix.sandbox import SandboxUnavailable, require_sandbox
     from mcpipechekr.runners.cliagent import AgentCliMissing, find_cli
 
     found = [PreflightProblem("error", "phase3", problem) for problem in fix_repo_problems(config)]
@@ -198,6 +199,12 @@ def _fix_problems(config: Config, *, missing_cli: Severity) -> list[PreflightPro
                     missing_cli, "phase3", config.problem(("fix", "agent"), f"`{fix.agent}`: {exc.message}")
                 )
             )
+    if fix.sandbox == "on" and fix.agent not in ("demo", "none"):
+        try:
+            require_sandbox()
+        except SandboxUnavailable as exc:
+            problem = config.problem(("fix", "sandbox"), exc.message)
+            found.append(PreflightProblem(missing_cli, "phase3", problem))
     if fix.test_command is not None and config.server.repo is not None:
         program = missing_program(fix.test_command, Path(config.server.repo))
         if program is not None:

@@ -118,6 +118,9 @@ def make_project(root: Path, hang_on: str, timeout_s: float = 120) -> tuple[Conf
             "command": f"exec {{python}} {script} {{bug_id}} {markers} {hang_on}",
             "max_iterations": 1,
             "timeout_s": timeout_s,
+            # unconfined: the markers lie beside the project and name host process groups; the same
+            # stops inside the sandbox are tests/test_fix_sandbox.py's
+            "sandbox": "off",
         },
     }
     (root / "config.yaml").write_text(yaml.safe_dump(config))

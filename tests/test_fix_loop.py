@@ -298,7 +298,9 @@ def shell_project(tmp_path: Path, emailindex_dir: Path, db: Path, health_timeout
     agent.write_text(AGENT)
     counter = tmp_path / "counter"
     command = f"{{python}} {agent} {{bug_id}} {counter} {{prompt_file}}"
-    fix = {"agent": "shell", "command": command, "max_iterations": 3}
+    # unconfined: the stand-in keeps its state beside the project, and one breaks the server from outside
+    # the repository (what the sandbox stops; tests/test_fix_sandbox.py)
+    fix = {"agent": "shell", "command": command, "max_iterations": 3, "sandbox": "off"}
     config, repo = make_project(tmp_path, emailindex_dir, db, fix, health_timeout)
     return config, repo, create_run_dir(config.paths.runs)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -191,6 +192,74 @@ def test_opencode_writing_outside_and_into_git_committing_and_pushing_leaves_one
     assert ".git/hooks/pre-commit: created by the agent; removed" in entry.undone
     assert "1 commit(s) made by the agent itself: folded back into the one fix commit" in entry.undone
     assert not repo.is_dirty(untracked_files=True)
+
+
+# --- escapes through its own shell tool, in the sandbox (opencode) -----------------------------------------
+
+PLANTED_KEY = "-----BEGIN OPENSSH PRIVATE KEY----- planted-for-the-sandbox-test"
+
+
+def test_opencode_escaping_through_its_shell_tool_is_stopped_by_the_sandbox(
+    approved: Path, tmp_path: Path
+) -> None:
+    """Its bash tool writes outside by python and by a computed path, pushes with the protocol lifted and
+    with `env -u`, leaves a detached process to edit later, reads a planted ~/.ssh key: none of it lands."""
+    steps: list[tuple[str, dict[str, Any]]] = []
+    results: list[str] = []
+
+    def respond(body: dict[str, Any]) -> openai.Reply:
+        if "edit" not in {tool["function"]["name"] for tool in body.get("tools") or []}:
+            return openai.text_reply("Fix the order book")
+        done = [m.get("content") or "" for m in body.get("messages") or [] if m.get("role") == "tool"]
+        results[:] = [str(content) for content in done]
+        if len(done) < len(steps):
+            return openai.tool_call_reply(*steps[len(done)])
+        return openai.text_reply(DONE)
+
+    def bash(command: str) -> tuple[str, dict[str, Any]]:
+        return ("bash", {"command": command, "description": "run"})
+
+    with openai.FakeOpenAI(respond) as fake:
+        project, env = copy_of(approved, tmp_path, "opencode", fake.base_url)
+        home = Path(env["HOME"])
+        (home / ".ssh").mkdir(parents=True, exist_ok=True)
+        (home / ".ssh" / "id_rsa").write_text(PLANTED_KEY + "\n")
+        server = project / "server"
+        remote = tmp_path / "remote.git"
+        git.Repo.init(remote, bare=True)
+        repo = git.Repo(server)
+        repo.create_remote("origin", str(remote))
+        repo.git.push("origin", "HEAD:refs/heads/main")
+        refs = git.Repo(remote).git.for_each_ref()
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        marker = f"MCPIPECHEKR_TEST_RUN={uuid.uuid4().hex}"
+        env[marker.split("=")[0]] = marker.split("=")[1]
+        steps += [
+            bash(f"python3 -c \"open('{outside}/by-python.txt', 'w').write('escaped')\""),
+            bash(f"sh -c 'echo escaped > $(printf %s {outside})/by-computed-path.txt'"),
+            bash(f"GIT_ALLOW_PROTOCOL=file git push {remote} HEAD:refs/heads/by-allow-protocol"),
+            bash(f"env -u GIT_ALLOW_PROTOCOL git push {remote} HEAD:refs/heads/by-env-u"),
+            bash("setsid nohup sh -c 'sleep 3; echo \\#late-edit >> server.py' >/dev/null 2>&1 &"),
+            bash(f"cat {home}/.ssh/id_rsa"),
+            ("edit", {"filePath": str(server / "server.py"), "oldString": OLD, "newString": NEW}),
+        ]
+        record = fix(project, env)
+    time.sleep(4)  # past the detached process's `sleep 3`, had it survived
+
+    (entry,) = record.bugs
+    assert record.sandbox == "bwrap"
+    assert entry.status == "committed" and entry.files_changed == ["server.py"], results
+    assert list(outside.iterdir()) == [], results[:2]
+    assert git.Repo(remote).git.for_each_ref() == refs, results[2:4]
+    assert "late-edit" not in (server / "server.py").read_text()
+    assert not repo.is_dirty(untracked_files=True)
+    assert processes_with(marker) == []
+    assert not any(PLANTED_KEY in result for result in results)
+    assert len(results) == len(steps)
+    assert any("Read-only file system" in line for line in entry.runs[0].refused) or any(
+        "Read-only file system" in result for result in results[:2]
+    )
 
 
 # --- no promise (Claude Code) ----------------------------------------------------------------------------

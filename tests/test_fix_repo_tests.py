@@ -150,7 +150,8 @@ def project(
         f"{{python}} {tmp_path / 'agent.py'} {{prompt_file}} {mode} {tmp_path / 'seen'} "
         f"{tmp_path / 'right.py'} {tmp_path / 'wrong.py'}"
     )
-    fix_config: dict = {"agent": "shell", "command": command, "max_iterations": 3, **fix}
+    # unconfined: the stand-in records what it saw beside the project (the sandbox: test_fix_sandbox.py)
+    fix_config: dict = {"agent": "shell", "command": command, "max_iterations": 3, "sandbox": "off", **fix}
     if test_command is not None:
         fix_config["test_command"] = test_command
     config = {

@@ -89,6 +89,12 @@ class AgentRun(ArtifactModel):
         description="The server restarted on the work tree after this run, before any commit; absent when "
         "no completion was claimed, nothing changed or the tests failed.",
     )
+    refused: list[str] = Field(
+        default_factory=list,
+        description="What the sandbox stopped during this run, as the agent's output shows it: writes "
+        "refused (read-only file system), git transports refused, processes still running when the agent "
+        "exited (ended with the sandbox). Redacted.",
+    )
 
 
 class BugFix(ArtifactModel):
@@ -168,6 +174,13 @@ class FixRecord(ArtifactModel):
         default=None, description="The Phase 3 model (`providers.phase3`); absent when the agent needs none."
     )
     repo: str = Field(min_length=1, description="The server's repository the commits went to.")
+    sandbox: Literal["bwrap", "off", "exempt"] | None = Field(
+        default=None,
+        description="How the agent was confined: `bwrap` (the sandbox: writes only in the repository, no "
+        "credentials, nothing outlives a run), `off` (`fix.sandbox: off`: unconfined, with the user's "
+        "rights), `exempt` (the `demo` fixer, the bundled example's patches); absent in records written "
+        "before the sandbox.",
+    )
     base_commit: str = Field(min_length=1, description="HEAD before the first fix.")
     started_at: AwareDatetime = Field(description="When the fix loop started.")
     finished_at: AwareDatetime | None = Field(

@@ -31,7 +31,10 @@ without `/v1`) and, when the endpoint names `api_key_env`, `ANTHROPIC_API_KEY`
 from it. Other agents take their endpoint from their own settings (`agent:
 shell`).
 
-Confinement (see `fix.guards` for what the loop itself undoes): every agent
+Confinement: every agent but `demo` runs in a bubblewrap sandbox
+(`fix.sandbox`: writes only in the repository, no credentials, nothing
+outlives the run), unless `fix.sandbox: off`. The rest is a second line
+behind it (see `fix.guards` for what the loop itself undoes): every agent
 runs with git's transports disabled (`guards.AGENT_GIT_ENV`). opencode always
 gets a config file in the run's fix/ folder, passed with `OPENCODE_CONFIG`,
 whose `permission` block denies `external_directory` (any file outside the
@@ -60,6 +63,7 @@ variable naming the binary wins (`MCPIPECHEKR_OPENCODE`, `MCPIPECHEKR_CLAUDE`,
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -70,12 +74,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import anyio
+import git
 
 from mcpipechekr.config import Config, FixConfig, template_fields
 from mcpipechekr.errors import UserError
+from mcpipechekr.findings.home import HOME_ENV
 from mcpipechekr.fix.guards import AGENT_GIT_ENV
+from mcpipechekr.fix.sandbox import AgentSandbox, refusals, require_sandbox
 from mcpipechekr.providers import EndpointConfig, ProviderSpec
 from mcpipechekr.runners.cliagent import find_cli, run_cli
 
@@ -101,6 +109,8 @@ class AgentTemplate:
     env_var: str | None = None
     install_hint: str = ""
     scratch: tuple[str, ...] = ()
+    home_files: tuple[str, ...] = ()
+    """Its login and settings, relative to the home: copied into the sandbox's private home for each run."""
 
     @property
     def needs_model(self) -> bool:
@@ -115,6 +125,7 @@ TEMPLATES: dict[str, AgentTemplate] = {
             ("opencode", "run", "--auto", "-m", "{provider_model}", "{prompt}"),
             env_var="MCPIPECHEKR_OPENCODE",
             install_hint="npm install -g opencode-ai",
+            home_files=(".local/share/opencode/auth.json", ".config/opencode"),
         ),
         AgentTemplate(
             "claude-code",
@@ -130,12 +141,14 @@ TEMPLATES: dict[str, AgentTemplate] = {
             ),
             env_var="MCPIPECHEKR_CLAUDE",
             install_hint="npm install -g @anthropic-ai/claude-code",
+            home_files=(".claude.json", ".claude/.credentials.json", ".claude/settings.json"),
         ),
         AgentTemplate(
             "codex",
             ("codex", "exec", "--sandbox", "workspace-write", "--ephemeral", "-m", "{model}", "{prompt}"),
             env_var="MCPIPECHEKR_CODEX",
             install_hint="npm install -g @openai/codex",
+            home_files=(".codex/auth.json", ".codex/config.toml"),
         ),
         AgentTemplate(
             "aider",
@@ -155,6 +168,7 @@ TEMPLATES: dict[str, AgentTemplate] = {
             env_var="MCPIPECHEKR_AIDER",
             install_hint="python -m pip install aider-install && aider-install",
             scratch=(".aider*",),
+            home_files=(".aider.conf.yml",),
         ),
         AgentTemplate("demo", ("{python}", DEMO_FIXER, "{prompt_file}")),
     )
@@ -170,6 +184,8 @@ class AgentResult:
     stderr: str
     timed_out: bool
     elapsed_s: float
+    refused: list[str] = field(default_factory=list)
+    """What the sandbox refused or ended, as the agent's output shows it (`sandbox.refusals`)."""
 
 
 @dataclass(frozen=True)
@@ -191,6 +207,8 @@ class FixAgent:
     """(environment variable, file name): variables that point the agent at one of `files`."""
     findings: bool = False
     """Whether the findings server is in the agent's MCP configuration (the prompt then says so)."""
+    sandbox: AgentSandbox | None = None
+    """The bubblewrap sandbox it runs in; None for `demo` and with `fix.sandbox: off`."""
 
     def _values(self, prompt: str, prompt_file: Path, bug_id: str) -> dict[str, str]:
         model = self.provider.model if self.provider is not None else None
@@ -242,24 +260,33 @@ class FixAgent:
         for variable, name in self.file_env:
             env[variable] = str(prompt_file.parent / name)
         started = time.monotonic()
-        result = anyio.run(
-            functools.partial(
-                run_cli,
-                argv,
-                env=env,
-                cwd=self.repo,
-                stdin_text=None,
-                timeout_s=self.timeout_s,
-                on_start=on_start,
-                on_line=on_line,
+        with contextlib.ExitStack() as stack:
+            pass_fds: tuple[int, ...] = ()
+            if self.sandbox is not None:
+                confined = stack.enter_context(self.sandbox.enter(argv, env, self.repo))
+                argv, env, pass_fds = confined.command, confined.env, confined.pass_fds
+            # leaving the stack waits until every process of the sandbox is gone
+            result = anyio.run(
+                functools.partial(
+                    run_cli,
+                    argv,
+                    env=env,
+                    cwd=self.repo,
+                    stdin_text=None,
+                    timeout_s=self.timeout_s,
+                    on_start=on_start,
+                    on_line=on_line,
+                    pass_fds=pass_fds,
+                )
             )
-        )
+        stdout = "\n".join(result.stdout_lines)
         return AgentResult(
             exit_code=result.returncode,
-            stdout="\n".join(result.stdout_lines),
+            stdout=stdout,
             stderr=result.stderr,
             timed_out=result.timed_out,
             elapsed_s=time.monotonic() - started,
+            refused=refusals(f"{stdout}\n{result.stderr}") if self.sandbox is not None else [],
         )
 
 
@@ -274,13 +301,15 @@ def resolve_agent(config: Config, repo: Path, findings: FindingsServer | None = 
     if fix.agent == "shell":
         assert fix.command is not None  # FixConfig guarantees it
         _require_model(_names_model(fix.command), provider, "shell")
+        env = config.provider_env()
         return FixAgent(
             name="shell",
             repo=repo,
             provider=None if provider.is_demo else provider,
             timeout_s=fix.timeout_s,
             shell=fix.command,
-            env=config.provider_env(),
+            env=env,
+            sandbox=_sandbox(config, repo, env, findings=None),
         )
     template = TEMPLATES[fix.agent]
     _require_model(template.needs_model, provider, template.name)
@@ -319,6 +348,7 @@ def resolve_agent(config: Config, repo: Path, findings: FindingsServer | None = 
             env["ENABLE_TOOL_SEARCH"] = "false"  # its four tools in view, not behind a search tool
     elif template.name == "codex" and findings is not None:
         argv[-1:-1] = _literal(_codex_overrides(findings))
+    serves = findings is not None and template.name in ("opencode", "claude-code", "codex")
     return FixAgent(
         name=template.name,
         repo=repo,
@@ -329,8 +359,56 @@ def resolve_agent(config: Config, repo: Path, findings: FindingsServer | None = 
         env=env,
         files=tuple(files),
         file_env=tuple(file_env),
-        findings=findings is not None and template.name in ("opencode", "claude-code", "codex"),
+        findings=serves,
+        sandbox=None
+        if template.name == "demo"
+        else _sandbox(config, repo, env, findings if serves else None, template.home_files),
     )
+
+
+def sandbox_mode(config: Config) -> Literal["bwrap", "off", "exempt"]:
+    """How the configured fix agent is confined: `bwrap`, `off` (`fix.sandbox: off`), or `exempt` (the
+    `demo` fixer: the bundled example's own patches, no model)."""
+    if config.fix.agent == "demo":
+        return "exempt"
+    return "off" if config.fix.sandbox == "off" else "bwrap"
+
+
+def _sandbox(
+    config: Config,
+    repo: Path,
+    env: dict[str, str],
+    findings: FindingsServer | None,
+    home_files: tuple[str, ...] = (),
+) -> AgentSandbox | None:
+    """The agent's sandbox, checked to work here (a SandboxUnavailable says how to install it); None
+    with `fix.sandbox: off`."""
+    if config.fix.sandbox == "off":
+        return None
+    bwrap = require_sandbox()
+    writable = [repo, *_git_folders(repo)]
+    if findings is not None and findings.env.get(HOME_ENV):
+        writable.append(Path(findings.env[HOME_ENV]))
+    keep = set(env)
+    provider = config.providers.phase3
+    endpoint = config.providers.endpoint_for(provider) if provider.model is not None else None
+    if endpoint is not None and endpoint.api_key_env:
+        keep.add(endpoint.api_key_env)
+    return AgentSandbox(
+        bwrap=bwrap, writable=tuple(writable), home_files=home_files, keep_env=frozenset(keep)
+    )
+
+
+def _git_folders(repo: Path) -> list[Path]:
+    """The repository's git folder and, for a linked worktree, the common one: git writes both."""
+    try:
+        opened = git.Repo(repo)
+    except (git.NoSuchPathError, git.InvalidGitRepositoryError):
+        return []
+    try:
+        return [Path(opened.git_dir), Path(opened.common_dir)]
+    finally:
+        opened.close()
 
 
 def _literal(args: list[str]) -> list[str]:

@@ -72,7 +72,7 @@ from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.store import load_finding
 from mcpipechekr.findings.promotion.bugs import bug_finding_id
 from mcpipechekr.fix.agent_group import end_leftover, record_group
-from mcpipechekr.fix.agents import AgentResult, FindingsServer, FixAgent, resolve_agent
+from mcpipechekr.fix.agents import AgentResult, FindingsServer, FixAgent, resolve_agent, sandbox_mode
 from mcpipechekr.fix.changes import (
     Baseline,
     Exclusions,
@@ -188,6 +188,7 @@ def _run_loop(
         agent=config.fix.agent,
         provider=str(agent.provider) if agent is not None and agent.provider is not None else None,
         repo=str(repo_root),
+        sandbox=sandbox_mode(config),
         base_commit=resumed.base_commit if resumed is not None and carried else head_sha(repo),
         started_at=utc_now(),
         bugs=carried,
@@ -208,6 +209,12 @@ def _run_loop(
         suggestions=suggestions_for(run_dir, review.bug_report_hash),
     )
     write_model(run_dir.fix_record, record)
+    if record.sandbox == "off" and bugs:
+        out.print(
+            f"fix.sandbox is off: the {config.fix.agent} fix agent runs unconfined, with your rights "
+            "(it can write outside the repository, push, and leave processes running).",
+            markup=False,
+        )
     if carried:
         out.print(
             f"{run_dir.run_id}: going on from an interrupted fix loop; already committed: "
@@ -422,6 +429,9 @@ def _run_agent(
             prompt=None if current_file == prompt_file else _relative(context, current_file),
         )
         entry.runs.append(run)
+        run.refused = context.redactor.redact(last.refused)
+        for line in run.refused:
+            context.console.print(f"  refused by the sandbox: {line}", markup=False)
         undone = _undo_outside_work_tree(context, baseline, control)
         entry.undone += undone
         for line in undone:

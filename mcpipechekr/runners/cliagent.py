@@ -162,6 +162,7 @@ async def run_cli(
     stdout_file: Path | None = None,
     on_start: Callable[[int], None] | None = None,
     on_line: Callable[[str], None] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> CliResult:
     """Run an agent CLI to completion or until `timeout_s`, in its own process group.
 
@@ -172,7 +173,7 @@ async def run_cli(
     `on_start` is called with the CLI's pid (its process group's id) as soon as it runs,
     so a caller can record the group for whoever must end it if this process cannot.
     `on_line` is told each non-empty line of output (stdout and stderr) as it comes, for a
-    progress display.
+    progress display. `pass_fds`: file descriptors the CLI inherits (bwrap's `--info-fd`).
     """
     stdout: list[str] = []
     stderr: list[str] = []
@@ -187,6 +188,7 @@ async def run_cli(
             # PWD too: opencode takes its project folder (and what is "outside" it) from $PWD
             env={**env, "PWD": str(cwd)},
             start_new_session=True,
+            pass_fds=pass_fds,
         )
     finally:
         if sink is not None:
