@@ -100,6 +100,7 @@ from mcpipechekr.fix.prompt import FailedHealth, FailedTests, build_fix_prompt, 
 from mcpipechekr.fix.repo_tests import display_command, run_tests
 from mcpipechekr.review import approved_bugs, approved_report
 from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest, server_under_test
+from mcpipechekr.server.workspace import mark_fix_end
 
 
 @dataclass
@@ -153,9 +154,16 @@ def run_fix_loop(
         )
     repo = open_repo(config.server.repo)
     try:
+        require_clean(repo)
+        runs = True
+    except UserError:
+        runs = False  # _run_loop refuses it, naming the files; the tree stays the user's
+    try:
         with sigterm_as_ctrl_c():
             return _run_loop(config, run_dir, repo, review, report, earlier, out, server, findings_home)
     finally:
+        if runs:
+            mark_fix_end(repo)  # the tree as the loop leaves it: a later change is none of its own
         repo.close()
 
 

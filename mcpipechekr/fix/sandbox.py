@@ -197,9 +197,11 @@ def require_sandbox() -> str:
     """A bwrap that works on this machine (tried once per binary), or SandboxUnavailable saying why."""
     binary = bwrap_path()
     if binary is None:
-        where = f"${BWRAP_ENV} is {os.environ[BWRAP_ENV]!r}, not an executable file" if os.environ.get(
-            BWRAP_ENV
-        ) else "`bwrap` is not on PATH"
+        where = (
+            f"${BWRAP_ENV} is {os.environ[BWRAP_ENV]!r}, not an executable file"
+            if os.environ.get(BWRAP_ENV)
+            else "`bwrap` is not on PATH"
+        )
         raise SandboxUnavailable(
             f"the fix agent runs in a bubblewrap sandbox, and {where}. Install it (`{INSTALL_HINT}`; "
             "Fedora: `sudo dnf install bubblewrap`), or set fix.sandbox: off in config.yaml to let the "

@@ -34,6 +34,7 @@ from mcpipechekr.runners.engine import (
 )
 from mcpipechekr.runners.progress import Phase1Progress
 from mcpipechekr.runners.registry import DEFAULT_OPENCODE_MODE, DEFAULT_RUNNER, runner_factory
+from mcpipechekr.server.workspace import refuse_changes_after_fix
 from mcpipechekr.tasks import Task
 
 
@@ -82,6 +83,7 @@ def execute_attempts(
     Ctrl-C or the phase timeout).
     """
     attempts = list(attempts)
+    refuse_changes_after_fix(config.server)
     if runner_for is None:
         runner_for = runner_factory(
             config, runner, keep_builtin_tools=keep_builtin_tools, opencode_mode=opencode_mode

@@ -86,6 +86,73 @@ def repo_state(server: ServerConfig) -> RepoState:
         repo.close()
 
 
+FIX_END_MARK = "mcpipechekr-fix-end.json"
+"""In the repository's git folder: HEAD and the uncommitted paths when the last fix step ended."""
+
+
+def _changed_paths(repo: git.Repo) -> dict[str, str]:
+    """Every uncommitted path (modified, staged, deleted or untracked) with a digest of its bytes."""
+    root = Path(repo.working_tree_dir or ".")
+    names = {item.a_path for item in repo.index.diff(None)} | set(repo.untracked_files)
+    if repo.head.is_valid():
+        names |= {item.a_path for item in repo.index.diff("HEAD")}
+    out = {}
+    for name in sorted(names):
+        path = root / name
+        out[name] = sha256_bytes(path.read_bytes()) if path.is_file() else "absent"
+    return out
+
+
+def mark_fix_end(repo: git.Repo) -> None:
+    """Record HEAD and the tree's uncommitted paths as the fix step leaves them (after any undo)."""
+    import orjson
+
+    head = repo.head.commit.hexsha if repo.head.is_valid() else None
+    mark = Path(repo.git_dir) / FIX_END_MARK
+    mark.write_bytes(orjson.dumps({"head": head, "paths": _changed_paths(repo)}))
+
+
+def refuse_changes_after_fix(server: ServerConfig) -> None:
+    """Refuse to trace a server whose repository changed after the last fix step ended, with no commit.
+
+    Nothing of the harness edits the repository between a fix step and the next trace, so a change
+    there is something else's: a process the fix agent left, an undo cut short. Tracing it would
+    measure code nobody reviewed. A commit since (HEAD moved) ends the check: that tree is chosen.
+    """
+    if server.repo is None or not (Path(server.repo) / ".git").exists():
+        return
+    import orjson
+
+    repo = git.Repo(server.repo)
+    try:
+        mark = Path(repo.git_dir) / FIX_END_MARK
+        if not mark.is_file():
+            return
+        try:
+            recorded = orjson.loads(mark.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return
+        head = repo.head.commit.hexsha if repo.head.is_valid() else None
+        if recorded.get("head") != head:
+            mark.unlink(missing_ok=True)
+            return
+        before = recorded.get("paths") or {}
+        changed = sorted(name for name, digest in _changed_paths(repo).items() if before.get(name) != digest)
+        changed += sorted(name for name in before if name not in _changed_paths(repo))
+    finally:
+        repo.close()
+    if changed:
+        shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more" if len(changed) > 10 else "")
+        where = display_path(Path(server.repo))
+        raise UserError(
+            f"server.repo {where} changed after the last fix step ended, with no commit: {shown}. "
+            "No fix commit made these changes, so tracing them would measure code nobody reviewed. "
+            f'See them with `git -C {where} status`; keep them with `git -C {where} commit -am "…"`, '
+            f"or drop them with `git -C {where} checkout -- .` (and `git -C {where} clean -fd` for new "
+            "files); then run the same command again."
+        )
+
+
 def fix_repo_problems(config: Config) -> list[Problem]:
     """Why the fix step could not commit anything: no `server.repo`, or one that is no git repository.
 
