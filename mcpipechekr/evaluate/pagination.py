@@ -242,42 +242,35 @@ class PaginationWalk:
     def _sighting(self, tool: str, key: str, chain: list[Page], wasted: tuple[int, ...]) -> BugSighting:
         values = [page.value if page.value is not None else "(first page)" for page in chain]
         found = next((index for index in range(len(chain)) if index not in wasted), len(chain) - 1)
-        if found == 0:
-            return BugSighting(
-                type="feature_gap",
-                slug=("no-order-to-find", tool),
-                severity="high" if len(wasted) >= 4 else "medium",
-                tool=tool,
-                trigger=f"looking for the latest, earliest, largest or smallest of `{tool}`'s results",
-                observed=f"the item the agent used was on page 1 of `{tool}`, but the results were not in "
-                f"the order asked for: it read all {len(chain)} pages ({key}: {', '.join(map(str, values))}) "
-                "to be sure",
-                expected=f"`{tool}` returns its results in the order asked for, so page 1 is enough",
-                acceptance_criteria=[
-                    f"{tool} offers a sort order (or a filter) that puts the wanted item first",
-                    f"an agent finds the item with one `{tool}` call",
-                ],
-                steps=[page.call.index for page in chain],
-                wasted=[chain[index].call.index for index in wasted],
-                details={
-                    "paging_argument": key,
-                    "pages": [str(value) for value in values],
-                    "found_step": chain[0].call.index,
-                },
+        pages = f"({key}: {', '.join(map(str, values))})"
+        if found == 0:  # on page 1, but only every page could tell it was the one (`_unordered_extreme`)
+            slug, trigger = (
+                "no-order-to-find",
+                f"looking for the latest, earliest, largest or smallest of `{tool}`'s results",
             )
+            observed = (
+                f"the item the agent used was on page 1 of `{tool}`, but the results were not in the order "
+                f"asked for: it read all {len(chain)} pages {pages} to be sure"
+            )
+            expected = f"`{tool}` returns its results in the order asked for, so page 1 is enough"
+            criterion = f"{tool} offers a sort order (or a filter) that puts the wanted item first"
+        else:
+            slug, trigger = "paging-to-find", f"looking for one item in `{tool}`'s results"
+            observed = (
+                f"the agent paged through {len(chain)} pages of `{tool}` {pages} to use one item of page "
+                f"{found + 1}"
+            )
+            expected = f"the item on `{tool}`'s first page, through a filter or an ordering"
+            criterion = f"{tool} offers a filter or sort order that puts the wanted item on the first page"
         return BugSighting(
             type="feature_gap",
-            slug=("paging-to-find", tool),
+            slug=(slug, tool),
             severity="high" if len(wasted) >= 4 else "medium",
             tool=tool,
-            trigger=f"looking for one item in `{tool}`'s results",
-            observed=f"the agent paged through {len(chain)} pages of `{tool}` ({key}: "
-            f"{', '.join(map(str, values))}) to use one item of page {found + 1}",
-            expected=f"the item on `{tool}`'s first page, through a filter or an ordering",
-            acceptance_criteria=[
-                f"{tool} offers a filter or sort order that puts the wanted item on the first page",
-                f"an agent finds the item with one `{tool}` call",
-            ],
+            trigger=trigger,
+            observed=observed,
+            expected=expected,
+            acceptance_criteria=[criterion, f"an agent finds the item with one `{tool}` call"],
             steps=[page.call.index for page in chain],
             wasted=[chain[index].call.index for index in wasted],
             details={
