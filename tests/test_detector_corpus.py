@@ -144,3 +144,8 @@ def test_scoring_counts_hits_misses_may_labels_and_false_positives():
     assert (result.true_bugs, result.false_bugs, result.hits, result.musts) == (1, 2, 1, 2)
     assert result.precision == pytest.approx(1 / 3) and result.recall == pytest.approx(0.5)
     assert [line.split(":")[0] for line in result.misses] == ["b"]
+    # A bug citing an attempt that errored is a false positive, whatever its other evidence scores.
+    cited = {**_bug("a", "feature_gap", "t1"), "evidence": [{"task_id": "a", "trace": "traces/a__r002.json"}]}
+    result = bench.score("x", [cited], labels, frozenset({"traces/a__r002.json"}))
+    assert (result.true_bugs, result.false_bugs) == (1, 1)
+    assert result.false_positives == ["errored attempt traces/a__r002.json: X-a"]
