@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -11,7 +12,7 @@ import orjson
 from mcpipechekr.artifacts.trace import ToolCall
 from mcpipechekr.evaluate.base import BugSighting, TraceContext, records_of, result_json
 from mcpipechekr.evaluate.matching import Haystack, as_day
-from mcpipechekr.evaluate.walks import _specific, answer_states, held, scalars
+from mcpipechekr.evaluate.walks import _key, _specific, answer_states, held, scalars
 
 PAGE_KEYS = (
     "offset",
@@ -164,7 +165,9 @@ class PaginationWalk:
       pages before the last are waste); when the result does not say, a walk of
       `min_pages` pages is flagged.
     A walk the task's known minimum covers (`min_calls` at least its pages:
-    the baseline itself needs every page) is never flagged.
+    the baseline itself needs every page) is not flagged, except the unordered
+    extreme on page 1: there the minimum reads every page only for want of the
+    order, which is the gap reported.
 
     Blind spots: a walk whose found page the answer and the baseline cannot
     name falls back on whether results remained, so an agent that gave up early
@@ -209,15 +212,18 @@ class PaginationWalk:
 
     def _wasted(self, ctx: TraceContext, key: str, chain: list[Page]) -> tuple[int, ...] | None:
         """Positions of the wasted pages, or None when the walk is no waste."""
+        holding = held(ctx, [page.call for page in chain])
+        if holding.positions == (0,) and _unordered_extreme(ctx, chain):
+            # Even the known minimum reads every page here, for want of the order: that is the gap.
+            return tuple(range(1, len(chain)))
         if ctx.min_calls is not None and ctx.min_calls >= len(chain):
             return None
-        holding = held(ctx, [page.call for page in chain])
         if len(holding.positions) >= 2:
             return None
         if holding.positions:
             position = holding.positions[0]
             if position == 0:
-                return tuple(range(1, len(chain))) if _unordered_extreme(ctx, chain) else None
+                return None
             return tuple(index for index in range(len(chain)) if index != position)
         rows = sum(_rows(page.call) for page in chain)
         totals = {
@@ -284,20 +290,26 @@ class PaginationWalk:
 def _unordered_extreme(ctx: TraceContext, chain: list[Page]) -> bool:
     """Whether the one first-page record the answer names is the unique highest or lowest value of
     a field (a date, a number) over every page read, while the pages list that field out of order:
-    only reading them all could tell it was the one."""
+    only reading them all could tell it was the one. A record is named by a value of its own that the
+    answer mentions: a value other records of the pages share (their room, their team) names none."""
     answer = ctx.trace.final_answer
     if not answer or not asks_for_an_extreme(ctx.trace.prompt):
         return False
     said = Haystack([answer])
+    every = [record for page in chain for record in records_of(result_json(page.call))]
+    # A value several records share (their room, their team) does not single one out.
+    shared = Counter(key for record in every for key in {_key(value) for value in record.values()})
     first = records_of(result_json(chain[0].call))
     used = [
         record
         for record in first
-        if any(_specific(value) and said.contains(value) for value in record.values())
+        if any(
+            _specific(value) and shared[_key(value)] == 1 and said.contains(value)
+            for value in record.values()
+        )
     ]
     if len(used) != 1:
         return False
-    every = [record for page in chain for record in records_of(result_json(page.call))]
     for field in used[0]:
         keys = [_order_key(record.get(field)) for record in every]
         if any(key is None for key in keys) or len(keys) < 3:
