@@ -21,6 +21,17 @@ hit `must` labels / all `must` labels. Printed per client with the targets,
 the spread between clients, every miss and false positive, then where the
 clients disagree: bugs not reported by all of them, and shared bugs whose
 token cost of gap differs by more than 5 %.
+
+Errored attempts: each client's run also gets, for a few tasks, a second
+attempt that is no answer, written as the runners write one (`ERRORED_ATTEMPTS`):
+`errored` (the agent never had a working server: no tool call, an apology for
+an answer) or `error` (the model provider failed after the agent's calls: the
+calls, no answer). Evaluated, they would count in their tasks' figures and
+the repeated list_rooms call would be a bug; Phase 2 must leave them out: none
+in a bug's evidence, every one in BugReport.errored, none counted in its
+task's figures. The check
+is printed per client; a bug citing one is a false positive (on top of what
+its other evidence scores).
 Exit status: 0 whatever the figures (a benchmark, not a test); 2 when a run
 could not be made.
 """
@@ -46,6 +57,7 @@ from fakes.openai_server import FakeOpenAI  # noqa: E402
 from mcpipechekr._util.console import console  # noqa: E402
 from mcpipechekr.artifacts import BugReport  # noqa: E402
 from mcpipechekr.artifacts.rundir import RunDir, create_run_dir  # noqa: E402
+from mcpipechekr.artifacts.trace import Trace, list_traces, read_trace, write_trace  # noqa: E402
 from mcpipechekr.baseline import build_baseline  # noqa: E402
 from mcpipechekr.config import load_config  # noqa: E402
 from mcpipechekr.evaluate import evaluate_run  # noqa: E402
@@ -59,6 +71,20 @@ RECORDED_FILE = {"opencode": "{task}.export.json", "claude-code": "{task}.jsonl"
 PRECISION_TARGET = 0.95
 RECALL_TARGET = 0.90
 SPREAD_TARGET = 0.05
+
+ERRORED_ATTEMPTS = {
+    "chloe-organised-march": "errored",
+    "orion-capacity": "error",
+    "largest-room-floor-3": "error",
+}
+"""Tasks given a second attempt that is no answer, and its trace status."""
+START_FAILURE = "the server answered no request before the client gave up"
+PROVIDER_FAILURE = {
+    "opencode": "the model request failed: 529 Overloaded",
+    "claude-code": "API Error: 529 overloaded_error",
+    "native": "ModelHTTPError: status_code: 529, model_name: fake-model, body: overloaded",
+}
+"""How each client's runner words a provider that failed after its retries (`error`)."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +138,8 @@ class Score:
     misses: list[str] = field(default_factory=list)
     false_positives: list[str] = field(default_factory=list)
     bugs: list[dict[str, Any]] = field(default_factory=list)
+    errored_check: list[str] = field(default_factory=list)
+    errored_ok: bool = True
 
     @property
     def precision(self) -> float:
@@ -132,9 +160,19 @@ def bug_tasks(bug: dict[str, Any]) -> set[str]:
     return tasks
 
 
-def score(client: str, bugs: list[dict[str, Any]], labels: dict[str, list[Label]]) -> Score:
-    """Match the bugs to the labels task by task."""
+def score(
+    client: str,
+    bugs: list[dict[str, Any]],
+    labels: dict[str, list[Label]],
+    errored_traces: frozenset[str] = frozenset(),
+) -> Score:
+    """Match the bugs to the labels task by task; a bug citing an errored attempt is also a false positive."""
     result = Score(client, bugs=bugs)
+    for bug in bugs:
+        cited = sorted({evidence["trace"] for evidence in bug.get("evidence") or []} & errored_traces)
+        if cited:
+            result.false_bugs += 1
+            result.false_positives.append(f"errored attempt {', '.join(cited)}: {bug['id']}")
     matched: set[tuple[str, int]] = set()
     for task_id, task_labels in labels.items():
         for bug in bugs:
@@ -169,17 +207,66 @@ def quietly(function: Any, *args: Any, **kwargs: Any) -> Any:
         return function(*args, **kwargs)
 
 
-def evaluate(config_path: Path, run_dir: RunDir) -> list[dict[str, Any]]:
-    """Baseline the project (reference calls, no model), then evaluate the run; the bugs as JSON."""
+def evaluate(config_path: Path, run_dir: RunDir) -> BugReport:
+    """Baseline the project (reference calls, no model), then evaluate the run."""
     config = load_config(config_path)
     outcome = quietly(build_baseline, config)
     if outcome.problems:
         raise RuntimeError(f"baseline: {'; '.join(outcome.problems)}")
-    report: BugReport = quietly(evaluate_run, config, run_dir)
-    return [bug.model_dump(mode="json") for bug in report.bugs]
+    return quietly(evaluate_run, config, run_dir)
 
 
-def imported_run(client: str, folder: Path) -> list[dict[str, Any]]:
+def add_errored_attempts(client: str, run_dir: RunDir) -> frozenset[str]:
+    """A second attempt, no answer, at each task of ERRORED_ATTEMPTS; the traces' paths in the run.
+
+    Made from the task's first attempt in the run (its provider, runner, prompt, calls), with what
+    the runners record when the server never worked (`errored`: no call, the agent's apology, every
+    try's reason) or the provider failed after the agent's calls (`error`: the calls, no answer).
+    """
+    written = []
+    for path in list_traces(run_dir):
+        first = read_trace(path)
+        status = ERRORED_ATTEMPTS.get(first.task_id)
+        if status is None or first.repetition != 1:
+            continue
+        if status == "errored":
+            update: dict[str, Any] = {
+                "steps": [],
+                "final_answer": "I could not reach the roomdesk tools, so I cannot answer this.",
+                "failed_starts": [START_FAILURE, START_FAILURE],
+                "status_reason": f"the agent never had a working server (2 tries): {START_FAILURE}; "
+                f"{START_FAILURE}",
+            }
+        else:
+            update = {"final_answer": None, "status_reason": PROVIDER_FAILURE[client]}
+        attempt = Trace.model_validate(
+            {**first.model_dump(mode="json", exclude={"totals"}), **update, "repetition": 2, "status": status}
+        )
+        written.append(write_trace(run_dir, attempt).relative_to(run_dir.root).as_posix())
+    if len(written) != len(ERRORED_ATTEMPTS):
+        raise RuntimeError(
+            f"{client}: errored attempts written for {len(written)} of {len(ERRORED_ATTEMPTS)} tasks"
+        )
+    return frozenset(written)
+
+
+def check_errored(result: Score, report: BugReport, errored_traces: frozenset[str]) -> None:
+    """Whether Phase 2 left the errored attempts out: listed in BugReport.errored, in no task's figures."""
+    listed = {item.trace for item in report.errored}
+    runs = {stats.task_id: stats.runs for stats in report.tasks}
+    counted = sorted(task for task in ERRORED_ATTEMPTS if runs.get(task, 0) != 1)
+    cited = sum(1 for bug in report.bugs if {evidence.trace for evidence in bug.evidence} & errored_traces)
+    missing = sorted(errored_traces - listed)
+    result.errored_ok = not (missing or counted or cited)
+    result.errored_check = [
+        f"{len(errored_traces)} errored attempts added, {len(errored_traces & listed)} in BugReport.errored"
+        + (f" (missing {', '.join(missing)})" if missing else ""),
+        f"bugs citing them: {cited}; tasks whose figures count them: {len(counted)}"
+        + (f" ({', '.join(counted)})" if counted else ""),
+    ]
+
+
+def imported_run(client: str, folder: Path) -> tuple[RunDir, Path]:
     """Import every recorded session of `client` into one run, then evaluate it."""
     config_path = script.write_project(folder)
     config = load_config(config_path)
@@ -191,10 +278,10 @@ def imported_run(client: str, folder: Path) -> list[dict[str, Any]]:
         )
         run_dir = imported.run_dir
     assert run_dir is not None
-    return evaluate(config_path, run_dir)
+    return run_dir, config_path
 
 
-def native_run(folder: Path) -> list[dict[str, Any]]:
+def native_run(folder: Path) -> tuple[RunDir, Path]:
     """Run the script live through the native runner (the fake model, the live server), then evaluate."""
     with FakeOpenAI(script.openai_responder("")) as fake:
         config_path = script.write_project(folder, {"fake": {"base_url": fake.base_url}})
@@ -203,7 +290,7 @@ def native_run(folder: Path) -> list[dict[str, Any]]:
         spec = parse_provider("fake/fake-model", config.providers.endpoints)
         tasks = load_tasks(config.paths.tasks).tasks
         quietly(run_phase1, config, run_dir, tasks, [spec], progress=False)
-    return evaluate(config_path, run_dir)
+    return run_dir, config_path
 
 
 def mark(ok: bool) -> str:
@@ -235,8 +322,12 @@ def main() -> int:
         root = args.keep or Path(temp)
         for client in CLIENTS:
             folder = root / client
-            bugs = native_run(folder) if client == "native" else imported_run(client, folder)
-            scores.append(score(client, bugs, labels))
+            run_dir, config_path = native_run(folder) if client == "native" else imported_run(client, folder)
+            errored_traces = add_errored_attempts(client, run_dir)
+            report = evaluate(config_path, run_dir)
+            bugs = [bug.model_dump(mode="json") for bug in report.bugs]
+            scores.append(score(client, bugs, labels, errored_traces))
+            check_errored(scores[-1], report, errored_traces)
 
     print(
         f"Detector accuracy on bench/corpus/roomdesk ({len(labels)} tasks, "
@@ -260,6 +351,9 @@ def main() -> int:
         f"spread between clients: precision {precision_spread:.2f}, recall {recall_spread:.2f} "
         f"(target <= {SPREAD_TARGET}: {mark(max(precision_spread, recall_spread) <= SPREAD_TARGET)})"
     )
+    print("errored attempts left out (no bug, listed in BugReport.errored, in no figure):")
+    for s in scores:
+        print(f"  {s.client:<12} {mark(s.errored_ok)}: {'; '.join(s.errored_check)}")
     for s in scores:
         print(f"\n{s.client}: {len(s.misses)} missed, {len(s.false_positives)} false")
         for line in s.misses:
@@ -277,6 +371,8 @@ def main() -> int:
                         "recall": s.recall,
                         "misses": s.misses,
                         "false_positives": s.false_positives,
+                        "errored_attempts_left_out": s.errored_ok,
+                        "errored_check": s.errored_check,
                         "bugs": s.bugs,
                     }
                     for s in scores

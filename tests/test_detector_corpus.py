@@ -58,21 +58,29 @@ def server_tools() -> list[str]:
 def test_the_server_lists_its_tools_and_shows_its_planted_problems():
     import anyio
 
-    tools, (quoted, plain, rules, window) = anyio.run(
+    tools, (quoted, plain, rules, window, *inventory) = anyio.run(
         _list_and_call,
         [
             ("find_people", {"name": "Sean O'Neill"}),
             ("find_people", {"name": "Neill"}),
             ("room_bookings", {"room_id": 1}),
             ("list_bookings", {"date_from": "2025-01-01", "date_to": "2025-12-31"}),
+            *[("list_equipment", {"page": page}) for page in (1, 2, 3, 4)],
         ],
     )
     assert {"list_rooms", "room_details", "list_bookings", "room_history", "get_attendees",
-            "find_people", "room_bookings", "count_bookings", "get_booking"} <= set(tools)  # fmt: skip
+            "find_people", "room_bookings", "count_bookings", "get_booking",
+            "list_equipment"} <= set(tools)  # fmt: skip
     assert quoted.is_error and "syntax error" in quoted.content[0].text
     assert not plain.is_error and "Facilities" in plain.content[0].text
     assert "bookings" not in json.loads(rules.content[0].text)  # booking rules, not bookings
     assert window.is_error and "31 days" in window.content[0].text
+    pages = [json.loads(result.content[0].text) for result in inventory]
+    assert pages[0]["pages"] == 4
+    bought = [row["bought"] for page in pages for row in page["equipment"]]
+    newest = max(bought)  # the newest item is on page 1, the inventory is not in that order
+    assert bought.count(newest) == 1 and newest in {row["bought"] for row in pages[0]["equipment"]}
+    assert bought != sorted(bought) and bought != sorted(bought, reverse=True)
 
 
 def test_tasks_scripts_and_labels_cover_the_same_tasks_with_real_tools(server_tools: list[str]):
@@ -136,3 +144,8 @@ def test_scoring_counts_hits_misses_may_labels_and_false_positives():
     assert (result.true_bugs, result.false_bugs, result.hits, result.musts) == (1, 2, 1, 2)
     assert result.precision == pytest.approx(1 / 3) and result.recall == pytest.approx(0.5)
     assert [line.split(":")[0] for line in result.misses] == ["b"]
+    # A bug citing an attempt that errored is a false positive, whatever its other evidence scores.
+    cited = {**_bug("a", "feature_gap", "t1"), "evidence": [{"task_id": "a", "trace": "traces/a__r002.json"}]}
+    result = bench.score("x", [cited], labels, frozenset({"traces/a__r002.json"}))
+    assert (result.true_bugs, result.false_bugs) == (1, 1)
+    assert result.false_positives == ["errored attempt traces/a__r002.json: X-a"]

@@ -268,6 +268,49 @@ def test_the_latest_item_on_page_one_of_an_unordered_listing_needed_every_page()
     assert "to be sure" in sighting.observed
 
 
+def test_the_unordered_extreme_is_flagged_even_when_the_minimum_reads_every_page() -> None:
+    """Without an order, even the task's known minimum reads every page to be sure: the guard that
+    spares walks the minimum covers does not excuse the missing order it is the cost of."""
+    pages = [
+        events(1, ["2026-03-02", "2026-05-30", "2026-01-11"]),
+        events(2, ["2026-04-18", "2026-02-07", "2026-03-21"]),
+        events(3, ["2026-01-29", "2026-05-02"]),
+    ]
+    steps = [call("list_events", {"team": "harbour"}, pages[0])]
+    steps += [call("list_events", {"team": "harbour", "page": n}, pages[n - 1]) for n in (2, 3)]
+    trace = make_trace("latest-meeting", steps, answer="The latest was Harbour meeting 1.1.")
+    trace = trace.model_copy(update={"prompt": "When was the team's latest meeting?"})
+    every_page = Task(task_id="latest-meeting", prompt="p", task_type="deterministic", min_calls=3)
+    [sighting] = PaginationWalk().analyze(ctx_of(trace, every_page))
+    assert sighting.id == "GAP-no-order-to-find-list-events" and sighting.wasted == [1, 2]
+    named = trace.model_copy(update={"prompt": "When was Harbour meeting 1.1 held?"})
+    assert PaginationWalk().analyze(ctx_of(named, every_page)) == []
+
+
+def test_a_value_other_rows_share_does_not_hide_which_row_the_answer_names() -> None:
+    """The answer names the newest item and its room; the room is every page-1 row's, so the item's
+    own name is what singles it out."""
+
+    def gear(page: int, rows: list[tuple[str, str, str]]) -> dict:
+        return {
+            "page": page,
+            "pages": 3,
+            "equipment": [{"item": item, "room": room, "bought": day} for item, room, day in rows],
+        }
+
+    pages = [
+        gear(1, [("Screen", "Orion", "2024-08-08"), ("Video bar", "Orion", "2026-05-18"),
+                 ("Webcam", "Orion", "2022-05-12")]),
+        gear(2, [("Projector", "Vega", "2023-09-06"), ("Flip chart", "Vega", "2025-01-02")]),
+        gear(3, [("Speaker", "Lyra", "2024-12-08"), ("Whiteboard", "Lyra", "2026-01-19")]),
+    ]  # fmt: skip
+    steps = [call("list_equipment", {"page": n}, page) for n, page in enumerate(pages, start=1)]
+    trace = make_trace("newest", steps, answer="Orion's Video bar, bought on 2026-05-18.")
+    trace = trace.model_copy(update={"prompt": "Which item was bought most recently?"})
+    [sighting] = PaginationWalk().analyze(ctx_of(trace))
+    assert sighting.id == "GAP-no-order-to-find-list-equipment" and sighting.wasted == [1, 2]
+
+
 def test_page_one_of_an_ordered_listing_or_a_plain_lookup_is_not_flagged() -> None:
     """Newest first: page 1 said so, the other pages were the agent's own waste. A request for one
     named item is no extreme, whatever its date."""

@@ -288,18 +288,14 @@ def test_sandbox_off_runs_the_agent_unconfined_and_says_so_in_fix_json_and_at_th
 def test_a_change_made_after_the_fix_step_ended_is_refused_by_the_next_trace_naming_its_files(
     tmp_path: Path, emailindex_dir: Path, emailindex_db: Path
 ) -> None:
-    """Unconfined (`sandbox: off`), a process the agent left edits the repository after the loop
-    ended: the next trace refuses that tree, naming the file and what to type; a commit ends it."""
+    """Whatever edits the repository after the fix loop ended (a process that escaped it, an undo
+    cut short), the next trace refuses that tree, naming the file and what to type; a commit ends it."""
     from mcpipechekr.runners.execute import execute_attempts
     from mcpipechekr.server.workspace import refuse_changes_after_fix
 
-    flag = tmp_path / "edited"
-    late_edit = f"sleep 1; echo '# edited after the run' >> server.py; touch {flag}"
-    command = (
-        f'setsid nohup sh -c "{late_edit}" >/dev/null 2>&1 & '
-        "echo fixed >> README.md; echo '<promise>COMPLETE</promise>'"
-    )
-    fix = {"agent": "shell", "command": command, "max_iterations": 1, "sandbox": False}
+    require_bwrap()
+    command = "echo fixed >> README.md; echo '<promise>COMPLETE</promise>'"
+    fix = {"agent": "shell", "command": command, "max_iterations": 1}
     config, repo = approved_project(tmp_path, emailindex_dir, emailindex_db, fix)
     run = create_run_dir(config.paths.runs)
     write_report(run, [fts_bug()])
@@ -307,11 +303,9 @@ def test_a_change_made_after_the_fix_step_ended_is_refused_by_the_next_trace_nam
     record = run_fix_loop(config, run)
     assert record.bugs[0].status == "committed"
     refuse_changes_after_fix(config.server)  # the tree as the loop left it: nothing to say
-    for _ in range(100):  # the left process edits a moment later
-        if flag.exists():
-            break
-        time.sleep(0.1)
-    assert flag.exists()
+    server_py = Path(repo.working_tree_dir) / "server.py"
+    with server_py.open("a") as handle:  # something else edits it afterwards
+        handle.write("# edited after the run\n")
     with pytest.raises(UserError) as refused:
         execute_attempts(config, create_run_dir(config.paths.runs), [], progress=False)
     message = refused.value.message

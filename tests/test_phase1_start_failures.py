@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, ClassVar
 
+import anyio
 import pytest
 from fakes.agent_cli import process_alive
 from fakes.mcp_runner import TURN_USAGE, ClientRunner, _client
@@ -143,6 +144,36 @@ def test_a_start_that_fails_is_tried_again_and_twice_failed_is_errored_never_jud
     summary = render_session_summary([run_dir]).splitlines()
     assert summary[4].startswith("**Attempts errored (1 in run-20261205-001): an infrastructure failure")
     assert "1 attempt(s) errored and were not evaluated: `value-of-alpha`." in summary
+
+
+class LooksUpThenHangs(AnswersAnyway):
+    """Looks `alpha` up and answers; every other key hangs until the harness cuts it."""
+
+    async def run(self, request: RunRequest) -> RunnerOutput:
+        if request.task.task_id != "value-of-alpha":
+            await anyio.sleep(60)
+        return await super().run(request)
+
+
+def test_attempts_the_phase_timeout_cut_are_no_answers(tmp_path: Path) -> None:
+    """The harness's own timeout is no failure of the agent or the server: the attempts it cut are
+    marked so, listed apart by Phase 2 and judged nowhere."""
+    config = project(tmp_path, "O" * 10)
+    config = config.model_copy(update={"timeouts": config.timeouts.model_copy(update={"phase_s": 4.0})})
+    assert not baseline_step(config).problems
+    traces = {
+        read_trace(path).task_id: read_trace(path) for path in run(config, LooksUpThenHangs(), concurrency=4)
+    }
+    assert traces["value-of-alpha"].status == "completed" and not traces["value-of-alpha"].cut_by_harness
+    cut = [trace for key, trace in traces.items() if key != "value-of-alpha"]
+    assert cut and all(trace.status == "incomplete" and trace.cut_by_harness for trace in cut)
+    report = evaluate_run(config, RunDir(config.paths.runs / "run-20261205-001"))
+    assert sorted(item.task_id for item in report.errored) == sorted(trace.task_id for trace in cut)
+    assert all(
+        item.reason.startswith("cut short by the harness: the phase ran past") for item in report.errored
+    )
+    assert {task for bug in report.bugs for task in bug.task_ids} <= {"value-of-alpha"}
+    assert [stats.task_id for stats in report.tasks] == ["value-of-alpha"]
 
 
 def test_a_server_that_never_starts_halts_the_phase_after_three_tries(tmp_path: Path) -> None:

@@ -188,6 +188,11 @@ class Trace(ArtifactModel):
         description="Why each earlier try of this attempt never had a working server (it did not start "
         "or connect), oldest first; an `errored` trace lists every try. Absent when the first try worked.",
     )
+    cut_by_harness: bool = Field(
+        default=False,
+        description="True when the harness cut the attempt short (Ctrl-C, the phase's timeout, another "
+        "attempt's server halt), not the agent, its model or the server: no answer, never judged.",
+    )
     steps: list[Step] = Field(default_factory=list, description="Model turns and tool calls, in order.")
     final_answer: str | None = Field(default=None, description="The agent's final answer, if it gave one.")
     totals: TraceTotals = Field(

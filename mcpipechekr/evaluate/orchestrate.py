@@ -449,8 +449,9 @@ def load_contexts(
     An `errored` trace (its agent never had a working server) is no evidence of anything, nor is an
     `error` one (the agent, its runner or the model provider failed after its retries): neither
     gave an answer the server is to blame for. Both are left out, and added to `errored` when a
-    list is given. A `timeout` stays: an agent that loops until it runs out of time is what a
-    server's tools can cause.
+    list is given, and so is an attempt the harness cut short (Ctrl-C, the phase's timeout, another
+    attempt's server halt: `Trace.cut_by_harness`). A `timeout` of the attempt's own time stays: an
+    agent that loops until it runs out of time is what a server's tools can cause.
     """
     tasks = _task_map(config)
     budgets = Budgets(default=config.check.budget_tokens, per_tool=dict(config.check.tool_budgets))
@@ -464,10 +465,12 @@ def load_contexts(
         except UserError as exc:
             notes.append(f"{ref} was skipped: {exc.message.splitlines()[0]}")
             continue
-        if trace.status in INFRASTRUCTURE_FAILURES:
+        if trace.status in INFRASTRUCTURE_FAILURES or trace.cut_by_harness:
             if errored is not None:
                 reason = trace.status_reason or ""
-                if trace.status == "error":
+                if trace.cut_by_harness:
+                    reason = f"cut short by the harness: {reason or 'no reason given'}"
+                elif trace.status == "error":
                     reason = f"the agent, its runner or its model failed: {reason or 'no reason given'}"
                 errored.append(ErroredAttempt(trace=ref, task_id=trace.task_id, reason=reason))
             continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -11,7 +12,7 @@ import orjson
 from mcpipechekr.artifacts.trace import ToolCall
 from mcpipechekr.evaluate.base import BugSighting, TraceContext, records_of, result_json
 from mcpipechekr.evaluate.matching import Haystack, as_day
-from mcpipechekr.evaluate.walks import _specific, answer_states, held, scalars
+from mcpipechekr.evaluate.walks import _key, _specific, answer_states, held, scalars
 
 PAGE_KEYS = (
     "offset",
@@ -164,7 +165,9 @@ class PaginationWalk:
       pages before the last are waste); when the result does not say, a walk of
       `min_pages` pages is flagged.
     A walk the task's known minimum covers (`min_calls` at least its pages:
-    the baseline itself needs every page) is never flagged.
+    the baseline itself needs every page) is not flagged, except the unordered
+    extreme on page 1: there the minimum reads every page only for want of the
+    order, which is the gap reported.
 
     Blind spots: a walk whose found page the answer and the baseline cannot
     name falls back on whether results remained, so an agent that gave up early
@@ -209,15 +212,18 @@ class PaginationWalk:
 
     def _wasted(self, ctx: TraceContext, key: str, chain: list[Page]) -> tuple[int, ...] | None:
         """Positions of the wasted pages, or None when the walk is no waste."""
+        holding = held(ctx, [page.call for page in chain])
+        if holding.positions == (0,) and _unordered_extreme(ctx, chain):
+            # Even the known minimum reads every page here, for want of the order: that is the gap.
+            return tuple(range(1, len(chain)))
         if ctx.min_calls is not None and ctx.min_calls >= len(chain):
             return None
-        holding = held(ctx, [page.call for page in chain])
         if len(holding.positions) >= 2:
             return None
         if holding.positions:
             position = holding.positions[0]
             if position == 0:
-                return tuple(range(1, len(chain))) if _unordered_extreme(ctx, chain) else None
+                return None
             return tuple(index for index in range(len(chain)) if index != position)
         rows = sum(_rows(page.call) for page in chain)
         totals = {
@@ -242,42 +248,35 @@ class PaginationWalk:
     def _sighting(self, tool: str, key: str, chain: list[Page], wasted: tuple[int, ...]) -> BugSighting:
         values = [page.value if page.value is not None else "(first page)" for page in chain]
         found = next((index for index in range(len(chain)) if index not in wasted), len(chain) - 1)
-        if found == 0:
-            return BugSighting(
-                type="feature_gap",
-                slug=("no-order-to-find", tool),
-                severity="high" if len(wasted) >= 4 else "medium",
-                tool=tool,
-                trigger=f"looking for the latest, earliest, largest or smallest of `{tool}`'s results",
-                observed=f"the item the agent used was on page 1 of `{tool}`, but the results were not in "
-                f"the order asked for: it read all {len(chain)} pages ({key}: {', '.join(map(str, values))}) "
-                "to be sure",
-                expected=f"`{tool}` returns its results in the order asked for, so page 1 is enough",
-                acceptance_criteria=[
-                    f"{tool} offers a sort order (or a filter) that puts the wanted item first",
-                    f"an agent finds the item with one `{tool}` call",
-                ],
-                steps=[page.call.index for page in chain],
-                wasted=[chain[index].call.index for index in wasted],
-                details={
-                    "paging_argument": key,
-                    "pages": [str(value) for value in values],
-                    "found_step": chain[0].call.index,
-                },
+        pages = f"({key}: {', '.join(map(str, values))})"
+        if found == 0:  # on page 1, but only every page could tell it was the one (`_unordered_extreme`)
+            slug, trigger = (
+                "no-order-to-find",
+                f"looking for the latest, earliest, largest or smallest of `{tool}`'s results",
             )
+            observed = (
+                f"the item the agent used was on page 1 of `{tool}`, but the results were not in the order "
+                f"asked for: it read all {len(chain)} pages {pages} to be sure"
+            )
+            expected = f"`{tool}` returns its results in the order asked for, so page 1 is enough"
+            criterion = f"{tool} offers a sort order (or a filter) that puts the wanted item first"
+        else:
+            slug, trigger = "paging-to-find", f"looking for one item in `{tool}`'s results"
+            observed = (
+                f"the agent paged through {len(chain)} pages of `{tool}` {pages} to use one item of page "
+                f"{found + 1}"
+            )
+            expected = f"the item on `{tool}`'s first page, through a filter or an ordering"
+            criterion = f"{tool} offers a filter or sort order that puts the wanted item on the first page"
         return BugSighting(
             type="feature_gap",
-            slug=("paging-to-find", tool),
+            slug=(slug, tool),
             severity="high" if len(wasted) >= 4 else "medium",
             tool=tool,
-            trigger=f"looking for one item in `{tool}`'s results",
-            observed=f"the agent paged through {len(chain)} pages of `{tool}` ({key}: "
-            f"{', '.join(map(str, values))}) to use one item of page {found + 1}",
-            expected=f"the item on `{tool}`'s first page, through a filter or an ordering",
-            acceptance_criteria=[
-                f"{tool} offers a filter or sort order that puts the wanted item on the first page",
-                f"an agent finds the item with one `{tool}` call",
-            ],
+            trigger=trigger,
+            observed=observed,
+            expected=expected,
+            acceptance_criteria=[criterion, f"an agent finds the item with one `{tool}` call"],
             steps=[page.call.index for page in chain],
             wasted=[chain[index].call.index for index in wasted],
             details={
@@ -291,20 +290,26 @@ class PaginationWalk:
 def _unordered_extreme(ctx: TraceContext, chain: list[Page]) -> bool:
     """Whether the one first-page record the answer names is the unique highest or lowest value of
     a field (a date, a number) over every page read, while the pages list that field out of order:
-    only reading them all could tell it was the one."""
+    only reading them all could tell it was the one. A record is named by a value of its own that the
+    answer mentions: a value other records of the pages share (their room, their team) names none."""
     answer = ctx.trace.final_answer
     if not answer or not asks_for_an_extreme(ctx.trace.prompt):
         return False
     said = Haystack([answer])
+    every = [record for page in chain for record in records_of(result_json(page.call))]
+    # A value several records share (their room, their team) does not single one out.
+    shared = Counter(key for record in every for key in {_key(value) for value in record.values()})
     first = records_of(result_json(chain[0].call))
     used = [
         record
         for record in first
-        if any(_specific(value) and said.contains(value) for value in record.values())
+        if any(
+            _specific(value) and shared[_key(value)] == 1 and said.contains(value)
+            for value in record.values()
+        )
     ]
     if len(used) != 1:
         return False
-    every = [record for page in chain for record in records_of(result_json(page.call))]
     for field in used[0]:
         keys = [_order_key(record.get(field)) for record in every]
         if any(key is None for key in keys) or len(keys) < 3:

@@ -120,7 +120,7 @@ def load_compared_run(run: RunDir) -> ComparedRunData:
         except UserError as exc:
             data.warnings.append(f"{manifest.run_id}: {path.name} was skipped: {exc.message.splitlines()[0]}")
             continue
-        if trace.status in INFRASTRUCTURE_FAILURES:
+        if trace.status in INFRASTRUCTURE_FAILURES or trace.cut_by_harness:
             data.errored[trace.task_id] = data.errored.get(trace.task_id, 0) + 1
             continue
         calls = sum(1 for step in trace.steps if isinstance(step, ToolCall))

@@ -346,7 +346,8 @@ class _Engine:
                 await _settle(journal, 2.0)
                 reason = self.state.stop_reason or "interrupted by the user (Ctrl-C)"
                 output = RunnerOutput(status="incomplete", status_reason=reason)
-                await anyio.to_thread.run_sync(self._write, attempt, request, output, runner, started)
+                cut = functools.partial(self._write, cut_by_harness=True)
+                await anyio.to_thread.run_sync(cut, attempt, request, output, runner, started)
                 await self._cleanup(server, workdir)
             raise
         except UserError as exc:
@@ -420,6 +421,7 @@ class _Engine:
         records: list[JournalRecord] | None = None,
         *,
         failed_starts: Sequence[str] = (),
+        cut_by_harness: bool = False,
     ) -> None:
         if records is None:
             records = read_journal(request.journal)
@@ -434,6 +436,7 @@ class _Engine:
         )
         if failed_starts:
             trace.failed_starts = [self.redactor.redact(reason) for reason in failed_starts]
+        trace.cut_by_harness = cut_by_harness
         attempt.trace = write_trace(self.run_dir, trace)
         attempt.state = trace.status
         attempt.tokens = trace.totals.total_tokens

@@ -102,6 +102,9 @@ class Project:
                 "agent": "shell",
                 "command": f"{{python}} {agent} {{bug_id}} {self.calls}",
                 "max_iterations": 1,
+                # the stand-in agent records its calls outside the repository, which the sandbox
+                # refuses; what is tested here is which bugs reach the agent, not its confinement
+                "sandbox": "off",
             },
         }
         self.config_path = root / "config.yaml"

@@ -16,6 +16,10 @@ this file with the task that meets it:
 - `room_bookings` is named like a room's bookings but returns its booking
   rules; the bookings come from `list_bookings`.
 
+- `list_equipment` pages the rooms' equipment ten a page in inventory order
+  (by room), with no order or filter argument: "the most recently bought item"
+  may sit on page 1, but nothing there says so until every page is read.
+
 `get_attendees` pages attendees five at a time; reading all pages to list
 everyone is a legitimate walk, not a planted problem.
 """
@@ -40,6 +44,7 @@ LAST_DAY = date(2026, 6, 30)
 MAX_WINDOW_DAYS = 31
 HISTORY_PAGE = 10
 ATTENDEE_PAGE = 5
+EQUIPMENT_PAGE = 10
 
 ROOMS = [
     (1, "Orion", 2, 12, "Lift lobby B, then left; level threshold."),
@@ -92,6 +97,12 @@ PLANTED: list[tuple[date, int, str, str, str, str, list[str]]] = [
      ["Aiko Tanaka", "Sam Okafor"]),
     (date(2026, 6, 29), 3, "15:00", "16:00", "Contract signing", "Elena Petrova", ["Rosa Jimenez"]),
 ]  # fmt: skip
+EQUIPMENT_ITEMS = [
+    "Screen", "Whiteboard", "Conference phone", "Webcam", "Projector", "Flip chart", "Speaker",
+    "HDMI switch", "Document camera", "Wireless presenter",
+]  # fmt: skip
+# The one item bought most recently: Orion's, so on page 1 of the inventory (ordered by room).
+NEWEST_EQUIPMENT = (1, "Video bar", "2026-05-18", 1290)
 PLANTED_TITLES = {"Quarterly planning", "Budget review", "All-hands", "Contract signing"}
 
 
@@ -112,6 +123,8 @@ def build_db() -> sqlite3.Connection:
         CREATE TABLE bookings (id INTEGER PRIMARY KEY, room_id INTEGER, day TEXT, start TEXT,
                                end_time TEXT, title TEXT, organizer_id INTEGER);
         CREATE TABLE attendees (booking_id INTEGER, person_id INTEGER);
+        CREATE TABLE equipment (id INTEGER PRIMARY KEY, room_id INTEGER, item TEXT, bought TEXT,
+                                price_eur INTEGER);
         """
     )
     db.executemany("INSERT INTO rooms VALUES (?, ?, ?, ?, ?)", ROOMS)
@@ -143,6 +156,16 @@ def build_db() -> sqlite3.Connection:
             (booking_id, room_id, day.isoformat(), start, end, title, organizer),
         )
         db.executemany("INSERT INTO attendees VALUES (?, ?)", [(booking_id, p) for p in invited])
+    equipment: list[tuple[int, str, str, int]] = [NEWEST_EQUIPMENT]
+    for room_id, *_ in ROOMS:
+        for item in rng.sample(EQUIPMENT_ITEMS, rng.randint(3, 5)):
+            bought = date(2022, 1, 3) + timedelta(days=rng.randint(0, 1500))  # up to 2026-02-11
+            equipment.append((room_id, item, bought.isoformat(), rng.randrange(40, 2400, 10)))
+    equipment.sort(key=lambda row: (row[0], row[1]))
+    db.executemany(
+        "INSERT INTO equipment VALUES (?, ?, ?, ?, ?)",
+        [(index, *row) for index, row in enumerate(equipment, start=1)],
+    )
     db.commit()
     return db
 
@@ -303,6 +326,24 @@ def get_attendees(booking_id: int, page: int = 1) -> dict[str, Any]:
         raise ToolError(f"page must be between 1 and {pages}")
     chunk = rows[(page - 1) * ATTENDEE_PAGE : page * ATTENDEE_PAGE]
     return {"booking_id": booking_id, "page": page, "pages": pages, "attendees": chunk}
+
+
+@app.tool(
+    description="The rooms' equipment, ten a page: id, item, room, the day it was bought and its price "
+    "in euros. `page` starts at 1.",
+    annotations=READ_ONLY,
+)
+def list_equipment(page: int = 1) -> dict[str, Any]:
+    # Planted: inventory order (by room, then item), no order or filter argument.
+    rows = _rows(
+        "SELECT e.id, e.item, r.name AS room, e.bought, e.price_eur FROM equipment e "
+        "JOIN rooms r ON r.id = e.room_id ORDER BY e.id"
+    )
+    pages = max(1, -(-len(rows) // EQUIPMENT_PAGE))
+    if page < 1 or page > pages:
+        raise ToolError(f"page must be between 1 and {pages}")
+    chunk = rows[(page - 1) * EQUIPMENT_PAGE : page * EQUIPMENT_PAGE]
+    return {"page": page, "pages": pages, "equipment": chunk}
 
 
 @app.tool(

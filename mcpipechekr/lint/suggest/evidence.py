@@ -140,17 +140,23 @@ def _wrong_tool(bug: Bug, tools: dict[str, ToolDefinition], traces: Traces) -> C
     )
 
 
+def _calls_to_tool(bug: Bug, traces: Traces) -> tuple[list, list[ToolCall], set[str]]:
+    """The bug's (evidence, trace) pairs, the evidence steps that call its tool, and every argument
+    those calls set: a parameter none of them set went unused."""
+    pairs = list(_evidence(bug, traces))
+    calls = [
+        call for evidence, trace in pairs for call in _calls(trace, evidence.steps) if call.tool == bug.tool
+    ]
+    return pairs, calls, {name for call in calls for name in call.arguments}
+
+
 def _walk(bug: Bug, tools: dict[str, ToolDefinition], traces: Traces) -> Case | None:
     """A date-window or paging walk on a tool whose ordering parameter went unused."""
     details = bug.details
     if bug.tool is None or not ("paging_argument" in details or "windows" in details):
         return None
     tool = tools[bug.tool]
-    pairs = list(_evidence(bug, traces))
-    calls = [
-        call for evidence, trace in pairs for call in _calls(trace, evidence.steps) if call.tool == bug.tool
-    ]
-    used = {name for call in calls for name in call.arguments}
+    pairs, calls, used = _calls_to_tool(bug, traces)
     ordering = [name for name in order_parameters(tool) if name not in used]
     if not ordering:
         return None
@@ -189,11 +195,7 @@ def _unread(bug: Bug, tools: dict[str, ToolDefinition], traces: Traces) -> Case 
     if bug.tool is None or not isinstance(unread, dict) or not unread:
         return None
     tool = tools[bug.tool]
-    pairs = list(_evidence(bug, traces))
-    calls = [
-        call for evidence, trace in pairs for call in _calls(trace, evidence.steps) if call.tool == bug.tool
-    ]
-    used = {name for call in calls for name in call.arguments}
+    pairs, calls, used = _calls_to_tool(bug, traces)
     choosing = [name for name in field_parameters(tool) if name not in used]
     if not choosing:
         return None
