@@ -46,6 +46,8 @@ class RunPlan:
     reused: bool
     parameters: dict[str, Any] = field(default_factory=dict)
     shard: RunShard | None = None
+    runner: str | None = None
+    """What runs the Phase 1 agent (`demo` for the demo model), as the manifest records it."""
 
     @property
     def run_id(self) -> str:
@@ -164,6 +166,8 @@ def new_manifest(
     parameters: dict[str, Any] | None = None,
     phase1: str | None = None,
     shard: RunShard | None = None,
+    runner: str | None = None,
+    runner_version: str | None = None,
 ) -> Manifest:
     """A run's manifest as it starts: everything that can change its outcome, pinned.
 
@@ -191,4 +195,6 @@ def new_manifest(
         identity=identity,
         parameters=parameters or {},
         shard=shard,
+        runner=runner,
+        runner_version=runner_version,
     )

@@ -21,6 +21,7 @@ from trace_builder import call, make_trace
 from mcpipechekr.artifacts import BugReport, RunDir, read_model, write_model
 from mcpipechekr.artifacts.baseline import Baseline, BaselineEntry
 from mcpipechekr.artifacts.comparison import Comparison
+from mcpipechekr.artifacts.manifest import Manifest
 from mcpipechekr.artifacts.schemas import schema_for
 from mcpipechekr.artifacts.trace import write_trace
 from mcpipechekr.cli import main
@@ -366,6 +367,19 @@ def test_runs_that_differ_in_more_than_the_server_get_no_verdict(project: Path) 
     )
     same = compare_runs(a, again)
     assert same.verdict == "no_significant_difference" and same.changes == [], same.changes
+
+
+def test_another_version_of_the_agent_cli_is_named_from_the_manifests(project: Path) -> None:
+    a, b = before_fix(project), before_fix(project, "run-20261201-002")
+    for run, version in ((a, "opencode 1.18.33"), (b, "opencode 1.19.0")):
+        manifest = read_model(RunDir(run).manifest, Manifest)
+        write_model(
+            RunDir(run).manifest,
+            manifest.model_copy(update={"runner": "opencode", "runner_version": version}),
+        )
+    comparison = compare_runs(a, b)
+    assert "agent runner: opencode (opencode 1.18.33) → opencode (opencode 1.19.0)" in comparison.changes
+    assert comparison.verdict == "not_like_for_like"
 
 
 def test_runs_that_differ_by_chance_show_no_significant_difference(project: Path) -> None:

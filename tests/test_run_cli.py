@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 from fakes.openai_server import FakeOpenAI, text_reply, tool_call_reply
 
+from mcpipechekr import __version__
 from mcpipechekr.artifacts.trace import ToolCall, read_trace
 from mcpipechekr.capture import journal_tool_calls
 from mcpipechekr.cli import main
@@ -70,6 +71,7 @@ def test_demo_run_on_the_example(tmp_path: Path, emailindex_dir: Path, emailinde
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "completed" and manifest["providers"]["phase1"] == "demo"
     assert manifest["parameters"] == {"keep_builtin_tools": True, "opencode_mode": "run"}
+    assert (manifest["runner"], manifest["runner_version"]) == ("demo", f"mcpipechekr {__version__}")
 
     traces = {read_trace(p).task_id: read_trace(p) for p in (run_dir / "traces").glob("*.json")}
     assert set(traces) == {FIRST, PROJECTION}
@@ -127,6 +129,8 @@ def test_native_agent_and_demo_compared_in_one_run(
     (run_dir,) = (tmp_path / "runs").iterdir()
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["providers"]["phase1"] == "fake/fake-model, demo"
+    assert manifest["runner"] == "demo, native" and manifest["runner_version"].startswith("mcpipechekr ")
+    assert "; pydantic-ai " in manifest["runner_version"]
 
     native = read_trace(run_dir / "traces" / f"{COUNT}__fake_fake-model__r001.json")
     demo = read_trace(run_dir / "traces" / f"{COUNT}__demo__r001.json")

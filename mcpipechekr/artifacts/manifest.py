@@ -181,6 +181,16 @@ class Manifest(ArtifactModel):
     providers: PhaseProviders = Field(
         default_factory=PhaseProviders, description="The model used by each phase."
     )
+    runner: str | None = Field(
+        default=None,
+        description="What runs the Phase 1 agent (`native`, `opencode`, `claude-code`, `demo`); absent "
+        "for a run that traces nothing itself (an import).",
+    )
+    runner_version: str | None = Field(
+        default=None,
+        description="Its version as it reports it (`opencode --version`, the pydantic-ai package); absent "
+        "when it could not be asked.",
+    )
     config_hash: Sha256 = Field(
         description="Hash of the effective configuration as recorded in `config`: secrets are "
         "redacted first, so the hash reveals nothing about them."

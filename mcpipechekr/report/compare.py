@@ -298,8 +298,9 @@ def _changes(a: ComparedRun, b: ComparedRun, ma: Manifest, mb: Manifest) -> tupl
         where_a = ma.server.command or ma.server.url
         where_b = mb.server.command or mb.server.url
         changes.append(f"server: {ma.server.name} ({where_a}) → {mb.server.name} ({where_b})")
-    if a.runners != b.runners and a.runners and b.runners:
-        unlike.append(f"agent runner: {', '.join(a.runners)} → {', '.join(b.runners)}")
+    ran_a, ran_b = _runner_of(ma, a), _runner_of(mb, b)
+    if ran_a != ran_b and ran_a and ran_b:
+        unlike.append(f"agent runner: {ran_a} → {ran_b}")
     if a.phase1_provider != b.phase1_provider:
         unlike.append(f"Phase 1 model: {a.phase1_provider} → {b.phase1_provider}")
     for phase in ("phase0", "phase2"):
@@ -312,6 +313,13 @@ def _changes(a: ComparedRun, b: ComparedRun, ma: Manifest, mb: Manifest) -> tupl
     if a.harness_version != b.harness_version:
         changes.append(f"MCPipeChekr: {a.harness_version} → {b.harness_version}")
     return [*changes, *unlike], unlike
+
+
+def _runner_of(manifest: Manifest, side: ComparedRun) -> str:
+    """What ran the agent, with its version when the manifest recorded it; else the traces' runners."""
+    if manifest.runner:
+        return manifest.runner + (f" ({manifest.runner_version})" if manifest.runner_version else "")
+    return ", ".join(side.runners)
 
 
 IGNORED_SETTINGS = ("server.", "paths.", "fix.", "providers.phase3", "providers.phase05", "check.")

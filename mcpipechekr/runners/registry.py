@@ -119,3 +119,40 @@ def runner_factory(
         keep_builtin_tools=keep_builtin_tools,
         opencode_mode=opencode_mode,
     )
+
+
+CLI_PROGRAMS = {
+    "opencode": ("opencode", "MCPIPECHEKR_OPENCODE"),
+    "claude-code": ("claude", "MCPIPECHEKR_CLAUDE"),
+}
+"""The agent CLI each CLI runner drives, and the variable that may name its path."""
+
+
+@functools.cache
+def runner_version(name: str) -> str | None:
+    """The runner's version as a run records it: the agent CLI's `--version`, the pydantic-ai package
+    the native runner drives, the harness for `demo`; None when it cannot be asked (not installed)."""
+    import os
+    import shutil
+    import subprocess
+    from importlib.metadata import PackageNotFoundError, version
+
+    if name == "demo":
+        from mcpipechekr import __version__
+
+        return f"mcpipechekr {__version__}"
+    if name == "native":
+        try:
+            return f"pydantic-ai {version('pydantic-ai-slim')}"
+        except PackageNotFoundError:
+            return None
+    program, env_var = CLI_PROGRAMS.get(name, (None, None))
+    binary = (os.environ.get(env_var) if env_var else None) or (shutil.which(program) if program else None)
+    if not binary:
+        return None
+    try:
+        done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    line = (done.stdout or done.stderr).strip().splitlines()
+    return f"{program} {line[0][:80]}" if done.returncode == 0 and line else None

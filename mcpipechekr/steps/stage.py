@@ -9,6 +9,7 @@ halted server or Ctrl-C never leaves a run that looks alive.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -30,6 +31,7 @@ from mcpipechekr.artifacts.runstate import TraceCoverage, load_manifest, trace_c
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.providers import ProviderSpec
+from mcpipechekr.runners.registry import runner_name_for, runner_version
 from mcpipechekr.runplan import RunPlan, claim_run_dir, new_manifest, plan_run
 from mcpipechekr.runshard import Shard
 from mcpipechekr.tasks import Task
@@ -59,7 +61,7 @@ def plan_run_folder(
         from mcpipechekr.server.workspace import prepare_repo  # deferred: `doit list` needs no GitPython
 
         prepare_repo(config.server)
-    return plan_run(
+    plan = plan_run(
         config,
         task_ids=[task.task_id for task in tasks],
         phase1=[_phase1_names(config, providers), runner, f"builtin={keep_builtin_tools}"],
@@ -69,11 +71,21 @@ def plan_run_folder(
         shard=shard,
         models=[str(spec) for spec in providers] if providers else [str(config.providers.phase1)],
     )
+    names = sorted({runner_name_for(spec, runner) for spec in providers or [config.providers.phase1]})
+    return dataclasses.replace(plan, runner=", ".join(names))
 
 
 def _phase1_names(config: Config, providers: Sequence[ProviderSpec]) -> str:
     """The Phase 1 models as the manifest records them: comma-separated, in order."""
     return ", ".join(str(spec) for spec in providers) if providers else str(config.providers.phase1)
+
+
+def _runner_version(runner: str | None) -> str | None:
+    """Each runner's version (`opencode 1.18.33`), `; `-joined when a run used several."""
+    if runner is None:
+        return None
+    found = [runner_version(name.strip()) for name in runner.split(",")]
+    return "; ".join(v for v in found if v) if all(found) else None
 
 
 def open_planned_run(
@@ -95,6 +107,8 @@ def open_planned_run(
             parameters=plan.parameters,
             phase1=_phase1_names(config, providers),
             shard=plan.shard,
+            runner=plan.runner,
+            runner_version=_runner_version(plan.runner),
         )
     if manifest is not None and claim_run_dir(plan):
         created = manifest.finished("completed", "created; no step has run yet")
