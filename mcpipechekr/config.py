@@ -51,6 +51,7 @@ from pydantic import (
 from mcpipechekr._util.fields import MAX_SECONDS, Count, Number, StrictModel
 from mcpipechekr._util.hashing import sha256_json
 from mcpipechekr._util.redact import Redactor
+from mcpipechekr._util.safe_read import resolved, resolved_file
 from mcpipechekr._util.yamlsrc import (
     ConfigFileError,
     Loc,
@@ -195,7 +196,7 @@ def _absolute(path: str | None, base_dir: Path) -> str | None:
     if path is None:
         return None
     candidate = Path(path).expanduser()
-    return str(candidate if candidate.is_absolute() else (base_dir / candidate).resolve())
+    return str(candidate if candidate.is_absolute() else resolved(base_dir / candidate))
 
 
 class LaunchSpec(StrictModel):
@@ -444,9 +445,12 @@ class PathsConfig(StrictModel):
     home: Path = Field(default=Path(".mcpipechekr"), description="Working state: workspaces, caches, logs.")
 
     def resolve(self, base_dir: Path) -> PathsConfig:
-        return PathsConfig(
-            **{name: Path(_absolute(str(getattr(self, name)), base_dir)) for name in type(self).model_fields}
-        )
+        absolute = {
+            name: Path(_absolute(str(getattr(self, name)), base_dir)) for name in type(self).model_fields
+        }
+        # the task file keeps its own name (a link is not followed here): messages name what the user wrote
+        absolute["tasks"] = resolved_file(base_dir / self.tasks.expanduser())
+        return PathsConfig(**absolute)
 
 
 class CheckConfig(StrictModel):
@@ -844,8 +848,8 @@ def load_config(
     """
     path = Path(path)
     overrides = overrides or ConfigOverrides()
-    base_dir = path.resolve().parent
-    if missing_ok and not path.exists():
+    base_dir = resolved(path).parent
+    if missing_ok and not os.path.lexists(path):
         doc = YamlDocument(path=path, data={}, lines={})
     else:
         doc = load_yaml(path, what="config file")
@@ -876,7 +880,7 @@ def load_config(
     if overrides.tasks is not None:
         paths = data.get("paths")
         data["paths"] = paths = dict(paths) if isinstance(paths, dict) else {}
-        paths["tasks"] = str(Path(overrides.tasks).resolve())
+        paths["tasks"] = str(resolved_file(overrides.tasks))
         flagged[("paths", "tasks")] = "--tasks"
 
     config: Config | None = None
@@ -894,7 +898,7 @@ def load_config(
             "check": config.check.resolve(base_dir),
         }
     )
-    config._source = None if missing_ok and not path.exists() else path.resolve()
+    config._source = None if missing_ok and not os.path.lexists(path) else resolved(path)
     config._base_dir = base_dir
     config._secrets = substituted.secrets
     config._dotenv = dotenv

@@ -23,6 +23,7 @@ from pydantic import Field, PrivateAttr, field_validator
 
 from mcpipechekr._util.fields import Count, StrictModel, json_ints_in_range, not_blank, slug_checker
 from mcpipechekr._util.hashing import sha256_json
+from mcpipechekr._util.safe_read import read_user_text, resolved
 from mcpipechekr._util.yamlsrc import (
     Loc,
     Problem,
@@ -38,6 +39,9 @@ from mcpipechekr._util.yamlsrc import (
 from mcpipechekr.errors import InputError, UserError
 
 DEFAULT_TASKS_FILE = "tasks.yaml"
+MAX_TASK_ID = 100
+"""Longest task id: ids become file names (`traces/<id>__<provider>__r001.json`, and its journal's
+`.jsonl` with a temporary name's 22 more characters while written), which must stay under 255 bytes."""
 _SLUG, _SLUG_RULE, _slug = slug_checker(underscore=False, example="find-first-email")
 
 
@@ -53,7 +57,9 @@ class ReferenceCall(StrictModel):
 class Task(StrictModel):
     """One task an agent is given, with what is known about its answer."""
 
-    task_id: str = Field(description="Unique slug naming the task in reports and file names.")
+    task_id: str = Field(
+        max_length=MAX_TASK_ID, description="Unique slug naming the task in reports and file names."
+    )
     prompt: str = Field(description="The exact text the agent receives.")
     task_type: Literal["deterministic", "open_ended"] = Field(
         description="`deterministic`: one right answer; `open_ended`: judged against a reference answer."
@@ -147,6 +153,8 @@ def describe_task_loc(data: Any, loc: Loc) -> str:
         if loc[0] == "tasks":
             item = _item(data, "tasks", loc[1])
             task_id = item.get("task_id") if isinstance(item, dict) else None
+            if isinstance(task_id, str) and len(task_id) > MAX_TASK_ID:
+                task_id = task_id[:20] + "…"  # a message should not repeat a 10,000-character id
             who = f"task '{task_id}'" if isinstance(task_id, str) and task_id else f"task #{loc[1] + 1}"
         else:
             who = f"selection case #{loc[1] + 1}"
@@ -169,7 +177,7 @@ def load_tasks(path: str | Path = DEFAULT_TASKS_FILE, environ: Mapping[str, str]
     secrets here.
     """
     doc = load_yaml(path, what="task file")
-    dotenv = read_dotenv(doc.path.resolve().parent / ".env")
+    dotenv = read_dotenv(resolved(doc.path).parent / ".env")
     substituted = interpolate(doc.data, environment_with_dotenv(dotenv, environ))
     unset = [loc for loc, _ in substituted.problems]
     problems = [
@@ -286,9 +294,10 @@ user who has not edited it loses nothing, and one who has is never overwritten.
 
 def is_untouched_example(path: Path) -> bool:
     """Whether `path` holds, byte for byte, the example `init` wrote: nothing of the user's to lose."""
-    try:
-        return path.read_bytes() == TASKS_TEMPLATE.encode("utf-8")
-    except OSError:
+    template = TASKS_TEMPLATE.encode("utf-8")
+    try:  # bounded, and never blocked by a FIFO: anything odd is not the example, and load_tasks says why
+        return read_user_text(path, limit=len(template)).encode("utf-8") == template
+    except UserError:
         return False
 
 

@@ -22,6 +22,11 @@ laughs" file of a few hundred bytes expands to billions) would exhaust memory
 or time in everything that walks the data afterwards. Both are refused while
 composing, before any value is built, as are aliases to the value that
 contains them (an endless structure) and characters YAML forbids (a NUL byte).
+So is a whole number longer than `MAX_INT_CHARS` (`min_calls` with 100,000
+digits): Python would refuse to build it, or take long to; the walk names
+its field, the loader's `construct_yaml_int` catches any other (a key).
+The file itself is read by `read_text_file` (`safe_read`): a regular file of
+at most `MAX_INPUT_BYTES`, never a FIFO, a device or a link loop.
 """
 
 from __future__ import annotations
@@ -37,9 +42,11 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import yaml
 from dotenv import dotenv_values
+from dotenv.parser import parse_stream
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from mcpipechekr._util.safe_read import UnreadableFile, read_user_text, resolved, resolved_file
 from mcpipechekr.errors import InputError
 
 Loc = tuple[str | int, ...]
@@ -49,6 +56,12 @@ MAX_DEPTH = 100
 
 MAX_ALIAS_EXPANSION = 10_000
 """Most values that aliases (`*name`) may add to a file once expanded; `<<: *defaults` uses a few dozen."""
+
+MAX_INT_CHARS = 100
+"""Longest whole number a file may write, in characters: every bounded field needs under 20, and Python
+refuses to convert more than 4,300 digits at all."""
+
+_INT_TAG = "tag:yaml.org,2002:int"
 
 
 @dataclass(frozen=True)
@@ -85,7 +98,7 @@ def display_path(path: str | Path) -> str:
     """The path as the user would type it: relative to the current folder when inside it."""
     path = Path(path)
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(resolved_file(path).relative_to(resolved(Path.cwd())))
     except ValueError:
         return str(path)
 
@@ -135,30 +148,17 @@ def load_yaml(
 
 
 def read_text_file(path: str | Path, *, what: str = "file") -> str:
-    """A file a user wrote, as UTF-8 text; ConfigFileError (with the line of a bad byte) when it cannot be."""
-    path = Path(path)
+    """A file a user wrote, as UTF-8 text; ConfigFileError when it cannot be (see `safe_read`).
+
+    A link loop, a FIFO, a device or a directory is refused by its type before
+    it is read, a file over `MAX_INPUT_BYTES` by its size; a NUL or non-UTF-8
+    byte is reported at its line and column.
+    """
     shown = display_path(path)
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigFileError([Problem(shown, None, f"{what} not found")]) from None
-    except OSError as exc:
-        raise ConfigFileError([Problem(shown, None, f"cannot read {what}: {exc.strerror or exc}")]) from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise ConfigFileError(
-            [
-                Problem(
-                    shown,
-                    line,
-                    f"{what} is not UTF-8 text (byte 0x{raw[exc.start]:02x}): save it as UTF-8",
-                    column=column,
-                )
-            ]
-        ) from None
+        return read_user_text(path, what=what, shown=shown)
+    except UnreadableFile as exc:
+        raise ConfigFileError([Problem(shown, exc.line, exc.problem, column=exc.column)]) from None
 
 
 def parse_yaml(
@@ -195,10 +195,10 @@ def parse_yaml(
                 ]
             )
         lines: dict[Loc, int] = {}
-        duplicates: list[Problem] = []
-        _walk(node, (), lines, duplicates, shown, set())
-        if duplicates:
-            raise ConfigFileError(duplicates)
+        found: list[Problem] = []  # duplicate keys, numbers too long to build
+        _walk(node, (), lines, found, shown, set())
+        if found:
+            raise ConfigFileError(found)
         data = loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -256,6 +256,11 @@ class _BoundedLoader(yaml.SafeLoader):
         node._values = 1 + sum(_values(child) for child in _children(node))  # type: ignore[attr-defined]
         return node
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        if len(node.value) > MAX_INT_CHARS:
+            raise _BeyondLimit(None, None, _long_number(node), node.start_mark)
+        return super().construct_yaml_int(node)
+
     def _alias(self, event: yaml.AliasEvent, parent: yaml.Node | None, index: Any) -> yaml.Node:
         if event.anchor in self._open:
             raise _BeyondLimit(
@@ -272,6 +277,13 @@ class _BoundedLoader(yaml.SafeLoader):
                 event.start_mark,
             )
         return node
+
+
+_BoundedLoader.add_constructor(_INT_TAG, _BoundedLoader.construct_yaml_int)
+
+
+def _long_number(node: yaml.ScalarNode) -> str:
+    return f"a whole number of {len(node.value)} characters, over the limit of {MAX_INT_CHARS}: write less"
 
 
 def _values(node: yaml.Node) -> int:
@@ -311,6 +323,10 @@ def _walk(
     `active` holds the nodes on the current path, so a recursive alias (`&a [*a]`) cannot loop forever.
     """
     if id(node) in active:
+        return
+    if isinstance(node, yaml.ScalarNode) and node.tag == _INT_TAG and len(node.value) > MAX_INT_CHARS:
+        where = f"field '{field_path(loc)}': " if loc else ""
+        problems.append(Problem(shown, node.start_mark.line + 1, where + _long_number(node)))
         return
     active.add(id(node))
     if isinstance(node, yaml.MappingNode):
@@ -413,10 +429,28 @@ def interpolate(data: Any, environ: Mapping[str, str]) -> Interpolation:
 
 
 def read_dotenv(dotenv_path: Path) -> dict[str, str]:
-    """The `NAME=value` lines of a `.env` file (none when it is absent); never put into `os.environ`."""
-    if not dotenv_path.is_file():
+    """The `NAME=value` lines of a `.env` file (none when it is absent); never put into `os.environ`.
+
+    Read like every user file (`read_text_file`: a directory, a FIFO or a link
+    loop is refused, not skipped), and strictly: a line python-dotenv cannot
+    parse, or a name without `=`, is refused at its line rather than dropped.
+    """
+    if not os.path.lexists(dotenv_path):
         return {}
     text = read_text_file(dotenv_path, what=".env file")
+    shown = display_path(dotenv_path)
+    problems = []
+    for binding in parse_stream(io.StringIO(text)):
+        original = binding.original.string
+        line = binding.original.line + original[: len(original) - len(original.lstrip())].count("\n")
+        if binding.error:
+            problems.append(
+                Problem(shown, line, "not a NAME=value line: write NAME=value, or # for a comment")
+            )
+        elif binding.key is not None and binding.value is None:
+            problems.append(Problem(shown, line, f"'{binding.key}' has no '=': write {binding.key}=value"))
+    if problems:
+        raise ConfigFileError(problems)
     return {key: value for key, value in dotenv_values(stream=io.StringIO(text)).items() if value is not None}
 
 
@@ -527,6 +561,8 @@ def plain_message(detail: ErrorDetails, model: type[BaseModel], loc: Loc) -> str
         return f"must be less than {_number(ctx['lt'])}"
     if kind == "less_than_equal":
         return f"must be at most {_number(ctx['le'])}"
+    if kind == "string_too_long":
+        return f"must be at most {ctx.get('max_length')} characters long"
     if kind == "string_too_short" and ctx.get("min_length") == 1:
         return "must not be empty"
     if kind == "too_short":

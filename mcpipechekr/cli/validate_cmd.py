@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import click
 import mcp_types
 
-from mcpipechekr._util.yamlsrc import ConfigFileError, Loc, Problem, display_path
+from mcpipechekr._util.yamlsrc import ConfigFileError, Loc, Problem, display_path, unique_problems
 from mcpipechekr.cli.common import (
     config_options,
     effective_config,
@@ -85,7 +85,7 @@ def validate_command(ctx: click.Context, offline: bool, **_: object) -> None:
         problems.extend(tool_problems)
 
     if problems:
-        for problem in problems:
+        for problem in unique_problems(problems):  # config.yaml and tasks.yaml may share a bad .env
             click.echo(str(problem), err=True)
         ctx.exit(2)
     assert taskfile is not None
