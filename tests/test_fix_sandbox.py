@@ -303,6 +303,8 @@ def test_a_change_made_after_the_fix_step_ended_is_refused_by_the_next_trace_nam
     record = run_fix_loop(config, run)
     assert record.bugs[0].status == "committed"
     refuse_changes_after_fix(config.server)  # the tree as the loop left it: nothing to say
+    (Path(repo.working_tree_dir) / "server.log").write_text("a server may write its own files\n")
+    refuse_changes_after_fix(config.server)  # an untracked file is no change to the code
     server_py = Path(repo.working_tree_dir) / "server.py"
     with server_py.open("a") as handle:  # something else edits it afterwards
         handle.write("# edited after the run\n")

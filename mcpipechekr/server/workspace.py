@@ -91,9 +91,11 @@ FIX_END_MARK = "mcpipechekr-fix-end.json"
 
 
 def _changed_paths(repo: git.Repo) -> dict[str, str]:
-    """Every uncommitted path (modified, staged, deleted or untracked) with a digest of its bytes."""
+    """Every tracked path with uncommitted changes (modified, staged, deleted), with a digest of its
+    bytes. Untracked files are left out: a server may write its own (a log, a cache) when lint or
+    the baseline start it before the trace, and that is no change to its code."""
     root = Path(repo.working_tree_dir or ".")
-    names = {item.a_path for item in repo.index.diff(None)} | set(repo.untracked_files)
+    names = {item.a_path for item in repo.index.diff(None)}
     if repo.head.is_valid():
         names |= {item.a_path for item in repo.index.diff("HEAD")}
     out = {}
