@@ -32,6 +32,7 @@ from project import copy_project, doit, mcpipechekr
 
 from mcpipechekr.artifacts import BugReport, RunDir, Trace, is_temp_file, list_runs, read_model
 from mcpipechekr.cli import main
+from mcpipechekr.evaluate.aggregate import folded
 from mcpipechekr.report import REPORT_FILE, write_report
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_report")]
@@ -180,7 +181,27 @@ def test_the_bug_tables_rows_are_the_bug_reports_bugs(looped: Path, opened) -> N
     for run, report in zip(runs, reports(looped), strict=True):
         rows = page.locator(f'table.bugs[data-run="{run.run_id}"] tbody tr')
         ids = rows.evaluate_all("nodes => nodes.map(n => n.dataset.bugId)")
-        assert ids == [bug.id for bug in report.bugs] and ids
+        assert ids == [bug.id for bug in folded(report.bugs)[0]] and ids
+
+
+def test_a_bug_with_no_cost_of_its_own_is_no_row_but_named_in_the_row_that_prices_it(
+    looped: Path, tmp_path: Path
+) -> None:
+    run = list_runs(looped / "runs")[0]
+    copy = RunDir(Path(shutil.copytree(run.root, tmp_path / "runs" / run.run_id)))
+    report = orjson.loads(copy.bug_report.read_bytes())
+    owner = report["bugs"][0]
+    priced = {**owner, "id": "EFF-repeated-calls-priced-elsewhere", "type": "efficiency"}
+    priced.update(
+        token_cost_of_gap=0, token_cost_optimal=priced["token_cost_observed"], see_also=[owner["id"]]
+    )
+    report["bugs"].append(priced)
+    copy.bug_report.write_bytes(orjson.dumps(report))
+    page = write_report(copy, tmp_path / "folded.html").read_text()
+    assert 'data-bug-id="EFF-repeated-calls-priced-elsewhere"' not in page
+    row = page[page.index(f'data-bug-id="{owner["id"]}"') :]
+    row = row[: row.index("</tr>")]
+    assert "also covers, at no cost of its own: <code>EFF-repeated-calls-priced-elsewhere</code>" in row
 
 
 def test_an_evidence_link_reveals_its_trace_step(looped: Path, opened, tmp_path: Path) -> None:

@@ -9,13 +9,14 @@ with `_html.esc`), or None to leave the section out of this report.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 
 from mcpipechekr.artifacts import Bug, Review
 from mcpipechekr.artifacts.bug_report import ErroredAttempt
 from mcpipechekr.errors import UserError
+from mcpipechekr.evaluate.aggregate import folded
 from mcpipechekr.report._charts import legend, line_chart
 from mcpipechekr.report._data import ReportData, RunData
 from mcpipechekr.report._html import dom_id, esc, number, tag, text
@@ -268,7 +269,8 @@ def bug_table(run: RunData) -> str:
             "evidence",
         )
     )
-    rows = "".join(_bug_row(run, bug, fixes.get(bug.id)) for bug in run.bug_report.bugs)
+    ranked, inside = folded(run.bug_report.bugs)
+    rows = "".join(_bug_row(run, bug, fixes.get(bug.id), inside.get(bug.id, [])) for bug in ranked)
     notes = "".join(tag("li", esc(note)) for note in run.bug_report.notes)
     return (
         errored
@@ -290,13 +292,21 @@ def _errored(errored: list[ErroredAttempt]) -> str:
     return head + tag("ul", items, class_="errored")
 
 
-def _bug_row(run: RunData, bug: Bug, fix_status: str | None) -> str:
+def _bug_row(run: RunData, bug: Bug, fix_status: str | None, covers: Sequence[Bug] = ()) -> str:
+    """One ranked bug; `covers` are the findings with no cost of their own that it prices."""
     total = bug.token_cost_of_gap * bug.occurrences
     cost = f"{number(total)} = {number(bug.token_cost_of_gap)} × {bug.occurrences}"
     what = tag("div", text(bug.trigger)) + tag(
         "details",
         tag("summary", "observed / expected") + tag("p", text(bug.observed)) + tag("p", text(bug.expected)),
     )
+    if covers:
+        what += tag(
+            "p",
+            "also covers, at no cost of its own: "
+            + ", ".join(tag("code", esc(other.id)) for other in covers),
+            class_="covers",
+        )
     cells = [
         tag("td", tag("code", esc(bug.id))),
         tag("td", esc(bug.severity), class_=f"severity severity-{bug.severity}"),
