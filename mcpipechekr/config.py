@@ -50,7 +50,7 @@ from pydantic import (
 
 from mcpipechekr._util.fields import MAX_SECONDS, Count, Number, StrictModel
 from mcpipechekr._util.hashing import sha256_json
-from mcpipechekr._util.redact import Redactor
+from mcpipechekr._util.redact import Redactor, command_line_secrets, url_secrets
 from mcpipechekr._util.safe_read import resolved, resolved_file
 from mcpipechekr._util.yamlsrc import (
     ConfigFileError,
@@ -301,10 +301,17 @@ class ServerConfig(StrictModel):
         return None if self.command is None else _resolve_command(self.command)
 
     def secret_values(self) -> list[str]:
-        """Header and environment values (the start command's too): secrets whatever their source."""
+        """Header and environment values (the start command's too): secrets whatever their source; and
+        what the command lines and the URL carry as secrets (`--password X`, `user:X@host`, `?key=X`),
+        written literally where no `${VAR}` hides them."""
         values = [*self.headers.values(), *self.env.values()]
+        if self.command is not None:
+            values.extend(command_line_secrets([self.command, *self.args]))
+        if self.url is not None:
+            values.extend(url_secrets(self.url))
         if self.start is not None:
             values.extend(self.start.env.values())
+            values.extend(command_line_secrets([self.start.command, *self.start.args]))
         return values
 
     def resolve_paths(self, base_dir: Path) -> ServerConfig:

@@ -75,7 +75,7 @@ from mcpipechekr.artifacts import (
 )
 from mcpipechekr.artifacts.atomic import parse_model
 from mcpipechekr.artifacts.runstate import load_manifest
-from mcpipechekr.config import Config
+from mcpipechekr.config import Config, Redactor
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.aggregate import folded, priority_order
 from mcpipechekr.evaluate.issues import write_issues
@@ -315,6 +315,7 @@ def record_decision(
     by: str | None = None,
     config: Config | None = None,
     bug_ids: Iterable[str] | None = None,
+    redactor: Redactor | None = None,
 ) -> Review:
     """Write review.json (atomically, sealed), add the decision to the run's manifest, return it.
 
@@ -333,7 +334,9 @@ def record_decision(
     UserError naming it, and nothing is written. An `export` writes its issue
     files (`evaluate.issues.write_issues`) before the decision, so a recorded
     export always has them. The seal (``seal_problem``) is what makes this
-    function the only way to record a review that counts.
+    function the only way to record a review that counts. ``redactor`` (else
+    ``config``'s) scrubs what the person typed: a key pasted into an
+    annotation is not stored.
     """
     if decision == "approve" and config is not None:
         require_fixable(run_dir, config)
@@ -349,7 +352,10 @@ def record_decision(
     now = utc_now()
     previous = current_review(run_dir, digest)
     kept = list(previous.annotations) if previous else []
+    scrub = redactor or (config.redactor if config is not None else None)
     for note in annotations:
+        if isinstance(note, str) and scrub is not None:
+            note = scrub.redact(note)
         annotation = note if isinstance(note, Annotation) else _annotation(note, who, now)
         if annotation.text not in {existing.text for existing in kept}:
             kept.append(annotation)
@@ -666,6 +672,7 @@ def _decide(
         bug_report_hash=digest,
         bug_ids=bug_ids,
         config=config if decision == "export" else None,  # an approval was checked before: ask no more
+        redactor=config.redactor if config is not None else None,
     )
     announce_decision(run_dir, review, console)
     return review

@@ -127,7 +127,7 @@ def review_command(
     # Only a decision writes (review.json, the issues, the summary): showing the report needs no lock.
     with holding_project(ctx) if decision is not None or asking else contextlib.nullcontext():
         review = review_step(
-            _project_config(ctx) if decision != "exit" else None,
+            _project_config(ctx) if decision != "exit" else _config_for_secrets(ctx),
             run_dir,
             decision=decision,
             annotations=annotations if decision is not None else (),
@@ -144,6 +144,15 @@ def review_command(
             console.print(Text(f"next: `mcpipechekr fix {run_dir.run_id}` works through the approved bugs."))
         else:
             summary_step(_project_config(ctx), [run_dir])
+
+
+def _config_for_secrets(ctx: click.Context) -> Config | None:
+    """The project's config for `--exit`, whose only use is the secrets to scrub from what was typed:
+    an exit never fails on a config it does not otherwise need."""
+    try:
+        return _project_config(ctx)
+    except UserError:
+        return None
 
 
 def _project_config(ctx: click.Context) -> Config | None:

@@ -59,6 +59,7 @@ def review_step(
         annotations,
         config=config if decision in ("approve", "export") else None,
         bug_ids=bug_ids,
+        redactor=config.redactor if config is not None else None,
     )
     announce_decision(run_dir, review, out)
     return review
