@@ -7,6 +7,7 @@ newer MCPipeChekr brings its graph along without touching the file. Importing
 it readies the project folder (doit runs in it) and takes the project's lock.
 """
 
+from mcpipechekr._util.private_mode import private_by_default
 from mcpipechekr.graph import (
     DOIT_CONFIG,
     open_project,
@@ -23,6 +24,7 @@ from mcpipechekr.graph import (
     task_trace,
 )
 
+private_by_default()  # files 0600, folders 0700: see _util/private_mode.py
 open_project()
 
 __all__ = [

@@ -149,7 +149,7 @@ def _take(path: Path, command: str) -> bool:
             holding.depth += 1
             return True
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # never removed: see findings/locking.py
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # never removed: see findings/locking.py
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -77,7 +77,7 @@ def atomic_open(path: str | Path) -> Iterator[IO[bytes]]:
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_dead_temps(target)
     tmp = target.parent / temp_name_for(target)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
@@ -280,7 +280,7 @@ def append_jsonl(path: str | Path, record: Any) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     line = orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS) + b"\n"
     created = not target.exists()
-    fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o666)
+    fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":

@@ -62,7 +62,7 @@ def write_confined(root: Path, parts: Sequence[str], text: str) -> Path:
             raise ConfinedPathError(f"{path}: {_kind(existing.st_mode)}, not a regular file: refused")
         tmp = temp_name_for(Path(name))
         fd = os.open(
-            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=folder
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder
         )
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -135,7 +135,7 @@ def _folder(root: Path, parts: Sequence[str], *, create: bool) -> Iterator[int]:
                 if not create:
                     raise
                 with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o755, dir_fd=fd)
+                    os.mkdir(part, 0o700, dir_fd=fd)
                 try:
                     child = os.open(part, _FOLDER, dir_fd=fd)
                 except OSError as exc:

@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS…: the server to run.")
     opts = parser.parse_args(argv)
+    os.umask(
+        0o077
+    )  # the journal and the stderr log are private (`_util/private_mode.py`), without its import
     command = opts.command[1:] if opts.command[:1] == ["--"] else opts.command
     if not command:
         parser.error("give the server's command after `--`")

@@ -48,7 +48,7 @@ class JournalWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.redactor = redactor or _NO_REDACTION
         self._lock = threading.Lock()
-        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self._seq = _count_lines(self.path)
 
     def message(self, direction: str, data: bytes, t: float, parsed: Any = None) -> None:

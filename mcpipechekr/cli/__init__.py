@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from mcpipechekr import __version__
+from mcpipechekr._util.private_mode import private_by_default
 from mcpipechekr._util.stops import end_owned_groups
 from mcpipechekr.errors import as_user_error
 
@@ -100,3 +101,4 @@ def main() -> None:
     message, no traceback; a full disk or a folder it may not write included)
     and 130 on Ctrl-C, keeping what it wrote.
     """
+    private_by_default()  # files 0600, folders 0700 (`_util/private_mode.py`)

@@ -27,7 +27,7 @@ from mcpipechekr.findings.home import Home
 
 def _open(path: Path) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
-    return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
 
 
 class JournalLock:

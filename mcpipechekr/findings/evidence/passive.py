@@ -83,7 +83,7 @@ class CallRecordWriter:
         self.written = 0
         self._lock = threading.Lock()
         self._journal_lock = JournalLock(home)
-        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
     def message(self, direction: str, data: bytes, t: float, parsed: Any = None) -> None:
         """One line crossed the proxy; remember calls, write the record of each answered one.
