@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cwd", help="Working directory of the server.")
     parser.add_argument("--stderr", type=Path, help="Append the server's stderr here (default: inherit).")
     parser.add_argument("--secrets", type=Path, help="JSON file with the server's env and values to redact.")
+    parser.add_argument("--secrets-socket", type=Path, help="The harness's secrets desk (a unix socket).")
+    parser.add_argument("--secrets-token", help="The one-time token to collect this proxy's secrets with.")
     parser.add_argument(
         "--attach",
         type=Path,
@@ -47,11 +49,20 @@ def main(argv: list[str] | None = None) -> int:
 
     env: dict[str, str] = {}
     redactor = None
-    if opts.secrets is not None:
+    secrets = None
+    if opts.secrets_socket is not None:
+        from mcpipechekr.capture.secrets_desk import collect
+
+        try:
+            secrets = collect(opts.secrets_socket, opts.secrets_token or "")
+        except (OSError, ValueError) as exc:
+            parser.error(f"--secrets-socket {opts.secrets_socket}: {exc}")
+    elif opts.secrets is not None:
         try:
             secrets = orjson.loads(opts.secrets.read_bytes())
         except (OSError, orjson.JSONDecodeError) as exc:
             parser.error(f"--secrets {opts.secrets}: {exc}")
+    if secrets is not None:
         env = {str(key): str(value) for key, value in (secrets.get("env") or {}).items()}
         redactor = Redactor([(str(value), str(repl)) for value, repl in secrets.get("redact") or []])
         for name in secrets.get("unset") or []:

@@ -8,9 +8,11 @@ start it); for an HTTP server the hub runs one `HttpCaptureProxy` and gives
 each attempt its own route and journal. `async with CaptureHub(...)` runs that
 proxy on the caller's event loop (Phase 1's); `with` in a thread.
 
-Secrets stay out of agent configs: the server's environment and the values to
-redact go into a file readable by its owner only, in a folder outside the run
-(`secrets_dir`), and only its path is on the proxy's command line. The same
+Secrets stay out of agent configs and off the disk: the hub keeps the
+server's environment and the values to redact in memory and hands them to each
+proxy over a unix socket, once (`secrets_desk.SecretsDesk`); only the socket's
+path and a one-time token are on the proxy's command line. (`secrets_dir`, a
+private file, remains for callers without a hub.) The same
 file names the variables the proxy withholds from the server (`withheld_env`):
 the provider keys an agent CLI was handed from `.env`, which the server would
 otherwise inherit through the CLI that launches the proxy.
@@ -27,6 +29,7 @@ import orjson
 from mcpipechekr._util.private_log import write_private
 from mcpipechekr.capture.agent_server import AgentServer
 from mcpipechekr.capture.http_proxy import HttpCaptureProxy
+from mcpipechekr.capture.secrets_desk import SecretsDesk
 from mcpipechekr.capture.warm import WarmPool
 from mcpipechekr.config import Redactor, ServerConfig
 
@@ -57,13 +60,16 @@ def proxy_server(
     stderr_log: Path | None = None,
     withheld_env: Sequence[str] = (),
     attach: Path | None = None,
+    desk: SecretsDesk | None = None,
 ) -> AgentServer:
     """The AgentServer for a stdio server behind the capture proxy, journaling to `journal`.
 
     With `attach`, the proxy uses the server a `capture.warm.WarmPool` started ahead, listening there,
     instead of starting one (the command is still given: the journal names it).
 
-    With `secrets_dir`, the server's env, `redactions` and `withheld_env` (names
+    With `desk` (a `SecretsDesk`, as a Phase 1 hub has), the server's env, `redactions` and
+    `withheld_env` are handed to the proxy over its socket, once, and written nowhere. With
+    `secrets_dir`, the server's env, `redactions` and `withheld_env` (names
     the server must not inherit from the agent) are passed in a private file
     there; without it the env is passed in `AgentServer.env` (for tests and
     servers without secrets) and the other two are refused.
@@ -81,7 +87,11 @@ def proxy_server(
     if attach is not None:
         args += ["--attach", str(attach)]
     env: dict[str, str] = {}
-    if secrets_dir is not None:
+    if desk is not None:  # in memory, collected once by the proxy as it starts
+        payload = {"env": dict(server_config.env), "redact": [list(pair) for pair in redactions]}
+        token = desk.deposit({**payload, "unset": list(withheld_env)})
+        args += ["--secrets-socket", str(desk.path), "--secrets-token", token]
+    elif secrets_dir is not None:
         secrets = write_secrets_file(secrets_dir, dict(server_config.env), redactions, withheld_env)
         args += ["--secrets", str(secrets)]
     elif redactions or withheld_env:
@@ -110,6 +120,7 @@ class CaptureHub:
         self.withheld_env = list(withheld_env)
         self.pool = pool  # stdio servers started ahead of the attempts (`capture.warm`)
         self.http: HttpCaptureProxy | None = None
+        self.desk: SecretsDesk | None = None
 
     def _http_proxy(self) -> HttpCaptureProxy | None:
         if not self.server_config.url:
@@ -118,13 +129,24 @@ class CaptureHub:
             self.server_config.url, dict(self.server_config.headers), Redactor(self.redactions)
         )
 
+    def _open_desk(self) -> None:
+        if self.server_config.command:
+            self.desk = SecretsDesk()
+
+    def _close_desk(self) -> None:
+        if self.desk is not None:
+            self.desk.close()
+            self.desk = None
+
     def __enter__(self) -> CaptureHub:
         """The HTTP proxy (if any) serves from a thread of its own: for callers without an event loop."""
         proxy = self._http_proxy()
         self.http = proxy.start() if proxy is not None else None
+        self._open_desk()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        self._close_desk()
         if self.http is not None:
             self.http.stop()
             self.http = None
@@ -133,9 +155,11 @@ class CaptureHub:
         """The HTTP proxy (if any) serves on the running event loop, beside the agents it serves."""
         proxy = self._http_proxy()
         self.http = await proxy.__aenter__() if proxy is not None else None
+        self._open_desk()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        self._close_desk()
         if self.http is not None:
             http, self.http = self.http, None
             await http.__aexit__(*exc_info)
@@ -152,10 +176,14 @@ class CaptureHub:
                 stderr_log=self.stderr_log,
                 withheld_env=self.withheld_env,
                 attach=self.pool.take() if self.pool is not None else None,
+                desk=self.desk,
             )
         return AgentServer(name=name, url=self.http.route(journal, label=journal.stem))
 
     def release(self, server: AgentServer) -> None:
-        """End an attempt's access: an HTTP route is closed (a stdio proxy ends with its agent)."""
+        """End an attempt's access: an HTTP route is closed, a stdio proxy's secrets token withdrawn
+        (the proxy itself ends with its agent)."""
         if self.http is not None and server.url:
             self.http.release(server.url)
+        if self.desk is not None and "--secrets-token" in server.args:
+            self.desk.withdraw(server.args[server.args.index("--secrets-token") + 1])
