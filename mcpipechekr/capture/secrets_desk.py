@@ -32,8 +32,8 @@ class SecretsDesk:
     token, until the token is withdrawn."""
 
     def __init__(self) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="mcpipechekr-desk-"))  # 0700, as mkdtemp makes it
-        self.path = self.folder / "desk.sock"
+        self.folder = socket_folder("mcpd-")  # 0700, as mkdtemp makes it
+        self.path = self.folder / "s"
         self._payloads: dict[str, bytes] = {}
         self._lock = threading.Lock()
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -44,7 +44,7 @@ class SecretsDesk:
 
     def deposit(self, payload: dict) -> str:
         """Keep `payload` until its token is withdrawn; the token to collect it with."""
-        token = secrets.token_urlsafe(24)
+        token = secrets.token_hex(24)  # hex: a token never starts with `-`, which argparse reads as an option
         with self._lock:
             self._payloads[token] = orjson.dumps(payload)
         return token
@@ -80,6 +80,20 @@ class SecretsDesk:
                     payload = self._payloads.get(token)
                 with contextlib.suppress(OSError):
                     client.sendall(payload if payload is not None else b"")
+
+
+MAX_SOCKET_PATH = 100
+"""Bytes a unix socket's path may have (108 on Linux, 104 on macOS, less the name)."""
+
+
+def socket_folder(prefix: str) -> Path:
+    """A private folder for a socket: in the temp folder, or in /tmp when the temp folder's path is
+    too long for a socket path (a deep `$TMPDIR`, macOS's)."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    if len(str(folder).encode()) + 3 <= MAX_SOCKET_PATH or not Path("/tmp").is_dir():
+        return folder
+    folder.rmdir()
+    return Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
 
 
 def _read_line(client: socket.socket) -> str:

@@ -19,6 +19,7 @@ import pytest
 from test_run_cli import _project
 
 SECRET = "desk-secret-0a1b2c3d4e5f"
+pytestmark = pytest.mark.xdist_group("test_no_secret_on_disk")
 
 
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT])
@@ -27,14 +28,14 @@ def test_a_run_stopped_mid_trace_leaves_no_secret_in_the_temp_folder(
 ) -> None:
     temp = tmp_path / "tmp"
     temp.mkdir()
-    config = _project(tmp_path, emailindex_dir, emailindex_db)
+    config = _project(tmp_path, emailindex_dir, emailindex_db, "paths: {home: home}\n")
     config.write_text(config.read_text().replace("  env: {", f"  env: {{API_TOKEN: {SECRET}, ", 1))
     env = {**os.environ, "TMPDIR": str(temp), "NO_COLOR": "1"}
     env.pop("PYTHONPATH", None)
     process = subprocess.Popen(
         [sys.executable, "-m", "mcpipechekr", "run", "--config", str(config), "--repeat", "3"],
         cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True,
+        stderr=subprocess.PIPE, start_new_session=True, text=True,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
@@ -43,7 +44,9 @@ def test_a_run_stopped_mid_trace_leaves_no_secret_in_the_temp_folder(
             if journals and any(path.stat().st_size for path in journals):
                 break  # an attempt's proxy is serving: the secrets reached it
             time.sleep(0.05)
-        assert process.poll() is None, "the run ended before it could be stopped mid-trace"
+        assert process.poll() is None, (
+            f"the run ended before it could be stopped: {process.stderr.read()[-2000:]}"
+        )
         os.killpg(process.pid, stop)
         process.wait(timeout=60)
     finally:
