@@ -15,11 +15,12 @@ import contextlib
 import secrets
 import shutil
 import socket
-import tempfile
 import threading
 from pathlib import Path
 
 import orjson
+
+from mcpipechekr.capture.sockets import socket_folder
 
 MAX_TOKEN = 128
 """Bytes a client may send as its token; more is refused."""
@@ -32,7 +33,7 @@ class SecretsDesk:
     token, until the token is withdrawn."""
 
     def __init__(self) -> None:
-        self.folder = socket_folder("mcpd-")  # 0700, as mkdtemp makes it
+        self.folder = socket_folder("mcpd-", name="s")  # 0700, as mkdtemp makes it
         self.path = self.folder / "s"
         self._payloads: dict[str, bytes] = {}
         self._lock = threading.Lock()
@@ -80,20 +81,6 @@ class SecretsDesk:
                     payload = self._payloads.get(token)
                 with contextlib.suppress(OSError):
                     client.sendall(payload if payload is not None else b"")
-
-
-MAX_SOCKET_PATH = 100
-"""Bytes a unix socket's path may have (108 on Linux, 104 on macOS, less the name)."""
-
-
-def socket_folder(prefix: str) -> Path:
-    """A private folder for a socket: in the temp folder, or in /tmp when the temp folder's path is
-    too long for a socket path (a deep `$TMPDIR`, macOS's)."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
-    if len(str(folder).encode()) + 3 <= MAX_SOCKET_PATH or not Path("/tmp").is_dir():
-        return folder
-    folder.rmdir()
-    return Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
 
 
 def _read_line(client: socket.socket) -> str:

@@ -45,7 +45,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -59,6 +58,7 @@ from mcpipechekr._util.private_log import RedactingLog
 from mcpipechekr._util.project_lock import held_lock_file
 from mcpipechekr._util.redact import Redactor
 from mcpipechekr._util.stops import own_group, release_group
+from mcpipechekr.capture.sockets import socket_folder
 from mcpipechekr.config import ServerConfig
 
 MAX_AHEAD_PER_SLOT = 4
@@ -138,7 +138,7 @@ class WarmPool:
         self.parallel_starts = parallel_starts
         self.start_s = start_s  # how long a start takes (measured), for counting the starts still under way
         self.tally = StartTally()
-        self._folder = Path(tempfile.mkdtemp(prefix="mcpw-"))  # short: a socket path has ~100 bytes
+        self._folder = socket_folder("mcpw-", name="99999.sock")  # a socket path has ~100 bytes
         self._stderr_log = stderr_log
         self._redactor = redactor or Redactor([])
         self._log: RedactingLog | None = None
