@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from findings_sessions import SECRET, SERVER, cli, promoted_lookup_finding, stored_bytes
+from terminal import at_terminal
 
 from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.findings.home import Home
@@ -64,7 +65,8 @@ def test_one_issue_per_finding_not_closed_with_the_commands_that_verify_it(
         f"mcpipechekr generate --finding {finding_id} --confirm-read-only --output {finding_id}.case.yaml"
     )
     verify = (
-        f"mcpipechekr verify --finding {finding_id} --case {finding_id} --manifest {finding_id}.case.yaml -- "
+        f"mcpipechekr verify --accept-case --finding {finding_id} --case {finding_id} "
+        f"--manifest {finding_id}.case.yaml -- "
     )
     assert generate in issue and verify in issue
     manual_issue = (out / f"{MANUAL}.md").read_text()
@@ -80,8 +82,13 @@ def test_one_issue_per_finding_not_closed_with_the_commands_that_verify_it(
     assert cli(*generate.split()[1:]).exit_code == 0
     manifest = tmp_path / f"{finding_id}.case.yaml"
     manifest.write_text(manifest.read_text().replace("'<fill: string>'", "k1"))
-    for _ in range(3):
-        assert cli(*verify.split()[1:], sys.executable, str(SERVER)).exit_code == 0
+    first, shown = at_terminal([*verify.split()[1:], sys.executable, str(SERVER)], answer="y", cwd=tmp_path)
+    assert first == 0, shown
+    assert "accepted: runs of case" in shown and "open -> verifying, streak 1/3" in shown
+    for _ in range(2):
+        assert (
+            cli(*verify.replace("--accept-case ", "").split()[1:], sys.executable, str(SERVER)).exit_code == 0
+        )
     assert current_state(home, finding_id) == ("closed", 3)
     again = cli("export-issues", "--dir", str(out))
     assert again.output.strip() == f"wrote 1 issue file(s) to {out}; removed 1 of findings closed since"

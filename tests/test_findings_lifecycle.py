@@ -29,18 +29,20 @@ from mcpipechekr.findings.lifecycle.states import (
     standings,
 )
 from mcpipechekr.findings.promotion.bugs import bug_finding_id, register_bug_report
+from mcpipechekr.findings.server_identity import ServerKey
 from mcpipechekr.findings.verification.credit import changed_files, credit_binding
 from mcpipechekr.findings.verification.probes import attempts_for, detection_chance, probe_kind
 from mcpipechekr.findings.verification.reverify import claim_bug_fix, verify_from_bug_report
 
 FID = "finding-00112233445566aa"
+SERVER = ServerKey("notes", "script:/srv/notes/server.py")
 
 
 def verify(
     home: Home, run: str, passed: bool, binding: str = "bind-a", origin: VerificationOrigin = "cli"
 ) -> Transition:
     return record_verification(
-        home, FID, run_id=run, passed=passed, binding=binding, probe="m.yaml#c", origin=origin
+        home, FID, run_id=run, passed=passed, binding=binding, probe="m.yaml#c", origin=origin, server=SERVER
     )
 
 
@@ -161,12 +163,28 @@ def test_runs_started_through_serve_are_recorded_and_move_nothing(home: Home) ->
 
 def test_the_loop_follows_only_a_case_a_credited_run_used(home: Home) -> None:
     record_verification(
-        home, FID, run_id="s1", passed=True, binding="b", probe="/h/cases/x.yaml#c", origin="serve"
+        home,
+        FID,
+        run_id="s1",
+        passed=True,
+        binding="b",
+        probe="/h/cases/x.yaml#c",
+        origin="serve",
+        server=SERVER,
     )
     assert last_probe(home, FID) is None and not probe_followed(home, "/h/cases/x.yaml#c")
-    record_verification(home, FID, run_id="p1", passed=True, binding="b", probe="/p/m.yaml#c", origin="cli")
     record_verification(
-        home, FID, run_id="s2", passed=True, binding="b", probe="/h/cases/x.yaml#c", origin="serve"
+        home, FID, run_id="p1", passed=True, binding="b", probe="/p/m.yaml#c", origin="cli", server=SERVER
+    )
+    record_verification(
+        home,
+        FID,
+        run_id="s2",
+        passed=True,
+        binding="b",
+        probe="/h/cases/x.yaml#c",
+        origin="serve",
+        server=SERVER,
     )
     assert last_probe(home, FID) == "/p/m.yaml#c"
     assert probe_followed(home, "/p/m.yaml#c") and not probe_followed(home, "/h/cases/x.yaml#c")
@@ -305,33 +323,41 @@ def _report(run: str, bug_ids: list[str], tasks: tuple[str, ...] = ("find-mail",
 
 def test_the_loop_claims_a_bug_fix_and_later_runs_close_it_or_report_a_regression(home: Home) -> None:
     bug = "EFF-no-date-filter-search"
-    register_bug_report(home, _report("run-20250601-001", [bug]))
-    finding_id = bug_finding_id(bug)
+    register_bug_report(home, _report("run-20250601-001", [bug]), server=SERVER)
+    finding_id = bug_finding_id(bug, SERVER)
     assert current_state(home, finding_id) == ("open", 0)
-    untouched = verify_from_bug_report(home, _report("run-20250601-002", [bug]))
+    untouched = verify_from_bug_report(home, _report("run-20250601-002", [bug]), server=SERVER)
     assert untouched.transitions == [] and untouched.summary_lines() == []  # open: not followed yet
 
-    assert claim_bug_fix(home, bug, "c0ffee").to_state == "fix-claimed"
-    first = verify_from_bug_report(home, _report("run-20250601-003", []), server_revision="c0ffee")
+    assert claim_bug_fix(home, bug, "c0ffee", SERVER).to_state == "fix-claimed"
+    first = verify_from_bug_report(
+        home, _report("run-20250601-003", []), server=SERVER, server_revision="c0ffee"
+    )
     assert [(t.finding_id, t.to_state, t.streak) for t in first.transitions] == [(finding_id, "verifying", 1)]
     assert first.summary_lines() == [
         "findings verified: 1 (1 green, 0 red)",
         f"  {finding_id}: fix-claimed -> verifying",
     ]
-    replay = verify_from_bug_report(home, _report("run-20250601-003", []), server_revision="c0ffee")
+    replay = verify_from_bug_report(
+        home, _report("run-20250601-003", []), server=SERVER, server_revision="c0ffee"
+    )
     assert replay.transitions[0].replayed and current_state(home, finding_id) == ("verifying", 1)
     other_tasks = verify_from_bug_report(
-        home, _report("run-20250601-004", [], tasks=("find-mail",)), server_revision="c0ffee"
+        home, _report("run-20250601-004", [], tasks=("find-mail",)), server=SERVER, server_revision="c0ffee"
     )
     assert other_tasks.transitions[0].fresh_streak and current_state(home, finding_id) == ("verifying", 1)
     streaks = [
-        verify_from_bug_report(home, _report(run, []), server_revision="c0ffee").transitions[0].streak
+        verify_from_bug_report(home, _report(run, []), server=SERVER, server_revision="c0ffee")
+        .transitions[0]
+        .streak
         for run in ("run-20250601-005", "run-20250601-006", "run-20250601-007")
     ]
     assert streaks == [1, 2, 3]  # back on the full task set: a streak of its own
     assert current_state(home, finding_id) == ("closed", 3)
 
-    back = verify_from_bug_report(home, _report("run-20250601-008", [bug]), server_revision="beef00")
+    back = verify_from_bug_report(
+        home, _report("run-20250601-008", [bug]), server=SERVER, server_revision="beef00"
+    )
     (regression,) = back.regressions
     assert (regression.from_state, regression.to_state, regression.reason) == (
         "closed",
@@ -343,7 +369,7 @@ def test_the_loop_claims_a_bug_fix_and_later_runs_close_it_or_report_a_regressio
         == f"  REGRESSION {finding_id}: closed, failed again (reason=bug-reported-again)"
     )
     assert regression_stats(home).rate == 1.0
-    claim_bug_fix(home, bug, "f00d")
-    idle = verify_from_bug_report(home, _report("run-20250601-009", [], tasks=()))
+    claim_bug_fix(home, bug, "f00d", SERVER)
+    idle = verify_from_bug_report(home, _report("run-20250601-009", [], tasks=()), server=SERVER)
     assert idle.transitions == [] and idle.skipped == {finding_id: "the run evaluated no task"}
     assert current_state(home, finding_id) == ("fix-claimed", 0)

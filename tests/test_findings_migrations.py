@@ -51,6 +51,8 @@ COLUMNS = {
     ],
     "findings": ["id", "origin", "bug_id", "body", "sightings", "registered_at", "updated_at"],
     "annotations": ["id", "event_id", "kind", "note", "created_at", "status", "finding_id"],
+    "accepted_cases": ["finding_id", "case_sha", "probe", "accepted_at"],
+    "finding_owners": ["finding_id", "server", "source", "since"],
 }
 INDEXES = {"lifecycle_events_finding", "annotations_event", "verifications_finding"}
 

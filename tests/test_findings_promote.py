@@ -29,6 +29,7 @@ from mcpipechekr.findings.promotion.scoring import (
     score,
     wilson_low,
 )
+from mcpipechekr.findings.server_identity import ServerKey
 
 CORPUS = Path(__file__).parent / "fixtures" / "findings_corpus"
 NOW = T0 + timedelta(hours=1)
@@ -376,10 +377,14 @@ def _report(run_id: str, *, occurrences: int = 2, secret: str = "hunter2-secret"
     )
 
 
-def test_bug_report_entries_become_findings_keyed_by_bug_id(home: Home) -> None:
-    found = register_bug_report(home, _report("run-20250601-001"), server="notes")
+NOTES = ServerKey("notes", "script:/srv/notes.py")
+
+
+def test_bug_report_entries_become_findings_keyed_by_bug_id_and_server(home: Home) -> None:
+    found = register_bug_report(home, _report("run-20250601-001"), server=NOTES)
     crash, totals = found
-    assert crash.id == "finding-" + hashlib.sha256(b"bug:BUG-search-crash").hexdigest()[:16]
+    key = b"bug:notes\0script:/srv/notes.py\0BUG-search-crash"
+    assert crash.id == "finding-" + hashlib.sha256(key).hexdigest()[:16]
     assert crash.origin == "bug_report" and crash.bug_id == "BUG-search-crash"
     assert crash.defect_class == "unhandled_exception"  # read from the error text, which is not kept
     assert crash.arg_shapes == [{"query": "string"}]
@@ -388,9 +393,11 @@ def test_bug_report_entries_become_findings_keyed_by_bug_id(home: Home) -> None:
     # no tool: nothing can probe a fix, so severity is capped and closure is manual
     assert totals.defect_class == "correctness" and totals.severity == "medium" and not totals.probe
 
-    register_bug_report(home, _report("run-20250601-001"), server="notes")  # the same run again
+    register_bug_report(home, _report("run-20250601-001"), server=NOTES)  # the same run again
     assert {f.id: f.occurrences for f in load_findings(home)}[crash.id] == 2
-    register_bug_report(home, _report("run-20250602-001", occurrences=1), server="notes")
+    register_bug_report(home, _report("run-20250602-001", occurrences=1), server=NOTES)
     stored = {f.id: f for f in load_findings(home)}[crash.id]
     assert (stored.occurrences, stored.sessions) == (3, 4)
     assert b"hunter2-secret" not in home.lifecycle_db.read_bytes()
+    other = register_bug_report(home, _report("run-20250602-002"), server=ServerKey("notes", "script:/x.py"))
+    assert crash.id not in {finding.id for finding in other}  # the same bug id on another server

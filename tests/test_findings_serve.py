@@ -17,6 +17,7 @@ from mcp import Client, StdioServerParameters
 from mcpipechekr.check.pointer import result_text
 from mcpipechekr.findings.home import HOME_ENV, Home
 from mcpipechekr.findings.lifecycle.states import current_state, record_verification
+from mcpipechekr.findings.server_identity import ServerKey
 from mcpipechekr.findings.views.serve import serve_argv, serve_env
 
 
@@ -184,7 +185,14 @@ def test_a_red_through_serve_shows_its_reason_and_hint_and_reopens_nothing(
     register_lookup(home, hint="Catch the exception at the tool boundary.")
     for n in range(3):
         record_verification(
-            home, LOOKUP, run_id=f"run-{n}", passed=True, binding="b", probe="p", origin="loop"
+            home,
+            LOOKUP,
+            run_id=f"run-{n}",
+            passed=True,
+            binding="b",
+            probe="p",
+            origin="loop",
+            server=ServerKey("findings", "script:/elsewhere/findings_server.py"),
         )
     config = project_config(tmp_path / "project", broken=True)
     answers: list[str] = []

@@ -22,7 +22,9 @@ from findings_sessions import register_lookup as register
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.states import claim_fix, current_state
-from mcpipechekr.findings.verification.generate import generate_case_file
+from mcpipechekr.findings.verification.acceptance import record_acceptance
+from mcpipechekr.findings.verification.case_manifest import load_manifest
+from mcpipechekr.findings.verification.generate import find_finding, generate_case_file
 from mcpipechekr.findings.verification.reverify import verify_registered_probes
 from mcpipechekr.findings.verification.verify import verify_case_file
 from mcpipechekr.server.target import resolve_server
@@ -53,6 +55,15 @@ def filled(path: Path, **values: str) -> Path:
     return path
 
 
+def accepted(home: Home, manifest: Path, finding_id: str = LOOKUP) -> Path:
+    """What a person's `verify --accept-case` records, once they have read the case at a terminal."""
+    loaded = load_manifest(manifest)
+    case = loaded.manifest.case(finding_id)
+    assert case is not None
+    record_acceptance(home, find_finding(home, finding_id), loaded, case)
+    return manifest
+
+
 def verify(finding_id: str, manifest: Path, *server: str, extra: tuple[str, ...] = ()) -> Result:
     return cli(
         "verify",
@@ -81,7 +92,9 @@ def test_a_generated_case_closes_the_finding_after_three_greens(
     made = generate(LOOKUP, manifest)
     assert made.exit_code == 0, made.output
     text = manifest.read_text()
-    assert f"mcpipechekr verify --finding {LOOKUP} --case {LOOKUP} --manifest {manifest}" in text
+    assert (
+        f"mcpipechekr verify --accept-case --finding {LOOKUP} --case {LOOKUP} --manifest {manifest}" in text
+    )
     assert "key: '<fill: string>'" in text and "outcome: ok" in text
 
     unfilled = verify(LOOKUP, manifest, str(server))
@@ -94,6 +107,12 @@ def test_a_generated_case_closes_the_finding_after_three_greens(
     assert not verifications(home)
 
     filled(manifest, key="k1")
+    proposed = verify(LOOKUP, manifest, str(server))
+    assert proposed.exit_code == 0
+    assert "not counted: no person accepted this case yet" in proposed.output
+    assert f"mcpipechekr verify --accept-case --finding {LOOKUP} --case {LOOKUP}" in proposed.output
+    assert current_state(home, LOOKUP) == ("open", 0)
+    accepted(home, manifest)
     outputs = [verify(LOOKUP, manifest, str(server)) for _ in range(3)]
     assert [result.exit_code for result in outputs] == [0, 0, 0]
     assert outputs[0].output.startswith(
@@ -102,7 +121,7 @@ def test_a_generated_case_closes_the_finding_after_three_greens(
     assert "verifying -> verifying, streak 2/3" in outputs[1].output
     assert "verifying -> closed, streak 3/3" in outputs[2].output
     assert current_state(home, LOOKUP) == ("closed", 3)
-    assert [row[1:] for row in verifications(home)] == [(1, None, 3)] * 3
+    assert [row[1:] for row in verifications(home)] == [(1, None, 3)] * 4
 
 
 def test_a_red_reopens_a_verifying_finding_with_its_reason_and_hint(
@@ -110,7 +129,7 @@ def test_a_red_reopens_a_verifying_finding_with_its_reason_and_hint(
 ) -> None:
     register(home)
     manifest = (
-        filled(tmp_path / "m.yaml", key="k1")
+        accepted(home, filled(tmp_path / "m.yaml", key="k1"))
         if generate(LOOKUP, tmp_path / "m.yaml").exit_code == 0
         else None
     )
@@ -136,7 +155,7 @@ def test_new_bytes_in_the_server_executable_start_a_fresh_streak(
 ) -> None:
     register(home)
     generate(LOOKUP, tmp_path / "m.yaml")
-    manifest = filled(tmp_path / "m.yaml", key="k1")
+    manifest = accepted(home, filled(tmp_path / "m.yaml", key="k1"))
     assert "streak 1/3" in verify(LOOKUP, manifest, str(server)).output
     assert "streak 2/3" in verify(LOOKUP, manifest, str(server)).output
     server.write_text(server.read_text() + "# a fix that changes the executable's bytes\n")
@@ -182,7 +201,7 @@ def test_a_replayed_run_id_adds_nothing_and_a_conflicting_result_is_refused(
 ) -> None:
     register(home)
     generate(LOOKUP, tmp_path / "m.yaml")
-    manifest = filled(tmp_path / "m.yaml", key="k1")
+    manifest = accepted(home, filled(tmp_path / "m.yaml", key="k1"))
     run = ("--run-id", "ci-build-41")
     assert "streak 1/3" in verify(LOOKUP, manifest, str(server), extra=run).output
     replay = verify(LOOKUP, manifest, str(server), extra=run)
@@ -203,7 +222,7 @@ def test_attempts_sized_from_the_rate_catch_a_flaky_failure(
 ) -> None:
     register(home, rate=0.3)  # ln(0.05) / ln(0.7) = 8.4: nine attempts
     generate(LOOKUP, tmp_path / "m.yaml")
-    manifest = filled(tmp_path / "m.yaml", key="k1")
+    manifest = accepted(home, filled(tmp_path / "m.yaml", key="k1"))
     monkeypatch.setenv("FINDINGS_FAIL_EVERY", "5")
     flaky = verify(LOOKUP, manifest, str(server))
     assert flaky.exit_code == 1
@@ -228,7 +247,7 @@ def test_a_false_success_needs_a_result_assertion(
     asserting = tmp_path / "expect.json"
     asserting.write_text(json.dumps({"equals_paths": {"/structuredContent/saved": True}}))
     assert generate(SAVE, tmp_path / "m.yaml", "--expect", str(asserting)).exit_code == 0
-    manifest = filled(tmp_path / "m.yaml", note="remember")
+    manifest = accepted(home, filled(tmp_path / "m.yaml", note="remember"), SAVE)
     monkeypatch.setenv("FINDINGS_BROKEN", "1")
     red = verify(SAVE, manifest, str(server))
     assert red.exit_code == 1 and "reason=expectation-failed" in red.output
@@ -297,7 +316,7 @@ def test_each_loop_run_reruns_the_recorded_case_and_reports_a_regression(
     register(home)
     register(home, SAVE, tool="save", arg_shapes=[{"note": "string"}])
     generate(LOOKUP, tmp_path / "m.yaml")
-    manifest = filled(tmp_path / "m.yaml", key="k1")
+    manifest = accepted(home, filled(tmp_path / "m.yaml", key="k1"))
     monkeypatch.setenv("FINDINGS_BROKEN", "1")
     assert verify(LOOKUP, manifest, str(server)).exit_code == 1  # the case is recorded as the probe
     claim_fix(home, LOOKUP, "c0ffee")
@@ -308,7 +327,8 @@ def test_each_loop_run_reruns_the_recorded_case_and_reports_a_regression(
         outcome = verify_registered_probes(home, target, run_id=f"run-20250601-00{n}")
         assert [(t.finding_id, t.passed, t.streak) for t in outcome.transitions] == [(LOOKUP, True, n + 1)]
         assert outcome.skipped == {
-            SAVE: "no verification case recorded yet: run `mcpipechekr generate` and `mcpipechekr verify`"
+            SAVE: "no verification case recorded yet: run `mcpipechekr generate` and "
+            "`mcpipechekr verify --accept-case`"
         }
     assert current_state(home, LOOKUP) == ("closed", 3)
     monkeypatch.setenv("FINDINGS_BROKEN", "1")
@@ -326,7 +346,7 @@ def test_each_loop_run_reruns_the_recorded_case_and_reports_a_regression(
     assert gone.skipped[LOOKUP] == f"its manifest {manifest} is gone"
 
 
-def test_a_case_file_in_the_home_is_followed_by_the_loop_only_once_a_person_verified_with_it(
+def test_a_case_file_in_the_home_is_followed_by_the_loop_only_once_a_person_accepted_it(
     home: Home, server: Path, tmp_path: Path
 ) -> None:
     register(home)
@@ -344,15 +364,23 @@ def test_a_case_file_in_the_home_is_followed_by_the_loop_only_once_a_person_veri
     waiting = verify_registered_probes(home, target, run_id="run-20250601-001")
     assert not waiting.transitions
     assert waiting.skipped[LOOKUP].startswith(
-        f"no verification case recorded yet: `mcpipechekr serve` drafted {made.path}"
+        f"no verification case accepted yet: `mcpipechekr serve` drafted {made.path}"
     )
+    assert "mcpipechekr verify --accept-case" in waiting.skipped[LOOKUP]
 
-    assert verify(LOOKUP, made.path, str(server)).exit_code == 0  # a person adopts the case
+    ran = verify(LOOKUP, made.path, str(server))  # a person runs it without reading it: nothing counts
+    assert ran.exit_code == 0 and "not counted: no person accepted this case yet" in ran.output
+    unread = verify_registered_probes(home, target, run_id="run-20250601-002")
+    assert not unread.transitions and "is proposed, no person accepted it" in unread.skipped[LOOKUP]
+    assert current_state(home, LOOKUP) == ("fix-claimed", 0)
+
+    accepted(home, made.path)  # a person read it and accepted it
+    assert verify(LOOKUP, made.path, str(server)).exit_code == 0
     with pytest.raises(UserError, match="the loop reruns it: it is not replaced"):
         generate_case_file(home, LOOKUP, confirm_read_only=True, arguments={"key": "anything-green"})
     assert made.path.read_text() == made.text
     assert generate_case_file(home, LOOKUP, confirm_read_only=True, arguments={"key": "k1"}) == made
-    followed = verify_registered_probes(home, target, run_id="run-20250601-002")
+    followed = verify_registered_probes(home, target, run_id="run-20250601-003")
     assert [(t.finding_id, t.passed, t.streak, t.advisory) for t in followed.transitions] == [
         (LOOKUP, True, 2, False)
     ]

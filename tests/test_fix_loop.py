@@ -26,6 +26,7 @@ from mcpipechekr.findings.home import HOME_ENV, Home
 from mcpipechekr.findings.lifecycle.states import record_verification
 from mcpipechekr.findings.lifecycle.store import load_findings
 from mcpipechekr.findings.promotion.bugs import bug_finding_id, register_bug_report
+from mcpipechekr.findings.server_identity import server_key
 from mcpipechekr.fix import FixAgent, run_fix_loop
 from mcpipechekr.review import record_decision
 from mcpipechekr.server.workspace import prepare_repo
@@ -418,7 +419,8 @@ def test_the_fix_step_claims_the_commit_made_before_a_halt_and_claims_nothing_wh
     config.server.env["PYTHONPATH"] = str(tmp_path / "outside")
     write_report(run, [fts_bug(5000), gap_bug(900)])
     home = Home.resolve(config.paths.home)
-    register_bug_report(home, read_model(run.bug_report, BugReport), server=config.server.name)
+    key = server_key(config.server)
+    register_bug_report(home, read_model(run.bug_report, BugReport), server=key)
     record_decision(run, "approve")
 
     with pytest.raises(ServerHalt):
@@ -427,12 +429,13 @@ def test_the_fix_step_claims_the_commit_made_before_a_halt_and_claims_nothing_wh
 
     record_verification(
         home,
-        bug_finding_id(FTS_ID),
+        bug_finding_id(FTS_ID, key),
         run_id="run-20990101-001",
         passed=True,
         binding="b",
         probe="p",
         origin="loop",
+        server=key,
     )
     with pytest.raises(UserError, match="already fixed"):
         fix_step(config, run)  # an earlier invocation's commits are not claimed again

@@ -36,8 +36,8 @@ from test_fix_real_agents import BUG_ID, DONE, NEW, OLD, make_project, project_e
 
 from mcpipechekr.artifacts import list_runs
 from mcpipechekr.artifacts.fix_record import FixRecord, read_fix_record
-from mcpipechekr.findings.home import HOME_ENV
-from mcpipechekr.findings.promotion.bugs import bug_finding_id
+from mcpipechekr.findings.home import HOME_ENV, Home
+from mcpipechekr.findings.lifecycle.store import load_findings
 
 # Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_fix_real_agents_failures")]
@@ -368,9 +368,16 @@ def findings_tool(names: list[str], tool: str) -> str:
     return name
 
 
-def verify_around(names: list[str], edits: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict]]:
+def bug_finding(project: Path) -> str:
+    """The id of BUG_ID's finding, as the project's findings home registered it."""
+    (finding,) = [f.id for f in load_findings(Home(project.parent / "findings")) if f.bug_id == BUG_ID]
+    return finding
+
+
+def verify_around(
+    finding: str, names: list[str], edits: list[tuple[str, dict[str, Any]]]
+) -> list[tuple[str, dict]]:
     """The agent's script: write the finding's case, verify (red), make `edits`, verify (green)."""
-    finding = bug_finding_id(BUG_ID)
     case = {"finding_id": finding, "confirm_read_only": True, **FINDING_CASE}
     verify = (findings_tool(names, "verify_fix"), {"finding_id": finding})
     return [(findings_tool(names, "generate_case"), case), verify, *edits, verify]
@@ -380,7 +387,6 @@ def test_opencode_verifies_red_edits_verifies_green_then_promises_through_the_fi
     approved: Path, tmp_path: Path
 ) -> None:
     """The finding's case is red on the old code and green on the fix; only then does the agent promise."""
-    finding = bug_finding_id(BUG_ID)
     prompts: list[str] = []
     answers: list[str] = []
 
@@ -393,7 +399,11 @@ def test_opencode_verifies_red_edits_verifies_green_then_promises_through_the_fi
             prompts.append(openai.last_user_text(body))
         answers[:] = done
         server_py = str(project / "server" / "server.py")
-        script = verify_around(names, [("edit", {"filePath": server_py, "oldString": OLD, "newString": NEW})])
+        script = verify_around(
+            bug_finding(project),
+            names,
+            [("edit", {"filePath": server_py, "oldString": OLD, "newString": NEW})],
+        )
         if len(done) < len(script):
             return openai.tool_call_reply(*script[len(done)])
         return openai.text_reply(DONE)
@@ -402,6 +412,7 @@ def test_opencode_verifies_red_edits_verifies_green_then_promises_through_the_fi
         project, env = copy_of(approved, tmp_path, "opencode", fake.base_url)
         record = fix(project, env)
 
+    finding = bug_finding(project)
     (entry,) = record.bugs
     assert entry.status == "committed" and entry.files_changed == ["server.py"]
     assert f"knows this defect as finding `{finding}`" in prompts[0]
@@ -416,7 +427,6 @@ def test_claude_code_verifies_red_edits_verifies_green_then_promises_through_the
     approved: Path, tmp_path: Path
 ) -> None:
     """The same loop through Claude Code: the server from `--mcp-config`, its tools allowed up front."""
-    finding = bug_finding_id(BUG_ID)
     answers: list[str] = []
 
     def respond(body: dict[str, Any]) -> anthropic.Reply:
@@ -427,7 +437,9 @@ def test_claude_code_verifies_red_edits_verifies_green_then_promises_through_the
         answers[:] = [str(result.get("content")) for result in done]
         server_py = str(project / "server" / "server.py")
         edit = {"file_path": server_py, "old_string": OLD, "new_string": NEW}
-        script = verify_around(names, [("Read", {"file_path": server_py}), ("Edit", edit)])
+        script = verify_around(
+            bug_finding(project), names, [("Read", {"file_path": server_py}), ("Edit", edit)]
+        )
         if len(done) < len(script):
             return anthropic.tool_use_reply(*script[len(done)])
         return anthropic.text_reply(DONE)
@@ -436,6 +448,7 @@ def test_claude_code_verifies_red_edits_verifies_green_then_promises_through_the
         project, env = copy_of(approved, tmp_path, "claude-code", fake.base_url)
         record = fix(project, env)
 
+    finding = bug_finding(project)
     (entry,) = record.bugs
     assert entry.status == "committed" and entry.files_changed == ["server.py"]
     red, green = answers[1], answers[4]

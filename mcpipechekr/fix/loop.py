@@ -71,6 +71,7 @@ from mcpipechekr.errors import ServerHalt, UserError
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.store import load_finding
 from mcpipechekr.findings.promotion.bugs import bug_finding_id
+from mcpipechekr.findings.server_identity import server_key
 from mcpipechekr.fix.agent_group import end_leftover, record_group
 from mcpipechekr.fix.agents import AgentResult, FindingsServer, FixAgent, resolve_agent, sandbox_mode
 from mcpipechekr.fix.changes import (
@@ -310,7 +311,7 @@ def _verifiable_finding(context: _Context, bug: Bug) -> str | None:
     """The bug's finding id when the agent can verify it through the findings server, else None."""
     if context.findings_home is None or context.agent is None or not context.agent.findings:
         return None
-    finding = load_finding(context.findings_home, bug_finding_id(bug.id))
+    finding = load_finding(context.findings_home, bug_finding_id(bug.id, server_key(context.config.server)))
     return finding.id if finding is not None and finding.probe and finding.tool else None
 
 

@@ -63,12 +63,15 @@ def register_and_verify(
     The outcome goes to `out` and to the end of phase2_narrative.md.
     """
     from mcpipechekr.findings.promotion.bugs import register_bug_report
+    from mcpipechekr.findings.server_identity import server_key
     from mcpipechekr.findings.verification.reverify import verify_from_bug_report, verify_registered_probes
 
     home = findings_home(config)
     report = report.train_view()  # the fix agent reads findings: holdout tasks must not reach them
-    register_bug_report(home, report, server=config.server.name)
-    outcome = verify_from_bug_report(home, report, server_revision=repo_state(config.server).sha).merge(
+    key = server_key(config.server)
+    register_bug_report(home, report, server=key)
+    revision = repo_state(config.server).sha
+    outcome = verify_from_bug_report(home, report, server=key, server_revision=revision).merge(
         verify_registered_probes(home, config.server, run_id=run_dir.run_id)
     )
     lines = outcome.summary_lines()
@@ -86,11 +89,13 @@ def register_and_verify(
 def claim_fixes(config: Config, record: FixRecord) -> list[Transition]:
     """Claim each committed fix of `record` for its bug's finding; later runs verify it, three greens
     close it."""
+    from mcpipechekr.findings.server_identity import server_key
     from mcpipechekr.findings.verification.reverify import claim_bug_fix
 
     home = findings_home(config)
+    key = server_key(config.server)
     return [
-        claim_bug_fix(home, entry.bug_id, entry.commit)
+        claim_bug_fix(home, entry.bug_id, entry.commit, key)
         for entry in record.bugs
         if entry.status == "committed" and entry.commit
     ]

@@ -27,6 +27,7 @@ from serve_project import (
     session,
     tool_schemas,
 )
+from terminal import at_terminal
 
 from mcpipechekr.config import load_config
 from mcpipechekr.findings.home import Home
@@ -222,9 +223,14 @@ def test_greens_through_serve_earn_no_credit_while_the_harness_greens_still_clos
     assert current_state(home, LOOKUP) == ("open", 0)
     assert [row for row in verifications(home) if row[2] == "serve"] == [(1, 0, "serve")] * 3
 
-    # The harness's own runs on the configured server: a person's `verify`, then the loop's reruns.
+    # The harness's own runs on the configured server: a person accepts the case at a terminal and runs
+    # it (`verify --accept-case`), then the loop's reruns.
     case_file = home.root / "cases" / f"{LOOKUP}.yaml"
     config = load_config(fixed.config)
+    accepted, shown = at_terminal(
+        ["verify", "--accept-case", "--finding", LOOKUP, "--manifest", str(case_file)], answer="y"
+    )
+    assert accepted == 0 and "accepted: runs of case" in shown, shown
     person = cli(
         "verify",
         "--finding",

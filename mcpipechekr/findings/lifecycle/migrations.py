@@ -135,6 +135,34 @@ def m003_verification_origin(db: sqlite3.Connection) -> None:
     db.execute("UPDATE verifications SET origin = 'loop' WHERE probe = 'run-evaluation'")
 
 
+@migration
+def m004_case_acceptance_and_owners(db: sqlite3.Connection) -> None:
+    """Keep which cases a person accepted and which server owns each finding (`lifecycle/trust.py`).
+
+    A case an agent wrote (through `mcpipechekr serve`, or any file anyone can
+    edit) proves nothing until a person has read it and accepted it; a
+    verification is evidence about one server only. Findings registered before
+    this migration have no owner yet: the first counted verification names it.
+    """
+    db.execute(
+        """CREATE TABLE accepted_cases (
+    finding_id TEXT NOT NULL,
+    case_sha TEXT NOT NULL,         -- sha256 of the case as validated (credit.case_sha)
+    probe TEXT NOT NULL,            -- manifest#case where it was read when accepted
+    accepted_at TEXT NOT NULL,
+    PRIMARY KEY (finding_id, case_sha)
+)"""
+    )
+    db.execute(
+        """CREATE TABLE finding_owners (
+    finding_id TEXT PRIMARY KEY,
+    server TEXT NOT NULL,           -- the server's name
+    source TEXT NOT NULL,           -- where its code comes from (findings/server_identity.py)
+    since TEXT NOT NULL
+)"""
+    )
+
+
 LATEST = len(MIGRATIONS)
 """The version a file has once every migration this code knows has run."""
 

@@ -49,27 +49,22 @@ reason tokens only, never argument values or error texts.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
 import orjson
 
-from mcpipechekr._util.stops import database_error_line, is_storage_failure
 from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.findings import Finding, FindingState
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.lifecycle.migrations import LATEST, migrate, schema_version
-from mcpipechekr.findings.locking import lifecycle_setup_lock
+from mcpipechekr.findings.lifecycle.database import lifecycle_db, transaction
+from mcpipechekr.findings.lifecycle.trust import case_accepted_on, claim_owner_on, other_server
+from mcpipechekr.findings.server_identity import ServerKey
 
 CLOSING_STREAK = 3
 """Consecutive greens under one credit binding that close a finding."""
-
-BUSY_TIMEOUT_S = 30.0
-"""How long a connection waits for another writer's transaction before failing."""
 
 VerificationOrigin = Literal["cli", "loop", "serve"]
 """Who started a verification run (see the module docstring)."""
@@ -110,10 +105,18 @@ class Transition:
     """This run id was already recorded with the same result: nothing changed."""
     advisory: bool = False
     """Recorded, not credited (a `serve` run): the finding did not move."""
+    not_counted: str | None = None
+    """Why a run a person or the loop started counted for nothing (`lifecycle/trust.py`):
+    `case-not-accepted` or `other-server`; the finding did not move."""
+
+    @property
+    def counted(self) -> bool:
+        """Whether this run could move the finding (a replay aside)."""
+        return not self.advisory and self.not_counted is None
 
     @property
     def reopened(self) -> bool:
-        return not self.passed and not self.advisory and self.from_state in ("verifying", "closed")
+        return not self.passed and self.counted and self.from_state in ("verifying", "closed")
 
 
 @dataclass(frozen=True)
@@ -127,51 +130,6 @@ class RegressionStats:
     def rate(self) -> float | None:
         """Regressions per fix claimed; None when no fix was claimed."""
         return self.regressions / self.fixes if self.fixes else None
-
-
-@contextmanager
-def lifecycle_db(home: Home, *, autocommit: bool = True) -> Iterator[sqlite3.Connection]:
-    """lifecycle.db in WAL mode, migrated to the current schema (`migrations.py`); closed on exit.
-
-    Autocommit mode (the default): callers open their own `BEGIN IMMEDIATE`
-    when they read and then write, so two verifiers of one finding cannot both
-    extend a streak. `autocommit=False` keeps sqlite3's implicit transactions,
-    for writers that wrap each write in `with conn:` (the store).
-    """
-    home.root.mkdir(parents=True, exist_ok=True)
-    try:
-        connection = sqlite3.connect(
-            home.lifecycle_db, timeout=BUSY_TIMEOUT_S, isolation_level=None if autocommit else ""
-        )
-        try:
-            if not _ready(connection):
-                with lifecycle_setup_lock(home):
-                    connection.execute("PRAGMA journal_mode=WAL")
-                    migrate(connection)
-            yield connection
-        finally:
-            connection.close()
-    except sqlite3.Error as exc:
-        if not is_storage_failure(exc):
-            raise
-        raise UserError(database_error_line(exc, home.lifecycle_db)) from exc  # a full disk names the file
-
-
-def _ready(connection: sqlite3.Connection) -> bool:
-    """In WAL mode and at the current schema version: the usual open, which takes no lock."""
-    mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
-    return mode == "wal" and schema_version(connection) == LATEST
-
-
-@contextmanager
-def _transaction(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    connection.execute("BEGIN IMMEDIATE")
-    try:
-        yield connection
-    except BaseException:
-        connection.execute("ROLLBACK")
-        raise
-    connection.execute("COMMIT")
 
 
 def _standing(connection: sqlite3.Connection, finding_id: str) -> Standing:
@@ -247,7 +205,7 @@ def claim_fix(home: Home, finding_id: str, commit: str) -> Transition:
     The loop calls this after committing a fix. Claiming the same commit twice
     in a row changes nothing (a rerun of the loop step is harmless).
     """
-    with lifecycle_db(home) as connection, _transaction(connection):
+    with lifecycle_db(home) as connection, transaction(connection):
         before = _standing(connection, finding_id)
         last = connection.execute(
             "SELECT kind, detail FROM lifecycle_events WHERE finding_id = ? ORDER BY seq DESC LIMIT 1",
@@ -272,21 +230,37 @@ def record_verification(
     binding_json: dict[str, object] | None = None,
     probe: str,
     origin: VerificationOrigin,
+    server: ServerKey,
+    server_names: frozenset[str] = frozenset(),
+    case_sha: str | None = None,
     attempts: int = 1,
     reason: str | None = None,
 ) -> Transition:
-    """Record one verification run's result and, for a credited origin, move the finding.
+    """Record one verification run's result and, when it counts, move the finding.
 
     `binding` is the credit binding's fingerprint (`CreditBinding.fingerprint`);
     `probe` says what ran (`manifest#case` or `run-evaluation`), so the loop
     can run it again; `origin` says who started the run: a `serve` run is
-    recorded and moves nothing (see the module docstring). Raises
-    VerificationConflict when `run_id` was recorded for this finding with the
-    other result.
+    recorded and moves nothing (see the module docstring). `server` is the
+    server the run reached (`server_names`: other names it goes by, such as
+    the one it gave at initialize) and `case_sha` the case it ran (None for the loop's
+    judgement by its bug report): a run of a case no person accepted, or of a
+    server other than the finding's, is recorded and moves nothing either
+    (`trust.py`). Raises VerificationConflict when `run_id` was recorded for
+    this finding with the other result.
     """
     credited = origin in CREDITED_ORIGINS
-    with lifecycle_db(home) as connection, _transaction(connection):
+    with lifecycle_db(home) as connection, transaction(connection):
         before = _standing(connection, finding_id)
+        not_counted: str | None = None
+        if credited:
+            if other_server(connection, finding_id, server, server_names):
+                not_counted = "other-server"
+            elif case_sha is not None and not case_accepted_on(connection, finding_id, case_sha):
+                not_counted = "case-not-accepted"
+            else:
+                claim_owner_on(connection, finding_id, server)
+            credited = not_counted is None
         seen = connection.execute(
             "SELECT passed, binding, reason FROM verifications WHERE run_id = ? AND finding_id = ?",
             (run_id, finding_id),
@@ -308,7 +282,8 @@ def record_verification(
                 before.streak,
                 reason=seen[2],
                 replayed=True,
-                advisory=not credited,
+                advisory=origin not in CREDITED_ORIGINS,
+                not_counted=not_counted,
             )
         after, fresh = _next(before, passed, binding) if credited else (before, False)
         regression = credited and not passed and before.state == "closed"
@@ -343,7 +318,8 @@ def record_verification(
         reason=reason,
         regression=regression,
         fresh_streak=fresh,
-        advisory=not credited,
+        advisory=origin not in CREDITED_ORIGINS,
+        not_counted=not_counted,
     )
 
 
@@ -374,7 +350,7 @@ def close_manually(home: Home, finding: Finding, note: str) -> Transition:
             f"{finding.id} has a probe: it closes after {CLOSING_STREAK} consecutive green "
             "verifications, not by hand"
         )
-    with lifecycle_db(home) as connection, _transaction(connection):
+    with lifecycle_db(home) as connection, transaction(connection):
         before = _standing(connection, finding.id)
         after = Standing("closed", 0, None)
         _append_event(connection, finding.id, "manual-close", before, after, detail=note.strip())

@@ -27,7 +27,8 @@ import orjson
 from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.lifecycle.states import lifecycle_db, standings_on
+from mcpipechekr.findings.lifecycle.database import lifecycle_db
+from mcpipechekr.findings.lifecycle.states import standings_on
 
 _STATE_FIELDS = {"state", "streak"}
 

@@ -1,9 +1,12 @@
 """Phase 2 bug-report entries as findings, so efficiency and correctness bugs share the lifecycle.
 
 `register_bug_report` is what the loop calls after Phase 2. Each bug becomes
-(or refreshes) the finding `finding-` + the first 16 hex digits of
-sha256("bug:" + bug id); bug ids are stable across runs, so the same problem
-seen in several runs is one finding.
+(or refreshes) the finding `finding-` + the first 16 hex digits of a sha256
+of the bug id and the server it was seen on (`server_identity.ServerKey`);
+bug ids are stable across runs, so the same problem seen in several runs of
+one server is one finding, and the same bug id on two servers sharing a home
+is two. The server is recorded as the finding's owner (`lifecycle/trust.py`):
+only its runs verify it.
 
 Only sanitized facts are kept: the bug's type and severity, its tool, counts,
 and the *shape* of the failing arguments. The bug's own texts (trigger,
@@ -29,7 +32,9 @@ from mcpipechekr.findings.classes import HINTS, cap_without_probe, class_of_code
 from mcpipechekr.findings.evidence.records import arg_shape
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.store import lifecycle_connection, upsert_finding
+from mcpipechekr.findings.lifecycle.trust import claim_owner_on
 from mcpipechekr.findings.promotion.scoring import wilson_low
+from mcpipechekr.findings.server_identity import ServerKey
 
 TYPE_CLASSES: dict[str, DefectClass] = {
     "efficiency": "efficiency",
@@ -43,25 +48,26 @@ DESCRIPTION_HINT = (
 )
 
 
-def bug_finding_id(bug_id: str) -> str:
-    """`finding-` + 16 hex of sha256("bug:" + bug id)."""
-    return "finding-" + hashlib.sha256(f"bug:{bug_id}".encode()).hexdigest()[:16]
+def bug_finding_id(bug_id: str, server: ServerKey) -> str:
+    """`finding-` + 16 hex of sha256 of the server's name and source and the bug id."""
+    text = f"bug:{server.name}\0{server.source}\0{bug_id}"
+    return "finding-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def register_bug_report(home: Home, bug_report: BugReport, *, server: str = "server") -> list[Finding]:
-    """Register every bug of a Phase 2 report as a finding (state untouched); returns them.
+def register_bug_report(home: Home, bug_report: BugReport, *, server: ServerKey) -> list[Finding]:
+    """Register every bug of a Phase 2 report as a finding of `server` (state untouched); returns them.
 
-    ``server`` is the server's name from config.yaml (`server.name`). Safe to
-    call again with the same report: a run is counted once.
+    Safe to call again with the same report: a run is counted once.
     """
     findings = []
     with lifecycle_connection(home) as conn, conn:
         for bug in bug_report.bugs:
-            finding_id = bug_finding_id(bug.id)
+            finding_id = bug_finding_id(bug.id, server)
             sightings = _read_sightings(conn, finding_id)
             sightings[bug_report.run_id] = _sighting(bug, bug_report)
-            finding = _finding(finding_id, bug, server, sightings)
+            finding = _finding(finding_id, bug, server.name, sightings)
             upsert_finding(conn, finding, now=bug_report.evaluated_at)
+            claim_owner_on(conn, finding_id, server)
             conn.execute(
                 "UPDATE findings SET sightings = ? WHERE id = ?",
                 (orjson.dumps(sightings, option=orjson.OPT_SORT_KEYS).decode(), finding_id),

@@ -196,9 +196,9 @@ def render_manifest(
         f"Verifies {finding.id}: {finding.defect_class} on tool '{tool}' (severity {finding.severity}).",
         f"Fix hint: {finding.hint}",
         "1. Replace every <fill: TYPE> with a value that reproduced the failure.",
-        "2. Run the case against the fixed server; three consecutive greens with the same case,",
-        "   server files and harness close the finding:",
-        f"   mcpipechekr verify --finding {finding.id} --case {case.id} --manifest {output} "
+        "2. Accept the case and run it against the fixed server (once accepted, drop --accept-case);",
+        "   three consecutive greens with the same case, server files and harness close the finding:",
+        f"   mcpipechekr verify --accept-case --finding {finding.id} --case {case.id} --manifest {output} "
         "-- <server command…>",
     ]
     for other in finding.arg_shapes[1:]:

@@ -4,8 +4,9 @@ After a fix commit the loop calls `claim_bug_fix` (or `lifecycle.states.claim_fi
 with a finding id): the finding becomes fix-claimed. On each later run it
 calls one or both of:
 
-- `verify_from_bug_report(home, report)`: every bug-report finding that is
-  fix-claimed, verifying or closed is judged by the run's Phase 2 report:
+- `verify_from_bug_report(home, report, server=…)`: every bug-report finding
+  of the run's server that is fix-claimed, verifying or closed is judged by
+  the run's Phase 2 report:
   red when the report still holds its bug id, green when it does not. The
   credit binding is the harness version, the server revision the loop passes
   (the workspace commit) and the set of tasks the report evaluated, so a run
@@ -13,14 +14,16 @@ calls one or both of:
   a bug whose tasks were not among the evaluated ones is not seen, so it
   reads green; the task set in the binding keeps such a run from continuing
   a streak earned on the full set.
-- `verify_registered_probes(home, server, run_id=…)`: every such finding whose
-  last credited verification ran a manifest case runs that case again (same
-  manifest, same case) against the run's server, through
-  `verify.verify_finding`. A case only ever run through `mcpipechekr serve`
-  is not rerun: the agent chose its values and expectation, so a person
-  adopts it first with `mcpipechekr verify` (the skip reason says so).
+- `verify_registered_probes(home, server, run_id=…)`: every such finding of
+  the server whose last credited verification ran a manifest case runs that
+  case again (same manifest, same case) against the run's server, through
+  `verify.verify_finding`. A case no person accepted (`acceptance.py`) is not
+  rerun: whoever wrote it chose its values and expectation (the skip reason
+  says how to accept it).
 
-Every verification recorded here has the origin `loop`: it is credited.
+A finding belongs to one server (`findings/server_identity.py`): the runs of
+another server in the same home leave it alone. Every verification recorded
+here has the origin `loop`: it is credited.
 
 Both return a `RunVerification`: its transitions, what could not be verified
 and why, and the regressions (closed findings that failed again) that the
@@ -36,12 +39,16 @@ from pathlib import Path
 from mcpipechekr import __version__
 from mcpipechekr._util.hashing import sha256_json
 from mcpipechekr.artifacts.bug_report import BugReport
+from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.config import ServerConfig
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.states import Transition, claim_fix, last_probe, record_verification
 from mcpipechekr.findings.lifecycle.store import load_findings
+from mcpipechekr.findings.lifecycle.trust import owners
 from mcpipechekr.findings.promotion.bugs import bug_finding_id
+from mcpipechekr.findings.server_identity import ServerKey, server_key
+from mcpipechekr.findings.verification.acceptance import accept_command, unaccepted_case
 from mcpipechekr.findings.verification.case_files import case_file
 from mcpipechekr.findings.verification.verify import verify_finding
 
@@ -83,9 +90,14 @@ class RunVerification:
         return lines
 
 
-def claim_bug_fix(home: Home, bug_id: str, commit: str) -> Transition:
-    """The loop committed a fix for Phase 2 bug `bug_id`: its finding becomes fix-claimed."""
-    return claim_fix(home, bug_finding_id(bug_id), commit)
+def claim_bug_fix(home: Home, bug_id: str, commit: str, server: ServerKey) -> Transition:
+    """The loop committed a fix for Phase 2 bug `bug_id` of `server`: its finding becomes fix-claimed."""
+    return claim_fix(home, bug_finding_id(bug_id, server), commit)
+
+
+def _ours(finding: Finding, owner: ServerKey | None, server: ServerKey) -> bool:
+    """A finding this server's runs may judge: owned by its source, or not owned yet and of its name."""
+    return owner.source == server.source if owner is not None else finding.server == server.name
 
 
 def run_evaluation_binding(report: BugReport, server_revision: str | None) -> dict[str, object]:
@@ -99,18 +111,24 @@ def run_evaluation_binding(report: BugReport, server_revision: str | None) -> di
 
 
 def verify_from_bug_report(
-    home: Home, report: BugReport, *, server_revision: str | None = None
+    home: Home, report: BugReport, *, server: ServerKey, server_revision: str | None = None
 ) -> RunVerification:
-    """Judge followed bug-report findings by this run's report; recorded under the report's run id.
+    """Judge `server`'s followed bug-report findings by this run's report, under the report's run id.
 
-    Recording the same report again is a replay and changes nothing. A report
-    that evaluated no task run proves nothing, and records nothing.
+    Findings of other servers in the home are not this run's to judge and are
+    left alone. Recording the same report again is a replay and changes
+    nothing. A report that evaluated no task run proves nothing, and records
+    nothing.
     """
     outcome = RunVerification()
+    owned = owners(home)
     followed = [
         finding
         for finding in load_findings(home)
-        if finding.origin == "bug_report" and finding.bug_id and finding.state in FOLLOWED_STATES
+        if finding.origin == "bug_report"
+        and finding.bug_id
+        and finding.state in FOLLOWED_STATES
+        and _ours(finding, owned.get(finding.id), server)
     ]
     binding = run_evaluation_binding(report, server_revision)
     if not binding["tasks"]:
@@ -129,6 +147,7 @@ def verify_from_bug_report(
                 binding_json=binding,
                 probe=RUN_EVALUATION,
                 origin="loop",
+                server=server,
                 reason=None if passed else "bug-reported-again",
             )
         )
@@ -136,15 +155,21 @@ def verify_from_bug_report(
 
 
 def verify_registered_probes(home: Home, server: ServerConfig, *, run_id: str) -> RunVerification:
-    """Rerun the last manifest case of every followed finding against `server`, under `run_id`.
+    """Rerun the last manifest case of every followed finding of `server` against it, under `run_id`.
 
-    A finding without a recorded case, with a manifest that is gone, or whose
-    run fails for a reason that is not the server's answer (bad manifest,
-    unreachable server) is listed in `skipped` with the reason.
+    A finding without a recorded case, with a manifest that is gone, with a case
+    no person accepted, or whose run fails for a reason that is not the
+    server's answer (bad manifest, unreachable server) is listed in `skipped`
+    with the reason. Findings of other servers are left alone.
     """
     outcome = RunVerification()
+    key = server_key(server)
+    owned = owners(home)
     for finding in load_findings(home):
         if finding.state not in FOLLOWED_STATES or not finding.probe:
+            continue
+        owner = owned.get(finding.id)
+        if owner is not None and owner.source != key.source:
             continue
         probe = last_probe(home, finding.id)
         if probe is None or probe == RUN_EVALUATION:
@@ -157,12 +182,18 @@ def verify_registered_probes(home: Home, server: ServerConfig, *, run_id: str) -
             outcome.skipped[finding.id] = f"its manifest {manifest} is gone"
             continue
         try:
+            proposed = unaccepted_case(home, finding, manifest, case_id)
+            if proposed is not None:
+                outcome.skipped[finding.id] = proposed
+                continue
             result = verify_finding(home, finding, case_id, manifest, server, origin="loop", run_id=run_id)
         except UserError as exc:
             outcome.skipped[finding.id] = exc.format_message().splitlines()[0]
             continue
         if result.transition is None:
             outcome.skipped[finding.id] = result.not_recorded or "not recorded"
+        elif result.transition.not_counted == "other-server":
+            continue  # another server's finding that no run had claimed yet: not this run's to judge
         else:
             outcome.transitions.append(result.transition)
     return outcome
@@ -173,8 +204,9 @@ def _no_case_yet(home: Home, finding_id: str) -> str:
     drafted = case_file(home, finding_id)
     if drafted.is_file() and not drafted.is_symlink():
         return (
-            f"no verification case recorded yet: `mcpipechekr serve` drafted {drafted}; check it, then run "
-            f"`mcpipechekr verify --finding {finding_id} --case {finding_id} --manifest {drafted}` "
-            "with the server after `--`"
+            f"no verification case accepted yet: `mcpipechekr serve` drafted {drafted}; read it and accept "
+            f"it with `{accept_command(finding_id, finding_id, drafted)}`"
         )
-    return "no verification case recorded yet: run `mcpipechekr generate` and `mcpipechekr verify`"
+    return (
+        "no verification case recorded yet: run `mcpipechekr generate` and `mcpipechekr verify --accept-case`"
+    )

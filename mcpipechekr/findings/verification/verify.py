@@ -54,6 +54,9 @@ from mcpipechekr.findings.lifecycle.states import (
     VerificationOrigin,
     record_verification,
 )
+from mcpipechekr.findings.lifecycle.trust import owners
+from mcpipechekr.findings.server_identity import ServerKey, server_key
+from mcpipechekr.findings.verification.acceptance import accept_command
 from mcpipechekr.findings.verification.case_files import case_file, read_case_file, require_finding_id
 from mcpipechekr.findings.verification.case_manifest import (
     LoadedManifest,
@@ -62,7 +65,7 @@ from mcpipechekr.findings.verification.case_manifest import (
     placeholder_problems,
     probe_label,
 )
-from mcpipechekr.findings.verification.credit import CreditBinding, changed_files, credit_binding
+from mcpipechekr.findings.verification.credit import CreditBinding, case_sha, changed_files, credit_binding
 from mcpipechekr.findings.verification.generate import (
     FALSE_SUCCESS_RULE,
     case_id_for,
@@ -93,6 +96,10 @@ class VerifyResult:
     not_recorded: str | None = None
     """Why nothing was recorded, when nothing was (the binding changed during the run)."""
     detection: float | None = None
+    accept: str | None = None
+    """The command that accepts the case, shown when the run did not count for want of it."""
+    owner: ServerKey | None = None
+    """The finding's server, shown when the run reached another one."""
 
     def lines(self) -> list[str]:
         """The command's report: the verdict, the move, and for a red the reason and the fix hint."""
@@ -112,6 +119,14 @@ class VerifyResult:
                 f"{transition.streak}/{CLOSING_STREAK} (only `mcpipechekr verify` and the loop's runs "
                 "move a finding)"
             )
+        elif transition.not_counted == "case-not-accepted":
+            head += (
+                f"; not counted: no person accepted this case yet, so {self.finding.id} stays "
+                f"{transition.to_state}. Read it and accept it: {self.accept}"
+            )
+        elif transition.not_counted == "other-server":
+            owner = self.owner.describe() if self.owner else "another server"
+            head += f"; not counted: {self.finding.id} belongs to server {owner}, not this one"
         elif transition.replayed:
             head += f"; run {transition.run_id} was already recorded, nothing changed ({transition.to_state})"
         else:
@@ -183,17 +198,29 @@ def verify_finding(
     def bind() -> CreditBinding:
         return credit_binding(case, manifest_version=spec.version, timeout_s=timeout, server=server)
 
+    key = server_key(server)
+    owner = owners(home).get(finding.id)
+    if owner is not None and owner.source != key.source and origin != "serve":
+        raise UserError(
+            f"{finding.id} belongs to server {owner.describe()}; this server is {key.describe()}: a run of "
+            "it is no evidence about that one. Run `mcpipechekr verify` in that server's project folder "
+            "without a server, or give that server after `--`"
+        )
     before = bind()
     config = Config(server=server)
     scrub = redactor or config.redactor
     log = log_path_in(home.logs, server.name)
-    passed, done, result = _run_attempts(config, spec.as_cases_file(case), planned, timeout, log, scrub)
+    passed, done, result, told_name = _run_attempts(
+        config, spec.as_cases_file(case), planned, timeout, log, scrub
+    )
     outcome = VerifyResult(
         finding=finding,
         passed=passed,
         attempts=done,
         planned=planned,
         detection=detection_chance(finding.rate, planned),
+        accept=accept_command(finding.id, case.id, manifest_path),
+        owner=owner,
     )
     if not passed:
         outcome.reason = reason_token(result)
@@ -215,6 +242,9 @@ def verify_finding(
         binding_json=scrub.redact(before.model_dump(mode="json")),
         probe=probe_label(manifest_path, case.id),
         origin=origin,
+        server=key,
+        server_names=frozenset({told_name} if told_name else ()),
+        case_sha=case_sha(case),
         attempts=done,
         reason=outcome.reason,
     )
@@ -255,12 +285,12 @@ def verify_case_file(
 
 def _run_attempts(
     config: Config, cases: CasesFile, planned: int, timeout_s: float, log_path: Path, redactor: Redactor
-) -> tuple[bool, int, CheckResult]:
+) -> tuple[bool, int, CheckResult, str | None]:
     """Run the case up to `planned` times on one server, its stderr redacted into `log_path`; stop at
-    the first failure."""
+    the first failure. The last item is the name the server gave itself at initialize."""
     try:
         live = ServerUnderTest(config.server, log_path, redactor)
-        live.start()
+        health = live.start()
     except ServerHalt as halt:
         raise TransportFailure(f"no evidence recorded: the server could not be reached.\n{halt}") from None
     try:
@@ -269,6 +299,8 @@ def _run_attempts(
             ctx.tools = live.list_tools(timeout_s=timeout_s)
         except ServerHalt as halt:
             raise TransportFailure(f"no evidence recorded: tools/list failed.\n{halt}") from None
+        told = health.server_info.get("name")
+        told_name = told if isinstance(told, str) and told else None
         result: CheckResult | None = None
         for attempt in range(1, planned + 1):
             run_functional(ctx, cases)
@@ -278,9 +310,9 @@ def _run_attempts(
             if result.status == "FAIL":
                 if not result.details.get("steps"):
                     raise UserError(f"no evidence recorded: the case could not run: {result.reason}")
-                return False, attempt, result
+                return False, attempt, result, told_name
         assert result is not None
-        return True, planned, result
+        return True, planned, result, told_name
     finally:
         live.stop()
 

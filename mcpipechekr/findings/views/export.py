@@ -139,9 +139,10 @@ def _verify(finding: Finding) -> list[str]:
     out = [
         "```sh",
         f"mcpipechekr generate --finding {finding.id} --confirm-read-only{expect} --output {manifest}",
-        "# fill the <fill: TYPE> placeholders in the manifest, then, against the fixed server:",
-        f"mcpipechekr verify --finding {finding.id} --case {case_id_for(finding)} --manifest {manifest} "
-        "-- <server command…>",
+        "# fill the <fill: TYPE> placeholders in the manifest, then accept it and run it against the fixed "
+        "server:",
+        f"mcpipechekr verify --accept-case --finding {finding.id} --case {case_id_for(finding)} "
+        f"--manifest {manifest} -- <server command…>",
         "```",
         "",
         f"{CLOSING_STREAK} consecutive green runs with the same case, server files and harness close it; "

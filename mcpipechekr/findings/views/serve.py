@@ -22,10 +22,12 @@ Credit: a `verify_fix` run is recorded with the origin `serve` and is
 advisory. Its verdict is the agent's to read; it moves nothing in the
 finding's lifecycle: a green never starts or extends a streak, so no number of
 them closes a finding, and a red neither reopens a finding nor counts as a
-regression (`lifecycle/states.py`). A finding moves only on runs a person
-starts (`mcpipechekr verify`) or the loop does; the loop reruns a case file
-only once a person has verified with it, and `generate_case` never replaces
-a case file a credited run used.
+regression (`lifecycle/states.py`). A case written here is proposed: it
+counts only once a person has read and accepted it (`mcpipechekr verify
+--accept-case`, `verification/acceptance.py`), and a finding moves only on
+runs a person starts (`mcpipechekr verify`) or the loop does; the loop reruns
+an accepted case file only, and `generate_case` never replaces a case file a
+credited run used.
 
 Errors come back as tool errors (`isError: true`) with the CLI's message, so
 an agent reads what a person would. The only file any answer quotes is a
