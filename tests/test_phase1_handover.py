@@ -162,6 +162,11 @@ def test_a_hand_over_cut_short_before_its_home_journal_is_made_once(
     assert len(home_journals(tmp_path)) == 3
     assert len(read_handovers(run)) == 4
 
+    last = home_journals(tmp_path)[-1]  # the check sees a journal handed over twice
+    last.with_name(last.name.replace("-phase1-", "-phase1-9")).write_bytes(last.read_bytes())
+    twice = "2 of 2 call record(s) in the findings home more than once"
+    assert records_handed_once(tmp_path) == [f"runs/{run.run_id}/traces/{journal.stem}.json: {twice}"]
+
 
 def killed(*_args: object) -> Path:
     raise Killed
