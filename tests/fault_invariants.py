@@ -22,6 +22,11 @@ one line each, naming the file: an empty list means the invariant holds.
   attempt was traced in two runs of the same identity (a rerun that abandons
   the interrupted run and starts the same run afresh pays for every attempt
   twice).
+- `records_handed_once`: the findings home holds every completed attempt's
+  call records, once. For each trace of a run, the records its capture journal
+  converts to (`phase1.records_from_journal`, matched by event id) are each in
+  exactly one line of the home's journals: none lost to a kill between the
+  trace and its hand-over, none handed over twice by the resume that repairs it.
 
 Blind spots: the checks read files only. They cannot tell a trace rewritten with
 the same bytes from one left alone, nor see money spent on an attempt whose
@@ -33,6 +38,8 @@ from __future__ import annotations
 import hashlib
 import subprocess
 import sys
+import tempfile
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -57,6 +64,8 @@ from mcpipechekr.artifacts import (
 )
 from mcpipechekr.artifacts.runstate import load_manifest
 from mcpipechekr.errors import UserError
+from mcpipechekr.findings.evidence.phase1 import records_from_journal
+from mcpipechekr.findings.home import Home
 
 RUN_ARTIFACTS: dict[str, type[BaseModel]] = {
     "manifest.json": Manifest,
@@ -238,12 +247,51 @@ def attempts_paid_once(project: Path, at_kill: TraceDigests) -> list[str]:
     return problems
 
 
+def records_handed_once(project: Path) -> list[str]:
+    """Every traced attempt's call records are in the findings home, each in exactly one journal line.
+
+    The records an attempt should have handed over are computed afresh from its
+    capture journal, as the hand-over does (session `<run-id>/<journal stem>`);
+    event ids do not depend on the home's salt, so a scratch home computes them
+    and the project's is only read. An attempt without a capture journal (it
+    never reached the server) has nothing to hand over.
+    """
+    in_home: Counter[str] = Counter()
+    for path in sorted((project / HOME / "journals").glob("*.jsonl")):
+        try:
+            lines = read_jsonl(path)
+        except UserError:
+            continue  # `artifacts_valid` reports it
+        in_home.update(line.get("event_id") for line in lines if isinstance(line, dict))
+    problems: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="records-") as scratch:
+        home = Home(Path(scratch))
+        for trace in sorted((project / "runs").glob("*/traces/*.json")):
+            run = trace.parent.parent
+            journal = run / "journals" / f"{trace.stem}.jsonl"
+            if is_temp_file(trace) or not journal.exists():
+                continue
+            try:
+                records = records_from_journal(journal, "server", f"{run.name}/{journal.stem}", home=home)
+            except UserError:
+                continue  # `artifacts_valid` reports a damaged journal
+            missing = sum(1 for record in records if in_home[record.event_id] == 0)
+            repeated = sum(1 for record in records if in_home[record.event_id] > 1)
+            name, of = trace.relative_to(project), f"of {len(records)} call record(s)"
+            if missing:
+                problems.append(f"{name}: {missing} {of} not in the findings home")
+            if repeated:
+                problems.append(f"{name}: {repeated} {of} in the findings home more than once")
+    return problems
+
+
 INVARIANTS: dict[str, str] = {
     "artifacts_valid": "every artifact parses and validates",
     "no_temp_files": "no temp file left",
     "run_states_true": "every run's status is true",
     "index_rebuilds": "the findings index rebuilds",
     "attempts_paid_once": "no attempt paid twice",
+    "records_handed_once": "each attempt's records handed over once",
 }
 """Invariant name -> what it says, in the order they are checked and reported."""
 
@@ -256,5 +304,6 @@ def check_invariants(project: Path, env: Mapping[str, str], at_kill: TraceDigest
         "run_states_true": lambda: run_states_true(project),
         "index_rebuilds": lambda: index_rebuilds(project, env),
         "attempts_paid_once": lambda: attempts_paid_once(project, at_kill),
+        "records_handed_once": lambda: records_handed_once(project),
     }
     return {name: checks[name]() for name in INVARIANTS}

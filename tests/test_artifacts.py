@@ -86,6 +86,7 @@ from mcpipechekr.artifacts.description_suggestions import (
 from mcpipechekr.artifacts.fieldtables import models_in_order, refresh_doc_text
 from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.artifacts.fix_record import AgentRun, BugFix, FixHealth, FixRecord
+from mcpipechekr.artifacts.handover import Handover
 from mcpipechekr.artifacts.server_starts import ServerStarts, StartMeasure
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.evidence.records import CallRecord
@@ -593,6 +594,14 @@ def make_server_starts() -> ServerStarts:
     )
 
 
+def make_handover() -> Handover:
+    return Handover(
+        journal="t1__demo__r001.jsonl",
+        life="2026-12-04T09:30:00.123456+00:00/5123.25",
+        home_journal="20261204T093001.000001Z-phase1-4242-0a1b2c.jsonl",
+    )
+
+
 def make_comparison() -> Comparison:
     def side(run_id: str, sha: str) -> ComparedRun:
         return ComparedRun(
@@ -674,6 +683,7 @@ SAMPLES = {
     "findings": make_findings_list,
     "comparison": make_comparison,
     "server_starts": make_server_starts,
+    "handover": make_handover,
 }
 
 

@@ -134,6 +134,11 @@ class RunDir:
         return self.root / "server.stderr.log"
 
     @property
+    def handovers(self) -> Path:
+        """Phase 1: which capture journals went to the findings home (`artifacts/handover.py`)."""
+        return self.root / "handovers.jsonl"
+
+    @property
     def baseline(self) -> Path:
         """The shared runs/baseline.json (not inside the run folder)."""
         return baseline_path(self.runs_dir)

@@ -22,6 +22,7 @@ from mcpipechekr.artifacts.comparison import Comparison
 from mcpipechekr.artifacts.description_suggestions import DescriptionSuggestions
 from mcpipechekr.artifacts.findings import FindingsList
 from mcpipechekr.artifacts.fix_record import FixRecord
+from mcpipechekr.artifacts.handover import Handover
 from mcpipechekr.artifacts.manifest import Manifest
 from mcpipechekr.artifacts.review import Review
 from mcpipechekr.artifacts.server_starts import ServerStarts
@@ -46,6 +47,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "call_record": CallRecord,
     "comparison": Comparison,
     "server_starts": ServerStarts,
+    "handover": Handover,
 }
 """File-format name -> model; each becomes `<name>.schema.json`."""
 

@@ -8,14 +8,16 @@
 - after a fix commit, the claim (`claim_fixes`): the bug's finding becomes
   fix-claimed, and later runs verify it.
 
-Each is safe to repeat: event ids are derived, a report recorded twice is a
-replay, and claiming the same commit again in a row changes nothing.
+Each is safe to repeat: a journal already handed over is not handed over
+again (`artifacts/handover.py`), event ids are derived, a report recorded
+twice is a replay, and claiming the same commit again in a row changes nothing.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,8 +25,10 @@ from rich.console import Console
 
 from mcpipechekr._util.console import console
 from mcpipechekr.artifacts import BugReport, RunDir
-from mcpipechekr.artifacts.atomic import atomic_write_text
+from mcpipechekr.artifacts.atomic import append_jsonl, atomic_write_text
 from mcpipechekr.artifacts.fix_record import FixRecord
+from mcpipechekr.artifacts.handover import Handover, read_handovers
+from mcpipechekr.artifacts.journal import read_journal
 from mcpipechekr.config import Config
 from mcpipechekr.findings.home import HOME_ENV, Home
 from mcpipechekr.server.workspace import repo_state
@@ -39,16 +43,42 @@ def findings_home(config: Config | None) -> Home:
 
 
 def record_call_evidence(config: Config, run_dir: RunDir, journals: Iterable[Path]) -> None:
-    """Hand Phase 1 capture journals to the findings home as call records; a missing journal (the
-    attempt never reached the server) is passed over."""
-    from mcpipechekr.findings.evidence.phase1 import records_from_journal
+    """Hand Phase 1 capture journals to the findings home as call records, each journal's life once.
+
+    A missing journal (the attempt never reached the server) is passed over,
+    and so is one already in the home: the run's `handovers.jsonl` names the
+    home journal each went to (`artifacts/handover.py`), written before it, so
+    handing the same journals over again, after a kill cut a hand-over short
+    or on a resume that repairs one, neither loses nor repeats a record.
+    """
+    from mcpipechekr.findings.evidence.phase1 import journal_life, records_from_journal
     from mcpipechekr.findings.evidence.records import append_records
 
     home = findings_home(config)
     for journal in journals:
-        if journal.exists():
-            session = f"{run_dir.run_id}/{journal.stem}"
-            append_records(home, records_from_journal(journal, config.server.name, session, home=home))
+        if not journal.exists():
+            continue
+        life = journal_life(sorted(read_journal(journal), key=lambda record: record.seq))
+        if (journal.name, life) in handed_over(run_dir, home):
+            continue
+        session = f"{run_dir.run_id}/{journal.stem}"
+        records = records_from_journal(journal, config.server.name, session, home=home)
+        append_records(home, records, announce=partial(_note_handover, run_dir, journal.name, life))
+
+
+def handed_over(run_dir: RunDir, home: Home) -> set[tuple[str, str]]:
+    """(capture journal name, life) of each journal of the run whose records are in `home`."""
+    return {
+        (entry.journal, entry.life)
+        for entry in read_handovers(run_dir)
+        if (home.journals / entry.home_journal).exists()
+    }
+
+
+def _note_handover(run_dir: RunDir, journal: str, life: str, home_journal: str) -> None:
+    """Record, durably and before the home journal is written, where a journal's records are going."""
+    entry = Handover(journal=journal, life=life, home_journal=home_journal)
+    append_jsonl(run_dir.handovers, entry.model_dump(mode="json"))
 
 
 def register_and_verify(

@@ -12,7 +12,11 @@ An interrupted run is resumed, not redone: with `resume`, an attempt whose
 trace is on disk and ended on its own, for the task's prompt as it is now, is
 not run again (`already_traced`), so a run killed half-way pays the model
 only for the attempts it lacks. doit needs this: a process killed outright
-never saved which targets it built.
+never saved which targets it built. The journals of the attempts kept are
+handed over then, unless they were already (`handoff.record_call_evidence`
+hands each journal over once): a process killed after an attempt's trace was
+written and before its hand-over would otherwise lose that attempt's records
+for good.
 """
 
 from __future__ import annotations
@@ -119,6 +123,8 @@ def trace_step(
                 f"trace {attempt.label}: already traced → {display_path(attempt_trace(run_dir, attempt))}",
                 markup=False,
             )
+        # A process killed between an attempt's trace and its hand-over left records the home lacks.
+        record_call_evidence(config, run_dir, [attempt_journal(run_dir, one) for one in done])
         attempts = [one for one in attempts if one not in done]
     if not attempts:  # all traced already, or a shard the hash gave no attempt
         return []

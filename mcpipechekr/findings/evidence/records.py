@@ -27,7 +27,7 @@ import re
 import secrets
 import threading
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from hashlib import sha256
 from pathlib import Path
@@ -165,12 +165,18 @@ def event_id_for(session: str, source: str, position: int) -> str:
 _append_lock = threading.Lock()
 
 
-def append_records(home: Home, records: Iterable[CallRecord]) -> Path | None:
+def append_records(
+    home: Home, records: Iterable[CallRecord], *, announce: Callable[[str], None] | None = None
+) -> Path | None:
     """Store records as a new journal of the home, whole or not at all; returns it (None if no records).
 
     Each call writes its own file (named by time, so it sorts after every
     journal indexed so far, and the next `index` reads it incrementally). The
     file appears by rename, complete, under the shared journal lock.
+    `announce` is told the file's name before it is written (and never when
+    there are no records), so a caller can note where the records are going
+    and later tell a hand-over that happened from one a kill cut short
+    (`artifacts/handover.py`); calls are serialized within the process.
     """
     data = b"".join(record.to_line() for record in records)
     if not data:
@@ -178,6 +184,8 @@ def append_records(home: Home, records: Iterable[CallRecord]) -> Path | None:
     home.journals.mkdir(parents=True, exist_ok=True)
     with _append_lock:
         path = home.journals / journal_name("phase1")
+        if announce is not None:
+            announce(path.name)
         with JournalLock(home) as lock, lock.shared():
             atomic_write_bytes(path, data)
     return path
