@@ -57,6 +57,7 @@ import mcp_types
 import orjson
 from pydantic import BaseModel, Field
 
+from mcpipechekr._util.tempfiles import own_temp_prefix
 from mcpipechekr._util.yamlsrc import ConfigFileError, Problem
 from mcpipechekr.artifacts import read_model, utc_now, write_model
 from mcpipechekr.artifacts.baseline import Baseline, BaselineEntry
@@ -561,7 +562,7 @@ def _probe_stale(
 
         runner = get_runner(spec, config)
     notes: dict[str, str] = {}
-    with tempfile.TemporaryDirectory(prefix="mcpipechekr-baseline-") as scratch:
+    with tempfile.TemporaryDirectory(prefix=own_temp_prefix("baseline")) as scratch:
         for outcome in candidates:
             workdir = Path(scratch) / outcome.task.task_id
             workdir.mkdir()
@@ -638,7 +639,7 @@ def _results(
             from mcpipechekr.runners.registry import get_runner
 
             runner = get_runner(spec, config)
-        with tempfile.TemporaryDirectory(prefix="mcpipechekr-baseline-") as scratch:
+        with tempfile.TemporaryDirectory(prefix=own_temp_prefix("baseline")) as scratch:
             for task in by_agent:
                 workdir = Path(scratch) / task.task_id
                 workdir.mkdir()

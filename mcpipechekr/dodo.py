@@ -8,6 +8,7 @@ it readies the project folder (doit runs in it) and takes the project's lock.
 """
 
 from mcpipechekr._util.private_mode import private_by_default
+from mcpipechekr._util.tempfiles import sweep_dead_temp_folders
 from mcpipechekr.graph import (
     DOIT_CONFIG,
     open_project,
@@ -25,6 +26,7 @@ from mcpipechekr.graph import (
 )
 
 private_by_default()  # files 0600, folders 0700: see _util/private_mode.py
+sweep_dead_temp_folders()  # what a killed run of ours left in the temp folder
 open_project()
 
 __all__ = [

@@ -16,6 +16,7 @@ import click
 from mcpipechekr import __version__
 from mcpipechekr._util.private_mode import private_by_default
 from mcpipechekr._util.stops import end_owned_groups
+from mcpipechekr._util.tempfiles import sweep_dead_temp_folders
 from mcpipechekr.errors import as_user_error
 
 COMMANDS: dict[str, str] = {
@@ -102,3 +103,4 @@ def main() -> None:
     and 130 on Ctrl-C, keeping what it wrote.
     """
     private_by_default()  # files 0600, folders 0700 (`_util/private_mode.py`)
+    sweep_dead_temp_folders()  # what a killed run of ours left in the temp folder

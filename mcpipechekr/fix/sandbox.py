@@ -74,12 +74,12 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcpipechekr._util.tempfiles import own_temp_folder
 from mcpipechekr.errors import UserError
 
 BWRAP_ENV = "MCPIPECHEKR_BWRAP"
@@ -272,7 +272,7 @@ class AgentSandbox:
 
         The private folder is made before and removed after, once every process of the sandbox is gone.
         """
-        private = Path(tempfile.mkdtemp(prefix="mcpipechekr-agent-"))
+        private = own_temp_folder("agent")
         read_end, write_end = os.pipe()
         try:
             home = private / "home"

@@ -49,7 +49,6 @@ import contextlib
 import functools
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +59,7 @@ import anyio
 import orjson
 
 from mcpipechekr._util.process_group import end_group, process_running
+from mcpipechekr._util.tempfiles import own_temp_folder
 from mcpipechekr.artifacts._base import utc_now
 from mcpipechekr.artifacts.journal import JournalRecord, journal_path, read_journal
 from mcpipechekr.artifacts.rundir import RunDir
@@ -308,7 +308,7 @@ class _Engine:
         journal = journal_path(self.run_dir, task.task_id, str(attempt.provider), attempt.repetition)
         journal.parent.mkdir(parents=True, exist_ok=True)
         journal.unlink(missing_ok=True)
-        workdir = Path(tempfile.mkdtemp(prefix=f"mcpipechekr-{safe_name(task.task_id)[:40]}-"))
+        workdir = own_temp_folder(safe_name(task.task_id)[:40])
         server = self.hub.agent_server(journal, config.server.name, secrets_dir=workdir)
         request = RunRequest(
             task=task,

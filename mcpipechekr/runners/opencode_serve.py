@@ -36,7 +36,6 @@ import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ import httpx2
 
 from mcpipechekr._util.process_group import group_running
 from mcpipechekr._util.stops import own_group, release_group
+from mcpipechekr._util.tempfiles import own_temp_folder
 from mcpipechekr.artifacts.atomic import atomic_write_json
 
 MAX_RESTARTS = 1
@@ -111,7 +111,7 @@ class OpencodeServe:
         self.binary = binary
         self.env = env
         self.config = config
-        self.scratch = Path(tempfile.mkdtemp(prefix="mcpipechekr-opencode-serve-"))
+        self.scratch = own_temp_folder("opencode-serve")
         self.current: ServeProcess | None = None
         self.starts = 0
         self.failures: list[str] = []

@@ -32,7 +32,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -57,6 +56,7 @@ from mcpipechekr._util.process_group import group_cpu_seconds
 from mcpipechekr._util.project_lock import held_lock_file
 from mcpipechekr._util.redact import Redactor
 from mcpipechekr._util.stops import own_group, release_group
+from mcpipechekr._util.tempfiles import own_temp_folder
 from mcpipechekr.config import MASK, Config, LaunchSpec, ServerConfig
 from mcpipechekr.errors import ServerHalt, UserError
 from mcpipechekr.server.stdio_transport import StdioProcessTransport
@@ -678,7 +678,7 @@ class ServerUnderTest:
         if self._connection is not None or self._pending is not None:
             raise RuntimeError("server already started; use restart()")
         if self._temporary_log:
-            self._scratch = Path(tempfile.mkdtemp(prefix="mcpipechekr-server-"))
+            self._scratch = own_temp_folder("server")
             self.log_path = self._scratch / "server.stderr.log"
         assert self.log_path is not None
         self._portal_cm = anyio.from_thread.start_blocking_portal()

@@ -60,3 +60,37 @@ def test_a_run_stopped_mid_trace_leaves_no_secret_in_the_temp_folder(
         if path.is_file() and not path.is_symlink() and SECRET.encode() in path.read_bytes()
     ]
     assert holding == []
+    # Whatever the stopped run left in the temp folder, the next command of ours removes.
+    left = [path.name for path in temp.iterdir() if path.name.startswith("mcpipechekr-")]
+    subprocess.run(
+        [sys.executable, "-m", "mcpipechekr", "validate", "--config", str(config)],
+        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert [path.name for path in temp.iterdir() if path.name.startswith("mcpipechekr-")] == [], left
+
+
+def test_a_command_removes_the_temp_folders_of_dead_processes_only(tmp_path: Path) -> None:
+    """Folders of a process that is gone go; a live one's stay; an older version's secrets file goes."""
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    dead_pid = int(gone.stdout)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    dead = temp / f"mcpipechekr-agent-p{dead_pid}-abc123de"
+    (dead / "home").mkdir(parents=True)
+    (dead / "home" / "opencode.json").write_text(SECRET)
+    alive = temp / f"mcpipechekr-server-p{os.getpid()}-0f0f0f0f"
+    alive.mkdir()
+    legacy = temp / "mcpipechekr-find-mail-k2j3h4g5"
+    legacy.mkdir()
+    (legacy / "capture-secrets.json").write_text(f'{{"API_TOKEN": "{SECRET}"}}')
+    (legacy / "trace.log").write_text("kept")
+    other = temp / f"someone-else-p{dead_pid}-abc123de"
+    other.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    env.pop("PYTHONPATH", None)
+    subprocess.run(
+        [sys.executable, "-m", "mcpipechekr", "validate"],
+        cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert not dead.exists() and alive.is_dir() and other.is_dir()
+    assert sorted(path.name for path in legacy.iterdir()) == ["trace.log"]
