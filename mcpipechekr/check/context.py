@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import mcp_types
 
 from mcpipechekr.artifacts.check_report import CheckResult, CheckStatus, Layer
+from mcpipechekr.check.answers import one_line
 from mcpipechekr.check.sources import ValuePool, server_values
 from mcpipechekr.config import Config
 from mcpipechekr.errors import ServerHalt
@@ -126,7 +127,7 @@ class CheckContext:
         try:
             self.server.restart()
         except ServerHalt as again:
-            self.server_lost = f"server could not be restarted: {str(again).splitlines()[0]}"
+            self.server_lost = f"server could not be restarted: {one_line(str(again))}"
             return False
         return True
 

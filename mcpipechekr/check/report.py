@@ -22,6 +22,7 @@ from rich.text import Text
 
 from mcpipechekr.artifacts.atomic import dumps_json
 from mcpipechekr.artifacts.check_report import LAYERS, CheckReport, CheckResult, CheckSummary, Coverage
+from mcpipechekr.check.answers import one_line
 
 Format = Literal["text", "json", "junit"]
 FORMATS: tuple[Format, ...] = ("text", "json", "junit")
@@ -199,7 +200,7 @@ def to_junit(report: CheckReport) -> str:
                 time=f"{result.duration_ms / 1000:.3f}",
             )
             reason = _xml_text(result.reason)
-            first = reason.strip().splitlines()[0] if reason.strip() else result.status
+            first = one_line(reason) or result.status
             if result.status == "FAIL" and result.expected_failure is None:
                 counts["failures"] += 1
                 ET.SubElement(case, "failure", message=first, type="FAIL").text = reason
