@@ -495,7 +495,7 @@ class CheckConfig(StrictModel):
         default_factory=list,
         description="Tools the server's author trusts to only read although it does not annotate them: "
         "check, baseline and propose call them as if annotated readOnlyHint: true (never one annotated "
-        "destructiveHint: true or readOnlyHint: false). Written by `check --trust-read-only`.",
+        "destructiveHint: true or readOnlyHint: false). Written by `check --trust-read-only` and `init`.",
     )
     synthesize: bool = Field(
         default=True,

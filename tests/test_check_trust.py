@@ -226,3 +226,32 @@ def test_baseline_honours_check_read_only(calls: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "baselined  count-items: reference_calls" in result.output
     assert called(calls) == {"list_items"}
+
+
+def test_init_asks_which_candidates_to_trust_and_records_them(calls: Path, tmp_path: Path) -> None:
+    from mcpipechekr.cli.init_cmd import offer_read_only_trust
+
+    config = write_config(tmp_path)
+    answers = iter(["e", "y", "n", "yes", ""])
+    asked: list[str] = []
+
+    def ask(question: str) -> str:
+        asked.append(question)
+        return next(answers)
+
+    assert offer_read_only_trust(config, ask=ask) == ["list_items", "search_items"]
+    assert asked[0] == "Do they only read? Trust all [a], ask for each [e], or none [N]: "
+    assert asked[1:] == [f"Trust {name} as read-only? [y/N]: " for name in LOOKS_READ_ONLY]
+    assert yaml.safe_load(config.read_text(encoding="utf-8"))["check"]["read_only"] == [
+        "list_items",
+        "search_items",
+    ]
+    assert called(calls) == set()  # listing the tools calls none of them
+    assert offer_read_only_trust(config, ask=lambda _: "") == []  # the default is no
+
+
+def test_init_off_a_terminal_asks_nothing(calls: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["init", "--command", COMMAND, "--dir", str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    assert "Do they only read?" not in result.output
+    assert "read_only" not in yaml.safe_load((tmp_path / "p" / "config.yaml").read_text()).get("check", {})

@@ -20,7 +20,7 @@ lies; that is why it is shown to a person, never acted on.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import mcp_types
@@ -167,3 +167,28 @@ def record_read_only(config_path: Path, names: Iterable[str]) -> list[str]:
         ) from None
     atomic_write_text(config_path, edited)
     return added
+
+
+def ask_read_only_trust(
+    candidates: Sequence[ReadOnlyCandidate], ask: Callable[[str], str], say: Callable[[str], None]
+) -> list[str]:
+    """Ask the server's author which candidates only read: all, each in turn, or none (the default).
+
+    Used by `init` at a terminal, where the author is present to decide; the
+    answer is what `record_read_only` writes. Anything but a clear yes is a no.
+    """
+    if not candidates:
+        return []
+    say("These tools are not annotated read-only, so check, baseline and propose will not call them:")
+    for candidate in candidates:
+        say(f"  {candidate.tool}: {candidate.why}")
+    answer = ask("Do they only read? Trust all [a], ask for each [e], or none [N]: ").strip().lower()
+    if answer in ("a", "all", "y", "yes"):
+        return [candidate.tool for candidate in candidates]
+    if answer not in ("e", "each"):
+        return []
+    return [
+        candidate.tool
+        for candidate in candidates
+        if ask(f"Trust {candidate.tool} as read-only? [y/N]: ").strip().lower() in ("y", "yes")
+    ]
