@@ -48,7 +48,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -285,14 +285,19 @@ def correctness_warnings(taskfile: TaskFile, baseline: Baseline | None) -> list[
 
 
 def write_call_problems(
-    taskfile: TaskFile, tasks: Iterable[Task], tools: Iterable[mcp_types.Tool]
+    taskfile: TaskFile,
+    tasks: Iterable[Task],
+    tools: Iterable[mcp_types.Tool],
+    read_only: Collection[str] = (),
 ) -> list[Problem]:
     """Reference calls of `tasks` on a tool that may change state, where the task does not allow writes.
 
     Why: the baseline replays reference calls with no one watching, on every
     rebuild, against whatever server the config names; a call that deletes or
     sends would do it again each time. Phase 1 agents are not held to this:
-    which tools they may call is the experiment.
+    which tools they may call is the experiment. `read_only` (config's
+    check.read_only) names unannotated tools the server's author trusts to
+    only read; they count as annotated read-only, as in `check`.
 
     One problem per call, at the call's `tool` line, naming the rule and the
     `allow_writes` field that lifts it. A tool the server does not list is left
@@ -306,7 +311,7 @@ def write_call_problems(
             continue
         for number, call in enumerate(task.reference_calls):
             tool = by_name.get(call.tool)
-            risk = write_risk(tool) if tool is not None else None
+            risk = write_risk(tool, trusted=call.tool in read_only) if tool is not None else None
             if risk is None:
                 continue
             problems.append(
@@ -314,8 +319,9 @@ def write_call_problems(
                     ("tasks", index, "reference_calls", number, "tool"),
                     f"'{call.tool}' may change state: {risk}. The baseline replays reference calls "
                     "unattended and calls only tools annotated readOnlyHint: true (and not "
-                    "destructiveHint: true); set allow_writes: true on the task to run this call "
-                    "anyway, or annotate the tool readOnlyHint: true if it only reads",
+                    "destructiveHint: true) or trusted in config.yaml's check.read_only; set "
+                    "allow_writes: true on the task to run this call anyway, or annotate the tool "
+                    "readOnlyHint: true if it only reads",
                 )
             )
     return problems
@@ -507,7 +513,7 @@ def build_baseline(
         kept = [t.task_id for t in selected if t not in todo]
         if not todo:
             return BaselineOutcome(existing, path, [], kept, [], False)
-        refused = write_call_problems(taskfile, todo, tools)
+        refused = write_call_problems(taskfile, todo, tools, config.check.read_only)
         if refused:
             raise ConfigFileError(refused)
         results = _results(config, todo, runner=runner, spec=spec, server=live, own_server=server is None)

@@ -491,6 +491,12 @@ class CheckConfig(StrictModel):
     tool_budgets: dict[str, Annotated[Count, Field(gt=0, le=100_000_000)]] = Field(
         default_factory=dict, description="Per-tool response budgets in estimated tokens, by tool name."
     )
+    read_only: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list,
+        description="Tools the server's author trusts to only read although it does not annotate them: "
+        "check, baseline and propose call them as if annotated readOnlyHint: true (never one annotated "
+        "destructiveHint: true or readOnlyHint: false). Written by `check --trust-read-only` and `init`.",
+    )
     synthesize: bool = Field(
         default=True,
         description="Synthesize arguments for PC-10 (schema, the server's paths, other tools' results) "

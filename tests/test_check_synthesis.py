@@ -251,7 +251,7 @@ def test_the_text_report_says_so_when_no_tool_may_be_called(depot) -> None:
     nothing = report.model_copy(update={"coverage": Coverage(callable_tools=0, reached=0)})
     text = render(nothing, "text").splitlines()
     assert text[text.index("Coverage") + 1] == (
-        "  no tool may be called: none is annotated read-only, none is opted in (see PC-10)"
+        "  no tool may be called: none is annotated read-only, trusted as read-only or opted in (see PC-10)"
     )
     assert "Coverage" not in render(report.model_copy(update={"coverage": None}), "text").splitlines()
 

@@ -90,6 +90,42 @@ class Coverage(ArtifactModel):
     )
 
 
+TrustSource = Literal["--trust-read-only", "config.yaml check.read_only"]
+
+
+class TrustedTool(ArtifactModel):
+    """A tool without a read-only annotation that check called because the server's author trusts it."""
+
+    tool: str = Field(min_length=1, description="The tool.")
+    by: TrustSource = Field(
+        description="Who trusted it: `--trust-read-only` on the command line, or config.yaml's "
+        "`check.read_only`."
+    )
+    recorded: bool = Field(
+        default=False,
+        description="True when this check added it to config.yaml's `check.read_only` (a project folder).",
+    )
+
+
+class RefusedTrust(ArtifactModel):
+    """A tool named as read-only that check still did not call, and why."""
+
+    tool: str = Field(min_length=1, description="The tool.")
+    by: TrustSource = Field(description="Where it was named.")
+    reason: str = Field(
+        description="Why: its annotations say it writes (they win), or the server does not list it."
+    )
+
+
+class ReadOnlyCandidate(ArtifactModel):
+    """A tool not annotated read-only whose name, description and parameters all read as only reading."""
+
+    tool: str = Field(min_length=1, description="The tool.")
+    why: str = Field(
+        description="What makes it look read-only (a suggestion only: nothing calls it on this)."
+    )
+
+
 class CheckSummary(ArtifactModel):
     """Counts for the summary line and CI badges."""
 
@@ -121,6 +157,18 @@ class CheckReport(ArtifactModel):
         default=None,
         description="Which tools PC-10 reached and with what arguments; none when neither the protocol "
         "nor the quality layer called tools.",
+    )
+    trusted_read_only: list[TrustedTool] = Field(
+        default_factory=list,
+        description="Tools called as read-only on the author's word, not their annotations, and by whom.",
+    )
+    refused_trust: list[RefusedTrust] = Field(
+        default_factory=list, description="Tools named as read-only that were still not called, with why."
+    )
+    read_only_candidates: list[ReadOnlyCandidate] = Field(
+        default_factory=list,
+        description="Tools neither annotated nor trusted read-only that look read-only: the author may "
+        "trust them (`check --trust-read-only`); none is called until then.",
     )
     summary: CheckSummary = Field(description="Counts by status.")
     exit_code: Literal[0, 1, 2] = Field(

@@ -13,6 +13,7 @@ success that reports such an error, while a long one is taken for content.
 
 from __future__ import annotations
 
+import json
 import re
 
 import mcp_types
@@ -79,8 +80,37 @@ def text_of(result: mcp_types.CallToolResult) -> str:
     return "\n".join(block.text for block in result.content if isinstance(block, mcp_types.TextContent))
 
 
-def first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else ""
+REASON_MAX_CHARS = 300
+"""Longest server text a check reason quotes; the rest is cut, and the cut says how much (docs/check.md)."""
+
+
+def one_line(text: str, limit: int = REASON_MAX_CHARS) -> str:
+    """A server's text as one line of a reason: JSON compacted, lines joined, cut only past `limit`.
+
+    Why not its first line: servers answer with pretty-printed JSON
+    (`{`, then the error on the lines below) and with messages whose cause is
+    on the second line, and the first line alone said nothing. JSON, whole or
+    after a prefix ("Error: {…}"), is re-written compact; other lines are
+    joined with spaces. Past `limit` characters the text is cut, with an
+    ellipsis and the count of characters left out, so the cut is never silent.
+    """
+    text = _compact_json(text.strip())
+    joined = " ".join(line.strip() for line in text.splitlines() if line.strip())
+    if len(joined) <= limit:
+        return joined
+    return f"{joined[:limit]}… ({len(joined) - limit} more characters)"
+
+
+def _compact_json(text: str) -> str:
+    """`text` with the JSON value that starts at its first `{` or `[` written on one line, if it parses."""
+    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        return text
+    try:
+        value, end = json.JSONDecoder().raw_decode(text, start)
+    except ValueError:
+        return text
+    return text[:start] + json.dumps(value, ensure_ascii=False) + text[end:]
 
 
 def content_problem(result: mcp_types.CallToolResult) -> str | None:

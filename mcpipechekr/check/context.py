@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 import mcp_types
 
 from mcpipechekr.artifacts.check_report import CheckResult, CheckStatus, Layer
+from mcpipechekr.check.answers import one_line
 from mcpipechekr.check.sources import ValuePool, server_values
 from mcpipechekr.config import Config
 from mcpipechekr.errors import ServerHalt
-from mcpipechekr.server.annotations import write_risk
+from mcpipechekr.server.annotations import annotated_writes, write_risk
 from mcpipechekr.server.lifecycle import ServerUnderTest
 
 if TYPE_CHECKING:
@@ -58,6 +59,11 @@ class CheckContext:
     """What argument synthesis got from each tool it considered (check/synthesis.py), by tool name."""
     values: ValuePool | None = None
     """Values synthesis may offer: the server's paths, its resources, results of tools; see value_pool()."""
+    read_only: set[str] = field(default_factory=set)
+    """Tools the server's author trusts to only read (config's check.read_only, --trust-read-only)."""
+
+    def __post_init__(self) -> None:
+        self.read_only |= set(self.config.check.read_only)
 
     def record(
         self,
@@ -126,7 +132,7 @@ class CheckContext:
         try:
             self.server.restart()
         except ServerHalt as again:
-            self.server_lost = f"server could not be restarted: {str(again).splitlines()[0]}"
+            self.server_lost = f"server could not be restarted: {one_line(str(again))}"
             return False
         return True
 
@@ -145,14 +151,15 @@ class CheckContext:
 
         Only a tool annotated `readOnlyHint: true` and not `destructiveHint: true`
         is called on its own (`server.annotations.write_risk`, with the MCP
-        defaults for missing hints), or one the cases file lists under `opt_in`.
-        The name plays no part: an unannotated `wipe_all_notes` and an
-        unannotated `lookup` are both skipped, and the reason says how to allow
-        the call.
+        defaults for missing hints), one the server's author trusts to only
+        read (`read_only`, unless its annotations say it writes), or one the
+        cases file lists under `opt_in`. The name plays no part: an unannotated
+        `wipe_all_notes` and an unannotated `lookup` are both skipped, and the
+        reason says how to allow the call.
         """
         if tool.name in self.opted_in:
             return True, ""
-        risk = write_risk(tool)
+        risk = write_risk(tool, trusted=tool.name in self.read_only)
         if risk is None:
             return True, ""
         opt_in = (
@@ -160,5 +167,8 @@ class CheckContext:
             "cleanup undoes what it does"
         )
         unsaid = tool.annotations is None or tool.annotations.read_only_hint is None
-        advice = f"annotate it readOnlyHint: true if it only reads, or {opt_in}" if unsaid else opt_in
+        annotate = "annotate it readOnlyHint: true if it only reads"
+        if unsaid and annotated_writes(tool) is None and tool.name not in self.read_only:
+            annotate += f" (or trust it: --trust-read-only {tool.name})"
+        advice = f"{annotate}, or {opt_in}" if unsaid else opt_in
         return False, f"{risk}, so it may change state; to call it, {advice}"

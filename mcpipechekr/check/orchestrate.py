@@ -10,7 +10,7 @@ cases file costs no server start.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from mcpipechekr.artifacts._base import utc_now
@@ -32,6 +32,13 @@ from mcpipechekr.check.functional import run_functional
 from mcpipechekr.check.protocol import run_protocol
 from mcpipechekr.check.quality import run_quality
 from mcpipechekr.check.synthesis import case_arguments, coverage_of
+from mcpipechekr.check.trust import (
+    FLAG,
+    parse_tool_names,
+    read_only_candidates,
+    record_read_only,
+    resolve_trust,
+)
 from mcpipechekr.config import Config
 from mcpipechekr.server.lifecycle import describe_target, server_under_test
 from mcpipechekr.server.workspace import prepare_repo
@@ -48,6 +55,8 @@ def run_check(
     call_timeout_s: float | None = None,
     log_path: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    trust_read_only: Sequence[str] = (),
+    record_trust: bool = False,
 ) -> CheckReport:
     """Check the configured server and return the report (whose `exit_code` the CLI exits with).
 
@@ -55,6 +64,12 @@ def run_check(
     config.check's. `progress` is told what runs now. The check starts and
     stops its own server. Raises UserError (a ServerHalt included) when an
     input is bad or the server cannot be started.
+
+    `trust_read_only`: tool names (comma-separated lists allowed) the server's
+    author trusts to only read, for this check on top of config.check.read_only
+    (check/trust.py); a name the server does not list is a UserError. With
+    `record_trust`, they are also added to the config file's check.read_only,
+    for every later check, baseline and propose.
     """
     selected = [layer for layer in LAYERS if layer in set(layers)]
     cases_path = cases_path or config.check.cases
@@ -73,6 +88,13 @@ def run_check(
         if cases is not None:
             ctx.opted_in |= cases.opt_in_tools
         ctx.use_tools(server.list_tools(timeout_s=timeout_s))
+        trusted, refused = resolve_trust(
+            ctx.tools, flag=parse_tool_names(trust_read_only), config=config.check.read_only
+        )
+        ctx.read_only = {entry.tool for entry in trusted}
+        if record_trust and config.source is not None:
+            recorded = set(record_read_only(config.source, [e.tool for e in trusted if e.by == FLAG]))
+            trusted = [entry.model_copy(update={"recorded": entry.tool in recorded}) for entry in trusted]
         if "protocol" in selected:
             run_protocol(ctx, arguments_for=case_arguments(cases))
         if "functional" in selected:
@@ -91,6 +113,7 @@ def run_check(
             sizes = run_quality(ctx, cases, arguments_for=case_arguments(cases))
         results = ctx.results
         coverage = coverage_of(ctx.coverage, ctx.tools)
+        candidates = read_only_candidates(ctx.tools, trusted=ctx.read_only | ctx.opted_in)
 
     stale = apply_expected_failures(results, expected)
     results.extend(_stale_result(listed, expected[listed], results, expected_path) for listed in stale)
@@ -104,6 +127,9 @@ def run_check(
         checks=results,
         sizes=sizes,
         coverage=_redacted(coverage, config),
+        trusted_read_only=trusted,
+        refused_trust=refused,
+        read_only_candidates=candidates,
         summary=summary,
         exit_code=1 if summary.failed or summary.stale_expected_failures else 0,
     )

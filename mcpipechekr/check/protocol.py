@@ -46,8 +46,8 @@ from mcpipechekr.check.answers import (
     RESOURCE_NOT_FOUND,
     SENSIBLE_ERROR_CODES,
     UNHANDLED,
-    first_line,
     halt_reason,
+    one_line,
     text_of,
     validation_reason,
 )
@@ -514,12 +514,12 @@ def _check_call(ctx: CheckContext, tool: mcp_types.Tool, reach: ToolReach) -> bo
             _check_structured(ctx, tool, result)
         return True
     if reach.status == "needs_network":
-        verdict("SKIP", f"needs network: {first_line(reach.reason)} (with {with_what})")
+        verdict("SKIP", f"needs network: {one_line(reach.reason)} (with {with_what})")
         structured("SKIP", no_schema if tool.output_schema is None else "not reached: it needs network")
         return True
     if reach.status == "not_reached":
         last = f"after {calls} call(s), the last with {with_what}"
-        verdict("SKIP", f"not reached: {first_line(reach.reason)} ({last})")
+        verdict("SKIP", f"not reached: {one_line(reach.reason)} ({last})")
         structured("SKIP", no_schema if tool.output_schema is None else "not reached (see PC-10)")
         return True
     # failed: a crash, a hang, a malformed answer, an internal error or an unhandled exception
@@ -576,15 +576,16 @@ def _probe(
     if isinstance(error, MCPError):
         code, known = error.error.code, SENSIBLE_ERROR_CODES.get(error.error.code)
         label = known or "not a code that names the client's mistake (-32602 does)"
-        verdict("PASS" if known else "WARN", f"JSON-RPC error {code}, {label}: {error.error.message}")
+        message = one_line(error.error.message)
+        verdict("PASS" if known else "WARN", f"JSON-RPC error {code}, {label}: {message}")
     elif error is not None:
         _failed(ctx, verdict, error, during)
     elif isinstance(answer, mcp_types.CallToolResult) and answer.is_error:
         text = text_of(answer)
         if UNHANDLED.search(text):
-            verdict("WARN", f"isError, but it looks like an unhandled exception: {first_line(text)}")
+            verdict("WARN", f"isError, but it looks like an unhandled exception: {one_line(text)}")
         else:
-            verdict("PASS", f"isError: {first_line(text)}")
+            verdict("PASS", f"isError: {one_line(text)}")
     else:
         verdict(*on_success)
 

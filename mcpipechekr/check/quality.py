@@ -32,7 +32,7 @@ import orjson
 
 from mcpipechekr._util.tokens import estimate_tokens
 from mcpipechekr.artifacts.check_report import ResponseSize
-from mcpipechekr.check.answers import first_line
+from mcpipechekr.check.answers import one_line
 from mcpipechekr.check.cases import CasesFile
 from mcpipechekr.check.context import CheckContext, ObservedResponse
 from mcpipechekr.check.pointer import (
@@ -300,7 +300,7 @@ def _why_unsized(ctx: CheckContext, tool: str) -> str:
     reach: ToolReach | None = ctx.coverage.get(tool)
     if reach is None:
         return "no successful response was received (only successful answers are sized)"
-    reason = first_line(reach.reason)
+    reason = one_line(reach.reason)
     if reach.status == "reached":
         return "its answer was refused by the client (structuredContent, see PC-11): nothing to size"
     if reach.status == "not_reached":
@@ -309,7 +309,7 @@ def _why_unsized(ctx: CheckContext, tool: str) -> str:
         return f"no successful response (PC-10 failed: {reason})"
     if reach.status == "needs_network":
         return f"needs network: {reason}"
-    return reason
+    return reach.reason  # not called, no arguments: our own words, kept whole
 
 
 def _probe(

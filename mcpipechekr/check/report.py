@@ -20,8 +20,10 @@ from typing import Literal
 
 from rich.text import Text
 
+from mcpipechekr._util.yamledit import flow_list
 from mcpipechekr.artifacts.atomic import dumps_json
 from mcpipechekr.artifacts.check_report import LAYERS, CheckReport, CheckResult, CheckSummary, Coverage
+from mcpipechekr.check.answers import one_line
 
 Format = Literal["text", "json", "junit"]
 FORMATS: tuple[Format, ...] = ("text", "json", "junit")
@@ -53,8 +55,12 @@ def title(report: CheckReport) -> str:
     return "MCP Protocol Compliance Report" if report.layers == ["protocol"] else "MCP Server Check Report"
 
 
-def text_lines(report: CheckReport) -> Iterator[Text]:
-    """The text report, line by line, with styles for a terminal."""
+def text_lines(report: CheckReport, *, rerun: str = "mcpipechekr check") -> Iterator[Text]:
+    """The text report, line by line, with styles for a terminal.
+
+    `rerun` is the command that checks the same server again (its --config or
+    server flags), which the read-only suggestion at the end extends.
+    """
     width = min(_LABEL_WIDTH_CAP, max((len(_label(result)) for result in report.checks), default=0) + 4)
     yield Text(title(report), style="bold")
     yield Text(f"Server: {report.server} ({report.target})")
@@ -76,8 +82,44 @@ def text_lines(report: CheckReport) -> Iterator[Text]:
     if report.coverage is not None:
         yield Text("")
         yield from coverage_lines(report.coverage)
+    if report.trusted_read_only or report.refused_trust:
+        yield Text("")
+        yield from trust_lines(report)
     yield Text("")
     yield summary_line(report.summary)
+    if report.read_only_candidates:
+        yield Text("")
+        yield from suggestion_lines(report, rerun)
+
+
+def trust_lines(report: CheckReport) -> Iterator[Text]:
+    """Which tools were called on the author's word rather than their annotations, by whom; who was not."""
+    yield Text("Trusted as read-only (not annotated so; called on the author's word)", style="bold underline")
+    for entry in report.trusted_read_only:
+        recorded = " (recorded in config.yaml check.read_only)" if entry.recorded else ""
+        yield Text(f"  {entry.tool}: trusted by {entry.by}{recorded}")
+    for refused in report.refused_trust:
+        line = Text("  ")
+        line.append("not trusted", style=STYLES["WARN"])
+        line.append(f": {refused.tool} ({refused.by}): {refused.reason}")
+        yield line
+
+
+def suggestion_lines(report: CheckReport, rerun: str) -> Iterator[Text]:
+    """The tools that look read-only but were not called, and the command and config lines to trust them.
+
+    A suggestion only: the author decides, since a name and a description can
+    mislead (check/trust.py says how the candidates are picked).
+    """
+    names = [candidate.tool for candidate in report.read_only_candidates]
+    yield Text("Tools that look read-only but are not annotated so (none of them was called):", style="bold")
+    for candidate in report.read_only_candidates:
+        yield Text(f"  {candidate.tool}: {candidate.why}")
+    yield Text("If they only read, trust them (in a project folder config.yaml records it for later runs):")
+    yield Text(f"  `{rerun} --trust-read-only {','.join(names)}`")
+    yield Text("or add to config.yaml:")
+    yield Text("  check:")
+    yield Text(f"    read_only: {flow_list(names)}")
 
 
 def _label(result: CheckResult) -> str:
@@ -128,7 +170,10 @@ def coverage_lines(coverage: Coverage) -> Iterator[Text]:
     """`Coverage: 7/9 callable tools reached`, then each tool not reached with its last error."""
     yield Text("Coverage", style="bold underline")
     if not coverage.callable_tools:
-        yield Text("  no tool may be called: none is annotated read-only, none is opted in (see PC-10)")
+        yield Text(
+            "  no tool may be called: none is annotated read-only, trusted as read-only "
+            "or opted in (see PC-10)"
+        )
         return
     line = Text(f"  {coverage.reached}/{coverage.callable_tools} callable tools reached")
     line.append(" (answered a call without isError; read-only or opted-in tools)", style="dim")
@@ -199,7 +244,7 @@ def to_junit(report: CheckReport) -> str:
                 time=f"{result.duration_ms / 1000:.3f}",
             )
             reason = _xml_text(result.reason)
-            first = reason.strip().splitlines()[0] if reason.strip() else result.status
+            first = one_line(reason) or result.status
             if result.status == "FAIL" and result.expected_failure is None:
                 counts["failures"] += 1
                 ET.SubElement(case, "failure", message=first, type="FAIL").text = reason
@@ -216,8 +261,23 @@ def to_junit(report: CheckReport) -> str:
             suite.set(key, str(value))
             totals[key] += value
         suite.set("time", f"{sum(r.duration_ms for r in results) / 1000:.3f}")
+    _trust_properties(root, report)
     for key, value in totals.items():
         root.set(key, str(value))
     root.set("time", f"{elapsed:.3f}")
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _trust_properties(root: ET.Element, report: CheckReport) -> None:
+    """The trust decisions as `<properties>` of the first suite: which tools were trusted, by whom."""
+    suites = root.findall("testsuite")
+    if not suites or not (report.trusted_read_only or report.refused_trust):
+        return
+    properties = ET.Element("properties")
+    for entry in report.trusted_read_only:
+        ET.SubElement(properties, "property", name=f"trusted-read-only:{entry.tool}", value=entry.by)
+    for refused in report.refused_trust:
+        value = _xml_text(f"{refused.by}: {refused.reason}")
+        ET.SubElement(properties, "property", name=f"refused-trust:{refused.tool}", value=value)
+    suites[0].insert(0, properties)

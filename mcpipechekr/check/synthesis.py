@@ -59,9 +59,9 @@ from mcpipechekr.check.answers import (
     SENSIBLE_ERROR_CODES,
     UNHANDLED,
     content_problem,
-    first_line,
     halt_reason,
     is_open_world,
+    one_line,
     text_of,
     unreached_in_success,
     validation_reason,
@@ -710,7 +710,7 @@ def judge_call(ctx: CheckContext, tool: mcp_types.Tool, candidate: Candidate) ->
         return Attempt(candidate, outcome, message, ms, **extra)
 
     if isinstance(error, StructuredContentMismatch):
-        return attempt("reached", "answered", mismatch=first_line(str(error)))
+        return attempt("reached", "answered", mismatch=one_line(str(error)))
     if isinstance(error, ServerHalt):
         return attempt("failed", halt_reason(error), halted=True)
     if isinstance(error, pydantic.ValidationError):
@@ -725,14 +725,14 @@ def judge_call(ctx: CheckContext, tool: mcp_types.Tool, candidate: Candidate) ->
     text = text_of(result)
     if result.is_error:
         if open_world and NEEDS_NETWORK.search(text):
-            return attempt("needs_network", first_line(text), result=result)
+            return attempt("needs_network", one_line(text), result=result)
         if UNHANDLED.search(text):
-            return attempt("failed", f"looks like an unhandled exception: {first_line(text)}", result=result)
-        return attempt("refused", first_line(text) or "isError with no text", result=result)
+            return attempt("failed", f"looks like an unhandled exception: {one_line(text)}", result=result)
+        return attempt("refused", one_line(text) or "isError with no text", result=result)
     if problem := content_problem(result):
         return attempt("failed", problem, result=result)
     if open_world and unreached_in_success(text):
-        return attempt("needs_network", f"answered without isError: {first_line(text)}", result=result)
+        return attempt("needs_network", f"answered without isError: {one_line(text)}", result=result)
     return attempt("reached", "answered", result=result)
 
 
@@ -926,7 +926,7 @@ def attempts_detail(reach: ToolReach) -> list[dict[str, Any]]:
             "arguments": attempt.candidate.arguments,
             "sources": attempt.candidate.sources,
             "outcome": attempt.outcome,
-            "message": first_line(attempt.message)[:300],
+            "message": one_line(attempt.message),
         }
         for attempt in reach.attempts
     ]
@@ -951,7 +951,7 @@ def coverage_of(reaches: dict[str, ToolReach], tools: list[mcp_types.Tool]) -> C
                 calls=len(reach.attempts),
                 arguments=decisive.candidate.arguments if decisive is not None else None,
                 sources=decisive.candidate.sources if decisive is not None else {},
-                error=None if reach.status == "reached" else first_line(reach.reason)[:500] or None,
+                error=None if reach.status == "reached" else one_line(reach.reason) or None,
             )
         )
     return Coverage(

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import shlex
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from mcpipechekr._util.console import console, err_console
@@ -15,6 +17,7 @@ from mcpipechekr.artifacts.check_report import LAYERS
 from mcpipechekr.check.report import FORMATS, render, text_lines
 from mcpipechekr.cli.common import effective_config, server_flags, server_options
 from mcpipechekr.config import DEFAULT_CONFIG_FILE, Config
+from mcpipechekr.server.target import ServerFlags
 from mcpipechekr.steps.check import check_step
 
 _FILE = click.Path(path_type=Path, dir_okay=False)
@@ -52,6 +55,14 @@ _FILE = click.Path(path_type=Path, dir_okay=False)
     help="Seconds allowed for each call [default: config's check.call_timeout_s].",
 )
 @click.option(
+    "--trust-read-only",
+    "trust_read_only",
+    metavar="TOOL[,TOOL…]",
+    multiple=True,
+    help="Call this unannotated tool as if annotated readOnlyHint: true (you vouch that it only reads); "
+    "repeatable or comma-separated. In a project folder it is recorded in config.yaml's check.read_only.",
+)
+@click.option(
     "--format",
     "output_format",
     type=click.Choice(FORMATS),
@@ -72,6 +83,7 @@ def check_command(
     cases_path: Path | None,
     expected_failures_path: Path | None,
     call_timeout_s: float | None,
+    trust_read_only: tuple[str, ...],
     output_format: str,
     output_path: Path | None,
     **_: object,
@@ -80,14 +92,17 @@ def check_command(
 
     The protocol layer works on any server with no configuration. Tools that may
     change state (annotated destructive or not read-only) are never called
-    unless the cases file opts them in. See docs/check.md for every check.
+    unless the cases file opts them in, or, for a tool without such
+    annotations, you trust it with --trust-read-only (the report ends with the
+    unannotated tools that look read-only). See docs/check.md for every check.
 
     Exit codes: 0 every check passed (warnings allowed); 1 a check failed, or an
     expected failure now passes (the list is stale); 2 bad input (config, cases
     or expected-failures file) or a server that cannot be started.
     """
     config = effective_config(ctx)
-    if server_flags(ctx.params).given:
+    flags = server_flags(ctx.params)
+    if flags.given:
         config = _without_config_cases(config, cases_path, expected_failures_path)
     with _progress() as progress:
         report = check_step(
@@ -98,11 +113,14 @@ def check_command(
             expected_failures_path=expected_failures_path,
             call_timeout_s=call_timeout_s,
             progress=progress,
+            trust_read_only=trust_read_only,
+            record_trust=not flags.given,
         )
+    rerun = config.redactor.redact(_rerun_command(ctx, flags))
     if output_path is not None:
         atomic_write_text(output_path, render(report, output_format))  # type: ignore[arg-type]
     if output_path is not None or output_format == "text":
-        for line in text_lines(report):
+        for line in text_lines(report, rerun=rerun):
             console.print(line, soft_wrap=True)
         if output_path is not None:
             err_console.print(f"{output_format} report written to {output_path}")
@@ -123,15 +141,40 @@ def _without_config_cases(config: Config, cases_path: Path | None, expected_path
         for name, given in (("cases", cases_path), ("expected_failures", expected_path))
         if getattr(config.check, name) is not None and given is None
     ]
+    if config.check.read_only:  # trust in another server's tools of the same name must not carry over
+        dropped.append(f"check.read_only ({', '.join(config.check.read_only)})")
     if not dropped:
         return config
     err_console.print(
         f"note: {' and '.join(dropped)} of the config not used: a server flag names the server; "
-        "pass --cases / --expected-failures to use them",
+        "pass --cases / --expected-failures / --trust-read-only to use them",
         markup=False,
     )
-    check = config.check.model_copy(update={"cases": None, "expected_failures": None})
+    check = config.check.model_copy(update={"cases": None, "expected_failures": None, "read_only": []})
     return config.model_copy(update={"check": check})
+
+
+def _rerun_command(ctx: click.Context, flags: ServerFlags) -> str:
+    """`mcpipechekr check` with this run's --config and server flags, for the command the report suggests.
+
+    Only what picks the server and config is repeated (the trust is about that
+    server); --layer, --format and the like are left to the reader.
+    """
+    words = ["mcpipechekr", "check"]
+    if ctx.get_parameter_source("config_path") not in (None, ParameterSource.DEFAULT):
+        words += ["--config", str(ctx.params["config_path"])]
+    for flag, values in (
+        ("--command", [flags.command] if flags.command else []),
+        ("--url", [flags.url] if flags.url else []),
+        ("--header", list(flags.headers)),
+        ("--from-mcp-json", [str(flags.mcp_json)] if flags.mcp_json else []),
+        ("--server", [flags.server_name] if flags.server_name else []),
+        ("--env", list(flags.env)),
+        ("--cwd", [flags.cwd] if flags.cwd else []),
+    ):
+        for value in values:
+            words += [flag, value]
+    return shlex.join(words)
 
 
 @contextlib.contextmanager

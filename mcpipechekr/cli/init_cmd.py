@@ -25,6 +25,8 @@ import json
 import os
 import re
 import shlex
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
@@ -107,6 +109,9 @@ def init_command(
     names an agent; config.yaml's fix section says how to turn it on. dodo.py
     lets `doit baseline loop` run in the folder. Existing files are left alone
     (exit 2) unless --force is given; a dodo.py of your own is never replaced.
+    At a terminal, init then starts the server once, lists the tools that are
+    not annotated read-only but look it, and asks which of them only read
+    (all, each in turn, or none); those go to config.yaml's check.read_only.
     Then run `mcpipechekr tasks propose`, which replaces the example tasks.yaml
     with tasks drafted from the server, and `doit baseline loop`.
     """
@@ -130,7 +135,47 @@ def init_command(
         click.echo(f"server.repo: {repo}, the git checkout that tracks {tracked}")
     for line in fix_advice(fix_agent, repo_set=result.source is not None):
         click.echo(line)
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        offer_read_only_trust(target_dir / DEFAULT_CONFIG_FILE, ask=_ask)
     click.echo(runnable(next_steps(target_dir, dodo_kept=result.dodo_kept)))
+
+
+def _ask(question: str) -> str:
+    try:
+        return input(question)
+    except EOFError:
+        return ""
+
+
+def offer_read_only_trust(config_path: Path, ask: Callable[[str], str]) -> list[str]:
+    """Start the server once, list its unannotated read-only-looking tools, and ask whom to trust.
+
+    Why at init: most servers annotate nothing, so without the author's word
+    check, baseline and propose call none of their tools. Only at a terminal
+    (the caller checks), since the answer must come from a person; the trusted
+    names go to config.yaml's check.read_only. A server that cannot be started
+    costs a note, not the init: `mcpipechekr check` suggests the same tools.
+    """
+    from mcpipechekr.check.answers import one_line
+    from mcpipechekr.check.trust import ask_read_only_trust, read_only_candidates, record_read_only
+    from mcpipechekr.config import load_config
+    from mcpipechekr.server.lifecycle import server_under_test
+
+    try:
+        config = load_config(config_path)
+        with server_under_test(config) as server:
+            tools = server.list_tools()
+    except UserError as exc:
+        click.echo(
+            f"note: not asking which tools only read, the server did not list them: {one_line(str(exc))}"
+        )
+        return []
+    candidates = read_only_candidates(tools, trusted=config.check.read_only)
+    chosen = ask_read_only_trust(candidates, ask=ask, say=click.echo)
+    if chosen:
+        record_read_only(config_path, chosen)
+        click.echo(f"check.read_only: {', '.join(chosen)} (trusted to only read; in {config_path})")
+    return chosen
 
 
 def fix_advice(agent: str, *, repo_set: bool) -> list[str]:

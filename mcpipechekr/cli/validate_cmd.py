@@ -98,7 +98,7 @@ def validate_command(ctx: click.Context, offline: bool, **_: object) -> None:
             baseline = None
         for warning in correctness_warnings(taskfile, baseline):
             click.echo(f"warning: {warning}", err=True)
-        for refused in write_call_problems(taskfile, taskfile.tasks, tools):
+        for refused in write_call_problems(taskfile, taskfile.tasks, tools, config.check.read_only):
             click.echo(f"warning: {refused}", err=True)
     config_shown = display_path(config.source) if config and config.source else "(no config file)"
     count = len(taskfile.tasks)

@@ -154,7 +154,7 @@ def _wanted_tools(found: Exploration, tools: Iterable[str]) -> set[str]:
     if not_read_only and not_read_only == sorted(wanted):
         raise UserError(
             f"--tools: {', '.join(map(repr, not_read_only))} may change state (not annotated "
-            "readOnlyHint: true), and propose calls only read-only tools"
+            "readOnlyHint: true, nor trusted in check.read_only), and propose calls only read-only tools"
         )
     return wanted
 
@@ -237,7 +237,7 @@ def _verified(
         negative = proposal.template == "negative"
         if negative and negatives + 1 > count // NEGATIVE_EVERY:
             continue  # at most one in five: a negative case asks only whether the agent says "none"
-        reason = verify_proposal(fresh, tools, proposal, timeout_s)
+        reason = verify_proposal(fresh, tools, proposal, timeout_s, read_only=config.check.read_only)
         negatives += negative and reason is None
         if reason is None:
             verified.append(proposal)

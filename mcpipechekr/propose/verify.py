@@ -30,7 +30,7 @@ Anything else is refused with its reason, and listed, never written.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -67,8 +67,12 @@ def verify_proposal(
     proposal: Proposal,
     timeout_s: float,
     now: datetime | None = None,
+    read_only: Collection[str] = (),
 ) -> str | None:
-    """None when the proposal's answer is reproduced twice; else why not."""
+    """None when the proposal's answer is reproduced twice; else why not.
+
+    `read_only`: tools the server's author trusts to only read (check.read_only).
+    """
     if not proposal.reference_calls:
         return "it has no reference calls"
     if (
@@ -83,7 +87,7 @@ def verify_proposal(
         return f"it depends on the clock ({moving}): the answer would change"
     answers, singles, facts = [], [], []
     for _ in range(REPLAYS):
-        replayed = replay(server, tools, proposal.reference_calls, timeout_s)
+        replayed = replay(server, tools, proposal.reference_calls, timeout_s, read_only)
         if isinstance(replayed, str):
             return replayed
         readings, texts = replayed
@@ -134,6 +138,7 @@ def replay(
     tools: dict[str, mcp_types.Tool],
     calls: list[tuple[str, dict[str, Any]]],
     timeout_s: float,
+    read_only: Collection[str] = (),
 ) -> tuple[list[Reading], list[str]] | str:
     """The calls' results, read; or why a call could not be made or failed."""
     readings, texts = [], []
@@ -141,7 +146,7 @@ def replay(
         tool = tools.get(name)
         if tool is None:
             return f"reference call {number}: the server has no tool '{name}'"
-        if (risk := write_risk(tool)) is not None:
+        if (risk := write_risk(tool, trusted=name in read_only)) is not None:
             return f"reference call {number}: '{name}' may change state ({risk})"
         try:
             result = server.call_tool(name, arguments, timeout_s)

@@ -9,7 +9,7 @@ command to render in the format asked.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -33,6 +33,8 @@ def check_step(
     call_timeout_s: float | None = None,
     progress: Callable[[str], None] | None = None,
     out: Console = console,
+    trust_read_only: Sequence[str] = (),
+    record_trust: bool = False,
 ) -> CheckReport:
     """Check the configured server (see `check.orchestrate.run_check` for the options) and return the report.
 
@@ -51,6 +53,8 @@ def check_step(
             expected_failures_path=expected_failures_path,
             call_timeout_s=call_timeout_s,
             progress=progress or live_progress.detail,
+            trust_read_only=trust_read_only,
+            record_trust=record_trust,
         )
         if run_dir is None:
             return report
