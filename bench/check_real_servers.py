@@ -13,7 +13,16 @@ Then the cost of argument synthesis: a whole check of the git server (12
 tools) with `check.synthesize` on and off, interleaved, median of --runs.
 Target: ratio < 2.
 
+Then servers that annotate none of their tools (`real_servers.UNANNOTATED`: a
+SQLite server from PyPI and one from npm, a task board, a text editor, and a
+shell server), each checked with the tools its author would trust as
+read-only in `check.read_only` (none for the shell server). Printed: what
+`check` suggested trusting, against that choice; coverage of the trusted
+tools (target >= 0.8); every FAIL and WARN (judged in docs/check.md); and
+whether the state was left unchanged (target: always).
+
 Run: python bench/check_real_servers.py [--runs 3] [--only git,time] [--markdown]
+     [--section annotated|unannotated|all]
 """
 
 from __future__ import annotations
@@ -136,6 +145,44 @@ def synthesis_ratio(cache: Path, runs: int) -> tuple[float, float]:
     return statistics.median(on), statistics.median(off)
 
 
+def print_trust(measured: Measured, suggested: list[str]) -> bool:
+    """What check suggested trusting before any trust, against the author's choice; True when it
+    suggested nothing the author would not trust."""
+    chosen = set(measured.server.read_only)
+    trusted = sorted(tool.tool for tool in measured.report.trusted_read_only)
+    false = [tool for tool in suggested if tool not in chosen]
+    print(
+        f"   author trusts {', '.join(trusted) or 'none'}; check suggested {', '.join(suggested) or 'none'} "
+        f"({len(set(suggested) & chosen)} of the author's {len(chosen)})"
+    )
+    if false:
+        print(f"   SUGGESTED OUTSIDE THE AUTHOR'S CHOICE: {', '.join(false)}")
+    return not false
+
+
+def unannotated_section(cache: Path, keys: list[str] | None) -> bool:
+    """Check each unannotated server with its read-only tools trusted; True when every target holds."""
+    chosen = [s for s in published.UNANNOTATED if keys is None or s.key in keys]
+    if not chosen:
+        return True
+    published.install(cache, servers=published.UNANNOTATED, log=lambda line: print(line, file=sys.stderr))
+    print("\n== servers that annotate none of their tools, read-only tools trusted by their author")
+    ok = True
+    for server in chosen:
+        first = check_once(server, cache)  # as a stranger meets it: nothing trusted, nothing called
+        suggested = sorted(candidate.tool for candidate in first.report.read_only_candidates)
+        measured = check_once(server, cache, read_only=list(server.read_only))
+        print_server(measured)
+        ok &= print_trust(measured, suggested)
+        ok &= first.state_kept and measured.state_kept and first.coverage[0] == 0
+        ok &= measured.offline_coverage is None or measured.offline_coverage >= COVERAGE_TARGET
+    print(
+        f"\ntargets (unannotated): nothing called before trust, state unchanged, coverage of trusted "
+        f"tools >= {COVERAGE_TARGET:g}, no tool suggested that its author would not trust"
+    )
+    return ok
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -145,8 +192,13 @@ def main() -> None:
     )
     parser.add_argument("--only", help="comma-separated server keys (default: all)")
     parser.add_argument("--markdown", action="store_true", help="also print the table for docs/check.md")
+    parser.add_argument("--section", choices=["annotated", "unannotated", "all"], default="all")
     opts = parser.parse_args()
-    keys = opts.only.split(",") if opts.only else [server.key for server in published.SERVERS]
+    only = opts.only.split(",") if opts.only else None
+    annotated = {server.key for server in published.SERVERS}
+    keys = [key for key in (only or [s.key for s in published.SERVERS]) if key in annotated]
+    if opts.section == "unannotated":
+        keys = []
     cache = published.install(log=lambda line: print(line, file=sys.stderr))
 
     rows = [check_once(published.BY_KEY[key], cache) for key in keys]
@@ -168,10 +220,13 @@ def main() -> None:
             f"synthesis on {on:.2f} s, off {off:.2f} s, ratio {on / off:.2f} (target < {RATIO_TARGET:g})"
         )
         ok &= on / off < RATIO_TARGET
-    print(
-        "\ntargets: no FAIL, state unchanged, coverage >= "
-        f"{COVERAGE_TARGET:g} per server, synthesis ratio < {RATIO_TARGET:g}"
-    )
+    if rows:
+        print(
+            "\ntargets: no FAIL, state unchanged, coverage >= "
+            f"{COVERAGE_TARGET:g} per server, synthesis ratio < {RATIO_TARGET:g}"
+        )
+    if opts.section != "annotated":
+        ok &= unannotated_section(cache, only)
     print("PASS" if ok else "FAIL")
 
 

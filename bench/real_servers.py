@@ -48,6 +48,7 @@ from mcpipechekr.config import Config, ServerConfig
 REPO = Path(__file__).resolve().parents[1]
 CACHE_ENV = "MCPIPECHEKR_REAL_SERVERS"
 NPM_FOLDER = "npm"
+NPM_MORE = "npm-unannotated"
 STAMP = ".installed"
 INSTALL_TIMEOUT_S = 600
 
@@ -75,15 +76,22 @@ class RealServer:
     version: str
     executable: str
     seed: Callable[[Path], Seeded]
+    extra: tuple[str, ...] = ()
+    """More PyPI requirements of its venv (`mcp<2` for a server written for the 1.x SDK)."""
+    read_only: tuple[str, ...] = ()
+    """For a server that annotates none of its tools: those its author would trust as read-only."""
 
     @property
     def pin(self) -> str:
-        return (
+        pin = (
             f"{self.package}=={self.version}" if self.registry == "pypi" else f"{self.package}@{self.version}"
         )
+        return " ".join([pin, *self.extra])
 
     def folder(self, cache: Path) -> Path:
-        return cache / (self.key if self.registry == "pypi" else NPM_FOLDER)
+        return cache / (
+            self.key if self.registry == "pypi" else (NPM_FOLDER if self in SERVERS else NPM_MORE)
+        )
 
     def command(self, cache: Path) -> Path:
         if self.registry == "pypi":
@@ -239,7 +247,121 @@ SERVERS: tuple[RealServer, ...] = (
         seed_nothing,
     ),
 )
-BY_KEY = {server.key: server for server in SERVERS}
+
+
+# Servers that annotate none of their tools: `check` calls none of them until their author trusts the
+# read-only ones (`check.read_only`). One runs shell commands and gets no trust at all.
+
+
+def seed_sqlite(folder: Path) -> Seeded:
+    """A shop database: customers and orders, with a name holding `%` (which breaks string-built SQL)."""
+    import sqlite3
+
+    db = folder / "shop.db"
+    with sqlite3.connect(db) as connection:
+        connection.executescript(
+            "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT NOT NULL, city TEXT);"
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id),"
+            " total REAL, placed_on TEXT);"
+            "INSERT INTO customers VALUES (1, 'Ada', 'London'), (2, 'Grace', 'Arlington'),"
+            " (3, '100% Juice Ltd', 'Paris');"
+            "INSERT INTO orders VALUES (1, 1, 12.5, '2024-03-01'), (2, 2, 40.0, '2024-03-02'),"
+            " (3, 1, 7.25, '2024-03-05');"
+        )
+    connection.close()
+    return Seeded(folder, args=["--db-path", str(db)])
+
+
+def seed_sqlite_npm(folder: Path) -> Seeded:
+    """The same shop database for the npm SQLite server, which takes the file as its argument."""
+    seeded = seed_sqlite(folder)
+    return Seeded(folder, args=[seeded.args[-1]])
+
+
+def seed_tasks(folder: Path) -> Seeded:
+    """A task board with one request of two tasks, one done; its file named by the server's variable,
+    so nothing is read or written under the real home."""
+    board = {
+        "requests": [
+            {
+                "requestId": "req-1",
+                "originalRequest": "Plant the orchard",
+                "splitDetails": "Two steps",
+                "tasks": [
+                    {"id": "task-1", "title": "Dig holes", "description": "Three holes", "done": True,
+                     "approved": False, "completedDetails": "dug"},
+                    {"id": "task-2", "title": "Plant trees", "description": "Apple trees", "done": False,
+                     "approved": False, "completedDetails": ""},
+                ],
+                "completed": False,
+            }
+        ]
+    }  # fmt: skip
+    path = folder / "tasks.json"
+    path.write_text(json.dumps(board, indent=2), encoding="utf-8")
+    return Seeded(folder, env={"TASK_MANAGER_FILE_PATH": str(path)})
+
+
+def seed_text_files(folder: Path) -> Seeded:
+    """A few text documents in the server's working folder."""
+    _write(
+        folder,
+        {
+            "notes/plan.md": "# Plan\n\n1. Dig\n2. Plant\n3. Water\n",
+            "notes/shopping.txt": "spade\nseeds\nwatering can\n",
+        },
+    )
+    return Seeded(folder)
+
+
+def seed_shell(folder: Path) -> Seeded:
+    """A folder the shell server could change; only harmless commands are allowed, and none is trusted."""
+    _write(folder, {"marker.txt": "untouched\n"})
+    return Seeded(folder, env={"ALLOW_COMMANDS": "ls,cat,echo"})
+
+
+UNANNOTATED: tuple[RealServer, ...] = (
+    RealServer(
+        "sqlite",
+        "pypi",
+        "mcp-server-sqlite",
+        "2025.4.25",
+        "mcp-server-sqlite",
+        seed_sqlite,
+        extra=("mcp<2",),
+        read_only=("read_query", "list_tables", "describe_table"),
+    ),
+    RealServer(
+        "sqlite-npm",
+        "npm",
+        "mcp-sqlite",
+        "1.0.9",
+        "mcp-sqlite-server",
+        seed_sqlite_npm,
+        read_only=("db_info", "list_tables", "get_table_schema", "read_records"),
+    ),
+    RealServer(
+        "tasks",
+        "npm",
+        "@kazuph/mcp-taskmanager",
+        "1.1.1",
+        "mcp-taskmanager",
+        seed_tasks,
+        read_only=("list_requests", "open_task_details"),
+    ),
+    RealServer(
+        "text-editor",
+        "pypi",
+        "mcp-text-editor",
+        "1.0.2",
+        "mcp-text-editor",
+        seed_text_files,
+        extra=("mcp<2",),
+        read_only=("get_text_file_contents",),
+    ),
+    RealServer("shell", "pypi", "mcp-shell-server", "1.1.14", "mcp-shell-server", seed_shell),
+)
+BY_KEY = {server.key: server for server in (*SERVERS, *UNANNOTATED)}
 
 
 # --- installation -----------------------------------------------------------------------------------
@@ -285,11 +407,17 @@ def _run(*commands: list[str]) -> str | None:
 def _pypi_commands(server: RealServer, folder: Path) -> list[list[str]]:
     """A venv of the server's own (never ours: it needs mcp 1.x), and the pin installed into it."""
     pip = [str(folder / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    return [[sys.executable, "-m", "venv", "--clear", str(folder)], [*pip, server.pin]]
+    return [[sys.executable, "-m", "venv", "--clear", str(folder)], [*pip, *server.pin.split(" ")]]
 
 
-def install(cache: Path | None = None, *, log: Callable[[str], None] = lambda _: None) -> Path:
-    """Install every server of SERVERS that is missing or at another version; return the cache folder.
+def install(
+    cache: Path | None = None,
+    *,
+    servers: tuple[RealServer, ...] | None = None,
+    log: Callable[[str], None] = lambda _: None,
+) -> Path:
+    """Install every server of `servers` (default SERVERS) that is missing or at another version; return
+    the cache folder.
 
     The PyPI servers' venvs are built in parallel with the npm install. Raises
     RuntimeError naming the package and quoting pip's or npm's output when one fails.
@@ -297,13 +425,14 @@ def install(cache: Path | None = None, *, log: Callable[[str], None] = lambda _:
     cache = cache or cache_dir()
     with _locked(cache):
         jobs: dict[str, tuple[Path, str, list[list[str]]]] = {}
-        for server in (s for s in SERVERS if s.registry == "pypi"):
+        chosen = SERVERS if servers is None else servers
+        for server in (s for s in chosen if s.registry == "pypi"):
             folder, stamp = server.folder(cache), _stamp([server])
             if not _installed(folder, stamp):
                 jobs[server.pin] = (folder, stamp, _pypi_commands(server, folder))
-        npm = [s for s in SERVERS if s.registry == "npm"]
-        folder, stamp = cache / NPM_FOLDER, _stamp(npm)
-        if not _installed(folder, stamp):
+        npm = [s for s in chosen if s.registry == "npm"]
+        folder, stamp = (npm[0].folder(cache) if npm else cache / NPM_FOLDER), _stamp(npm)
+        if npm and not _installed(folder, stamp):
             if shutil.which("npm") is None:
                 raise RuntimeError("installing the npm servers needs node and npm (as the agent CLIs do)")
             shutil.rmtree(folder, ignore_errors=True)
@@ -393,12 +522,16 @@ def main() -> None:
         description="Install the published MCP servers the benchmark and tests use."
     )
     parser.add_argument("action", choices=["install", "list"])
+    parser.add_argument(
+        "--unannotated", action="store_true", help="The servers that annotate none of their tools."
+    )
     opts = parser.parse_args()
+    chosen = UNANNOTATED if opts.unannotated else SERVERS
     if opts.action == "list":
-        for server in SERVERS:
+        for server in chosen:
             print(f"{server.key:<11} {server.pin}")
         return
-    cache = install(log=lambda line: print(line, file=sys.stderr))
+    cache = install(servers=chosen, log=lambda line: print(line, file=sys.stderr))
     print(cache)
 
 
