@@ -23,6 +23,7 @@ from mcpipechekr.server.annotations import write_risk
 from mcpipechekr.server.lifecycle import ServerUnderTest
 
 if TYPE_CHECKING:
+    from mcpipechekr.check.honesty import HonestyWatch
     from mcpipechekr.check.synthesis import ToolReach
 
 
@@ -58,6 +59,8 @@ class CheckContext:
     """What argument synthesis got from each tool it considered (check/synthesis.py), by tool name."""
     values: ValuePool | None = None
     """Values synthesis may offer: the server's paths, its resources, results of tools; see value_pool()."""
+    honesty: HonestyWatch | None = None
+    """Snapshots around PC-10's calls that hold annotations to their word (check/honesty.py); None: off."""
 
     def record(
         self,
