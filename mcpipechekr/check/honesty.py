@@ -125,6 +125,8 @@ def start_watch(ctx: CheckContext) -> HonestyWatch:
     if not roots:
         watch.snapshotter, watch.blind = None, "none of the server's folders exists here"
         return watch
+    if not any(tool.annotations is not None and tool.annotations.read_only_hint for tool in ctx.tools):
+        return watch  # no tool promises read-only: nothing to hold to its word
     ctx.step("PC-12 snapshot of the server's folders")
     first = watch.snapshotter.take()  # type: ignore[union-attr]
     try:
@@ -142,13 +144,17 @@ def start_watch(ctx: CheckContext) -> HonestyWatch:
 def watching(ctx: CheckContext, tool: mcp_types.Tool, reach: ToolReach) -> Iterator[None]:
     """Around one tool's PC-10 calls: snapshot before and after, and the idempotence re-call inside.
 
-    The snapshot after one tool is the one before the next: nothing else talks
-    to the server in between.
+    Only a tool annotated read-only is watched; the snapshot after one is the
+    one before the next, since nothing else talks to the server in between
+    (after any other tool, the next watched one takes a fresh one).
     """
     watch = ctx.honesty
-    if watch is None or watch.snapshotter is None:
+    claims = tool.annotations is not None and tool.annotations.read_only_hint is True
+    if watch is None or watch.snapshotter is None or not claims:
         yield
         _repeat_if_idempotent(ctx, tool, reach)
+        if watch is not None:
+            watch.last = None  # an opted-in tool may write: the next read-only tool starts afresh
         return
     before = watch.last or watch.snapshotter.take()
     yield
