@@ -28,8 +28,13 @@ LOOKS_READ_ONLY = ["list_items", "get_item", "search_items", "query_items"]
 
 @pytest.fixture
 def calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The file the catalog server appends each called tool's name to; run from an empty folder."""
-    monkeypatch.chdir(tmp_path)
+    """The file the catalog server appends each called tool's name to; run from an empty folder.
+
+    The file lies outside the folder the server runs in: check watches that folder (PC-12) and would
+    rightly count the marker as a write of the tools it trusts as read-only.
+    """
+    (tmp_path / "project").mkdir()
+    monkeypatch.chdir(tmp_path / "project")
     marker = tmp_path / "calls.txt"
     monkeypatch.setenv("CATALOG_CALLS", str(marker))
     return marker
@@ -170,7 +175,7 @@ def test_annotations_that_say_destructive_win_over_trust(calls: Path, tmp_path: 
 
 
 def test_trust_is_recorded_in_config_yaml_and_honoured_without_the_flag(calls: Path, tmp_path: Path) -> None:
-    config = write_config(tmp_path)
+    config = write_config(Path.cwd())
     code, out = check(
         "--layer", "protocol", "--trust-read-only", "list_items", "--trust-read-only", "get_item"
     )
@@ -202,10 +207,10 @@ def test_trust_is_recorded_in_config_yaml_and_honoured_without_the_flag(calls: P
 
 
 def test_baseline_honours_check_read_only(calls: Path, tmp_path: Path) -> None:
-    config = write_config(tmp_path)
+    config = write_config(Path.cwd())
     with config.open("a", encoding="utf-8") as out:
         out.write("paths:\n  tasks: tasks.yaml\n  runs: runs\n  home: home\n")
-    (tmp_path / "tasks.yaml").write_text(
+    (Path.cwd() / "tasks.yaml").write_text(
         "tasks:\n"
         "  - task_id: count-items\n"
         "    prompt: How many items are in the catalog?\n"
@@ -231,7 +236,7 @@ def test_baseline_honours_check_read_only(calls: Path, tmp_path: Path) -> None:
 def test_init_asks_which_candidates_to_trust_and_records_them(calls: Path, tmp_path: Path) -> None:
     from mcpipechekr.cli.init_cmd import offer_read_only_trust
 
-    config = write_config(tmp_path)
+    config = write_config(Path.cwd())
     answers = iter(["e", "y", "n", "yes", ""])
     asked: list[str] = []
 

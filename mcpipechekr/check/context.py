@@ -24,6 +24,7 @@ from mcpipechekr.server.annotations import annotated_writes, write_risk
 from mcpipechekr.server.lifecycle import ServerUnderTest
 
 if TYPE_CHECKING:
+    from mcpipechekr.check.honesty import HonestyWatch
     from mcpipechekr.check.synthesis import ToolReach
 
 
@@ -59,6 +60,8 @@ class CheckContext:
     """What argument synthesis got from each tool it considered (check/synthesis.py), by tool name."""
     values: ValuePool | None = None
     """Values synthesis may offer: the server's paths, its resources, results of tools; see value_pool()."""
+    honesty: HonestyWatch | None = None
+    """Snapshots around PC-10's calls that hold annotations to their word (check/honesty.py); None: off."""
     read_only: set[str] = field(default_factory=set)
     """Tools the server's author trusts to only read (config's check.read_only, --trust-read-only)."""
 

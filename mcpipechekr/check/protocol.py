@@ -5,11 +5,13 @@ Four groups, each check with a stable id (docs/check.md lists them all):
 - Discovery (PC-01…PC-08): the handshake, tools/list and each tool's definition
   (name format, description, input and output schemas, annotations), the tool
   set the config expects, and resources and prompts when the server declares them.
-- Tool calls (PC-10, PC-11): every tool a probe may call is called with
+- Tool calls (PC-10…PC-13): every tool a probe may call is called with
   synthesized arguments until it answers (check/synthesis.py: a case's arguments
   first); every answer must be a well-formed CallToolResult, a tool that only
   refuses is "not reached", and a successful answer's structuredContent must
-  match the tool's outputSchema.
+  match the tool's outputSchema. A tool annotated read-only must change nothing
+  check can see, and one annotated idempotent must answer a second identical
+  call alike (check/honesty.py).
 - Error handling (PC-20…PC-24): an unknown tool, a missing required argument, a
   wrong argument type and an unknown resource must each get a structured error,
   and the server must still answer afterwards.
@@ -53,6 +55,7 @@ from mcpipechekr.check.answers import (
 )
 from mcpipechekr.check.argsgen import minimal_arguments
 from mcpipechekr.check.context import CheckContext
+from mcpipechekr.check.honesty import honesty_verdicts, start_watch
 from mcpipechekr.check.synthesis import CaseArguments, ToolReach, attempts_detail, reach_tools
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.server.lifecycle import StructuredContentMismatch
@@ -109,6 +112,8 @@ CHECKS: dict[str, CheckSpec] = {
         CheckSpec("PC-08", "prompts", DISCOVERY),
         CheckSpec("PC-10", "call with generated arguments", CALLS),
         CheckSpec("PC-11", "structuredContent matches outputSchema", CALLS),
+        CheckSpec("PC-12", "read-only tool changes nothing", CALLS),
+        CheckSpec("PC-13", "idempotent tool answers alike", CALLS),
         CheckSpec("PC-20", "unknown tool", ERRORS),
         CheckSpec("PC-21", "missing required argument", ERRORS),
         CheckSpec("PC-22", "wrong argument type", ERRORS),
@@ -138,12 +143,16 @@ def run_protocol(ctx: CheckContext, *, arguments_for: ArgumentsFor | None = None
     _check_resources(ctx)
     _check_prompts(ctx)
 
+    if ctx.server_lost is None:
+        start_watch(ctx)  # PC-12 and PC-13 hold the annotations to what PC-10's calls do
     reaches = reach_tools(ctx, ctx.tools, arguments_for)
     halted: set[str] = set()
     for tool in ctx.tools:
         reach = reaches.get(tool.name) or ctx.coverage.get(tool.name)
         if reach is None or not _check_call(ctx, tool, reach):
             halted.add(tool.name)
+        for check_id, status, reason, details in honesty_verdicts(ctx, tool):
+            _verdict(ctx, check_id, tool.name, details=details)(status, reason)
 
     _check_unknown_tool(ctx)
     for tool in ctx.tools:

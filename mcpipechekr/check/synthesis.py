@@ -69,6 +69,7 @@ from mcpipechekr.check.answers import (
 from mcpipechekr.check.argsgen import Unsatisfiable, minimal_arguments, resolve_ref
 from mcpipechekr.check.cases import CasesFile
 from mcpipechekr.check.context import CheckContext
+from mcpipechekr.check.honesty import watching
 from mcpipechekr.check.sources import Found, ValuePool
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.server.lifecycle import StructuredContentMismatch
@@ -835,7 +836,8 @@ def reach_tools(
     for tool in order:
         reach = ToolReach(tool, "not_reached")
         reaches[tool.name] = reach
-        attempt_tool(tool, reach)
+        with watching(ctx, tool, reach):  # PC-12/PC-13: what the calls change, a second identical call
+            attempt_tool(tool, reach)
     if synthesize:
         for tool in order:  # a second chance for tools refused before other tools fed the pool
             reach = reaches[tool.name]
@@ -845,7 +847,8 @@ def reach_tools(
                 and len(reach.attempts) < limit
                 and not _refuses_regardless(reach.attempts)
             ):
-                attempt_tool(tool, reach)
+                with watching(ctx, tool, reach):
+                    attempt_tool(tool, reach)
     ordered = {tool.name: reaches[tool.name] for tool in tools if tool.name in reaches}
     ctx.coverage.update(ordered)
     return ordered
