@@ -268,7 +268,8 @@ def refusal_values(text: str, sent: object, sql: bool, pool: ValuePool) -> list[
     sent_sql = isinstance(sent, str) and SQL_STATEMENT.match(sent) is not None
     kind = _missing_kind(text)
     if sql or SQL_REFUSAL.search(text) or (sent_sql and kind == "table"):
-        out += [(value, f"the error's SQL hint and {label}") for value, label in sql_values(pool, sent)]
+        refused = sent if sent_sql else None  # a table a refused statement named is not offered again
+        out += [(value, f"the error's SQL hint and {label}") for value, label in sql_values(pool, refused)]
     elif kind:
         listed = [found for found in pool.listed(kind) if found.value != sent][:LISTED_PER_HINT]
         out += [(found.value, found.source) for found in listed]  # the error only said which kind
