@@ -10,23 +10,32 @@ crashes and malformed results hide. In the spirit of property-based API testers
 1. the arguments of a case of the cases file for this tool (known good);
 2. values for each parameter, ranked: values other tools returned under a
    matching key (`list_items` → `{"id": "it-7"}` → `get_item(item_id="it-7")`),
-   the schema's `const`, `enum` (each value), `default`, `examples`, the
-   examples quoted in the parameter's description, a sample for its `format`,
-   a string generated from its `pattern`, its bounds, then the server's own
-   paths, resources and time zones (`check/sources.py`) for parameters whose
-   name or description asks for one, then any other value seen, then the
+   the schema's `const`, `enum` (each value), `default`, `examples`, a SELECT
+   over a listed table for a SQL parameter, what the parameter's description
+   and the tool's say of it (examples, allowed values, date templates,
+   patterns: `check/hints.py`), a sample for its `format`, a string generated
+   from its `pattern`, a day for a date-named parameter, its bounds, then the
+   server's own paths, resources and time zones (`check/sources.py`) for
+   parameters whose name or description asks for one, then any other value seen, then the
    minimal value (`check/argsgen.py`); an existing path comes last for any free
    string;
 3. sets built from those: the best value of each required parameter, the same
    with the optional parameters that have a good value, then one parameter at
    a time moved to its next value.
 
+A refusal is read too (`hints.refusal_values`): the values it says are
+allowed, a match for the pattern it quotes, a date in the format it names, a
+SELECT for a SQL error, a listed name for "no such X"; those sets go next,
+ahead of the ranked ones (at most HINTED_PER_REFUSAL per refusal), so a tool
+whose only documentation is its error is reached in two calls.
+
 Tools are called in an order that lets results feed later tools: tools without
 required parameters and those the schema alone satisfies first, then the
 others; a tool refused every time is tried once more when other tools have
-returned new values since. Each tool gets at most `check.synthesis_max_calls`
-calls within `check.synthesis_time_s` (a call under way is never cut short
-but by `check.call_timeout_s`), and stops at its first success, or after
+returned new values since, starting with its last refusal read again. Each
+tool gets at most `check.synthesis_max_calls` calls (the refusals' sets
+included) within `check.synthesis_time_s` (a call under way is never cut
+short but by `check.call_timeout_s`), and stops at its first success, or after
 three refusals with one message that quotes none of the arguments.
 
 The verdict of each call (`judge_call`): a result without isError is a success;
