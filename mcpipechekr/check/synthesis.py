@@ -473,7 +473,7 @@ def _typed(value: Any, kind: str) -> Any:
 def _names_a_date(name: str) -> bool:
     """`date`, `start_date`, `day`, `since`, `until`: a parameter that takes a day when nothing says how."""
     parts = words(name)
-    return bool(parts) and (parts[-1] in ("date", "day") or parts[0] in ("since", "until") or name == "on")
+    return bool(parts) and (parts[-1] in ("date", "day") or parts[0] in ("since", "until"))
 
 
 def _number(value: Any) -> int | float | None:
