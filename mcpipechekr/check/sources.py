@@ -12,8 +12,11 @@ right to. The values it accepts are usually in plain sight:
   (`server.py`, `dist/index.js`) is left out;
 - the resources it lists (their URIs and names);
 - the results of its other tools: ids, names, paths and URIs found in
-  structuredContent or JSON text (with the key they sat under), else
-  `key: value` lines, absolute paths and lines of plain text.
+  structuredContent, JSON text or the printed form of a Python list or dict
+  (`[{'name': 'users'}]`, what a server that returns `str(rows)` sends), with
+  the key they sat under, else `key: value` lines, absolute paths and lines of
+  plain text. `ValuePool.listed` picks out the names a listing gave of one kind
+  of thing (the tables of `list_tables`), for a query over one of them.
 
 Every value carries the label of where it came from, so a report can say why a
 call succeeded ("item_id from the result of list_items").
@@ -25,6 +28,7 @@ by meaning, and a bounded number of them per result.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from dataclasses import dataclass, field
@@ -44,6 +48,9 @@ TIME_ZONE = re.compile(r"^(?:UTC|GMT|Etc/[A-Za-z0-9+-]+|[A-Z][A-Za-z_]+(?:/[A-Z]
 ABSOLUTE_PATH = re.compile(r"(?<![\w:/.])(/[^\s'\"`,;()<>\[\]{}]+|[A-Za-z]:\\[^\s'\"`,;()<>\[\]{}]*)")
 KEY_VALUE_LINE = re.compile(r"^\s*[-*]?\s*([A-Za-z][A-Za-z0-9 _-]{0,40}?)\s*[:=]\s*(\S.*?)\s*$")
 URI = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://\S+$")
+IDENTIFIER = re.compile(r"[A-Za-z_][\w.$-]{0,63}")
+MAX_LITERAL_CHARS = 100_000
+"""A printed Python list or dict longer than this is left to the plain-text reading."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,24 @@ class ValuePool:
         if fresh:
             self.version += 1
 
+    def listed(self, noun: str) -> list[Found]:
+        """Names other tools returned of one kind of thing (`table`): values alone or under a name-,
+        id- or `noun`-like key, from a tool or an object whose name says `noun` (`list_tables`,
+        `{"tables": [...]}`), or under a key that does (`table_name`); identifiers only, first seen first.
+        """
+        wanted = words(noun)[-1:] or [noun]
+        out: list[Found] = []
+        for found in self.harvested:
+            if not isinstance(found.value, str) or not IDENTIFIER.fullmatch(found.value):
+                continue
+            key = words(found.key) if found.key is not None else []
+            around = words(found.context)
+            if key and key[-1] not in ("name", "id", "key", *wanted):
+                continue
+            if set(wanted) <= set(key) | set(around) and found.value not in {f.value for f in out}:
+                out.append(found)
+        return out
+
     def add_resources(self, resources: list[mcp_types.Resource]) -> None:
         self.resources_listed = True
         for resource in resources[:50]:
@@ -93,6 +118,16 @@ class ValuePool:
                 self.resources.append(Found(resource.name, "resource", "name", str(resource.uri)))
         if resources:
             self.version += 1
+
+
+def words(text: str | None) -> list[str]:
+    """`itemId`, `item_id`, `item-id` → ["item", "id"]; plurals made singular."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text or "")
+    found = [word.lower() for word in re.split(r"[^A-Za-z0-9]+", spaced) if word]
+    return [
+        word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+        for word in found
+    ]
 
 
 def _hashable(value: Any) -> Any:
@@ -253,12 +288,32 @@ def harvest_result(tool: str, result: mcp_types.CallToolResult) -> list[Found]:
         try:
             documents.append(orjson.loads(text))
         except orjson.JSONDecodeError:
-            plain.append(text)
+            literal = _python_literal(text)
+            if literal is not None:
+                documents.append(literal)
+            else:
+                plain.append(text)
     for document in documents:
         _walk(document, None, [tool], source, found)
     for text in plain:
         _from_text(text, tool, source, found)
     return found[:MAX_VALUES_PER_RESULT]
+
+
+def _python_literal(text: str) -> list[Any] | dict[Any, Any] | None:
+    """The list or dict a text prints in Python's own notation (`[{'name': 'users'}]`), else None.
+
+    `ast.literal_eval` reads literals only, never runs code; a text that is
+    not one, or too long to be worth it, is read as plain text.
+    """
+    stripped = text.strip()
+    if len(stripped) > MAX_LITERAL_CHARS or not stripped.startswith(("[", "{")):
+        return None
+    try:
+        value = ast.literal_eval(stripped)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, list | dict) else None
 
 
 def _walk(value: Any, key: str | None, trail: list[str], source: str, out: list[Found]) -> None:

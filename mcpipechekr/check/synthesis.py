@@ -10,23 +10,32 @@ crashes and malformed results hide. In the spirit of property-based API testers
 1. the arguments of a case of the cases file for this tool (known good);
 2. values for each parameter, ranked: values other tools returned under a
    matching key (`list_items` → `{"id": "it-7"}` → `get_item(item_id="it-7")`),
-   the schema's `const`, `enum` (each value), `default`, `examples`, the
-   examples quoted in the parameter's description, a sample for its `format`,
-   a string generated from its `pattern`, its bounds, then the server's own
-   paths, resources and time zones (`check/sources.py`) for parameters whose
-   name or description asks for one, then any other value seen, then the
+   the schema's `const`, `enum` (each value), `default`, `examples`, a SELECT
+   over a listed table for a SQL parameter, what the parameter's description
+   and the tool's say of it (examples, allowed values, date templates,
+   patterns: `check/hints.py`), a sample for its `format`, a string generated
+   from its `pattern`, a day for a date-named parameter, its bounds, then the
+   server's own paths, resources and time zones (`check/sources.py`) for
+   parameters whose name or description asks for one, then any other value seen, then the
    minimal value (`check/argsgen.py`); an existing path comes last for any free
    string;
 3. sets built from those: the best value of each required parameter, the same
    with the optional parameters that have a good value, then one parameter at
    a time moved to its next value.
 
+A refusal is read too (`hints.refusal_values`): the values it says are
+allowed, a match for the pattern it quotes, a date in the format it names, a
+SELECT for a SQL error, a listed name for "no such X"; those sets go next,
+ahead of the ranked ones (at most HINTED_PER_REFUSAL per refusal), so a tool
+whose only documentation is its error is reached in two calls.
+
 Tools are called in an order that lets results feed later tools: tools without
 required parameters and those the schema alone satisfies first, then the
 others; a tool refused every time is tried once more when other tools have
-returned new values since. Each tool gets at most `check.synthesis_max_calls`
-calls within `check.synthesis_time_s` (a call under way is never cut short
-but by `check.call_timeout_s`), and stops at its first success, or after
+returned new values since, starting with its last refusal read again. Each
+tool gets at most `check.synthesis_max_calls` calls (the refusals' sets
+included) within `check.synthesis_time_s` (a call under way is never cut
+short but by `check.call_timeout_s`), and stops at its first success, or after
 three refusals with one message that quotes none of the arguments.
 
 The verdict of each call (`judge_call`): a result without isError is a success;
@@ -69,15 +78,18 @@ from mcpipechekr.check.answers import (
 from mcpipechekr.check.argsgen import Unsatisfiable, minimal_arguments, resolve_ref
 from mcpipechekr.check.cases import CasesFile
 from mcpipechekr.check.context import CheckContext
+from mcpipechekr.check.hints import (
+    described_values,
+    generate_matching,
+    refusal_values,
+    sql_like,
+    sql_values,
+    tool_text_for,
+)
 from mcpipechekr.check.honesty import watching
-from mcpipechekr.check.sources import Found, ValuePool
+from mcpipechekr.check.sources import Found, ValuePool, words
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.server.lifecycle import StructuredContentMismatch
-
-try:  # the parser behind `re`, to generate a string matching a simple pattern
-    from re import _parser as sre_parse  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - Python < 3.11
-    import sre_parse  # type: ignore[no-redef]
 
 MINIMAL = "minimal"
 """The source label of the minimal value of a parameter (check/argsgen.py)."""
@@ -87,18 +99,6 @@ DIRISH = re.compile(r"dir|folder|repo|root|workspace|project|cwd", re.IGNORECASE
 FILEISH = re.compile(r"file", re.IGNORECASE)
 URIISH = re.compile(r"uri|url|link|href|resource", re.IGNORECASE)
 TIMEZONISH = re.compile(r"time_?zone|\btz\b|_tz$|^tz", re.IGNORECASE)
-QUOTED = re.compile(
-    r"""(?:e\.g\.|for example|example|such as|like)[^'"`]{0,20}((?:['"`][^'"`\n]{1,80}['"`][\s,or]*)+)""",
-    re.IGNORECASE,
-)
-QUOTED_VALUE = re.compile(r"""['"`]([^'"`\n]{1,80})['"`]""")
-QUOTED_WORD = re.compile(r"[A-Za-z0-9_.:/-]{1,40}")
-TEMPLATES = (
-    ("YYYY-MM-DDTHH:MM:SS", "2020-01-01T12:00:00"),
-    ("YYYY-MM-DD", "2020-01-01"),
-    ("HH:MM:SS", "12:00:00"),
-    ("HH:MM", "12:00"),
-)
 FORMAT_SAMPLES = {
     "date": "2020-01-01",
     "date-time": "2020-01-01T00:00:00Z",
@@ -117,6 +117,10 @@ FORMAT_SAMPLES = {
     "duration": "P1D",
 }
 VALUES_PER_PARAMETER = 8
+DATE_SAMPLE = "2020-01-15"
+"""A day for a parameter whose name asks for one (`start_date`) when nothing says its format."""
+HINTED_PER_REFUSAL = 4
+"""Most argument sets one refusal's text adds ahead of the rest (within the tool's bound)."""
 
 
 # --- candidates ----------------------------------------------------------------------------------
@@ -204,8 +208,14 @@ def _synthesize(
     properties = root.get("properties") if isinstance(root.get("properties"), dict) else {}
     required = [name for name in root.get("required") or [] if isinstance(name, str)]
     ranked: dict[str, list[_Value]] = {}
+    only = len(properties) == 1
+
+    def values_of(name: str, prop: Any) -> list[_Value]:
+        told = tool_text_for(name, tool.description, only)
+        return _values_of(name, prop, schema, pool, tool.name, told)
+
     for name in required:
-        values = _values_of(name, properties.get(name, {}), schema, pool, tool.name)
+        values = values_of(name, properties.get(name, {}))
         if not values:
             return  # a required parameter nothing can fill
         ranked[name] = values
@@ -213,7 +223,7 @@ def _synthesize(
     for name, prop in properties.items():
         if name in required or not isinstance(name, str):
             continue
-        good = [value for value in _values_of(name, prop, schema, pool, tool.name) if value.good]
+        good = [value for value in values_of(name, prop) if value.good]
         if good and good[0].source != "schema default":
             optional[name] = good[0]
 
@@ -233,10 +243,12 @@ def _synthesize(
             add(_candidate({**base, **optional, name: ranked[name][index]}))
 
 
-def _values_of(name: str, schema: Any, root: dict[str, Any], pool: ValuePool, tool: str) -> list[_Value]:
+def _values_of(
+    name: str, schema: Any, root: dict[str, Any], pool: ValuePool, tool: str, told: str
+) -> list[_Value]:
     """`parameter_values`, or none for a parameter whose schema the generator cannot read."""
     try:
-        return parameter_values(name, schema, root, pool, tool)
+        return parameter_values(name, schema, root, pool, tool, told=told)
     except (TypeError, ValueError, ArithmeticError, RecursionError):
         return []
 
@@ -254,9 +266,13 @@ def _one_at_a_time(ranked: dict[str, list[_Value]]) -> Iterator[tuple[str, int]]
 
 
 def parameter_values(
-    name: str, schema: Any, root: dict[str, Any], pool: ValuePool, tool: str, depth: int = 0
+    name: str, schema: Any, root: dict[str, Any], pool: ValuePool, tool: str, depth: int = 0, told: str = ""
 ) -> list[_Value]:
-    """The values worth trying for one parameter, best first, each valid for its schema as far as known."""
+    """The values worth trying for one parameter, best first, each valid for its schema as far as known.
+
+    `told` is what the tool's description says about the parameter (`hints.tool_text_for`): a FastMCP
+    tool's docstring holds its parameters' descriptions there, not in the schema.
+    """
     if depth > 8:
         return []
     if schema is True or schema == {} or schema is None:
@@ -283,7 +299,7 @@ def parameter_values(
                     continue
                 extra = {k: v for k, v in schema.items() if k not in (key, "type")}
                 branch = {**extra, **option} if isinstance(option, dict) else option
-                merged.extend(parameter_values(name, branch, root, pool, tool, depth + 1))
+                merged.extend(parameter_values(name, branch, root, pool, tool, depth + 1, told))
             return _dedupe(merged)
     if isinstance(schema.get("allOf"), list):
         combined: dict[str, Any] = {}
@@ -294,7 +310,7 @@ def parameter_values(
                 except Unsatisfiable:
                     return []
         rest = {k: v for k, v in schema.items() if k != "allOf"}
-        return parameter_values(name, {**combined, **rest}, root, pool, tool, depth + 1)
+        return parameter_values(name, {**combined, **rest}, root, pool, tool, depth + 1, told)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), None)
@@ -308,9 +324,9 @@ def parameter_values(
     if "example" in schema:
         values.append(_Value(schema["example"], "schema example"))
     if kind == "string":
-        values = _string_values(name, schema, pool, values, tool)
+        values = _string_values(name, schema, pool, values, tool, told)
     elif kind in ("integer", "number"):
-        values = _number_values(name, schema, kind, pool, values)
+        values = _number_values(name, schema, kind, pool, values, told)
     elif kind == "boolean":
         values += [_Value(False, MINIMAL, good=False), _Value(True, MINIMAL, good=False)]
     elif kind == "array":
@@ -335,7 +351,7 @@ def parameter_values(
 
 
 def _string_values(
-    name: str, schema: dict[str, Any], pool: ValuePool, values: list[_Value], tool: str
+    name: str, schema: dict[str, Any], pool: ValuePool, values: list[_Value], tool: str, told: str = ""
 ) -> list[_Value]:
     description = str(schema.get("description") or "")
     words = f"{name} {schema.get('title') or ''} {description}"
@@ -346,7 +362,13 @@ def _string_values(
     else:
         not_directories = []
     out = fed + values
-    out += [_Value(value, "parameter description") for value in _described_examples(description)]
+    sql = sql_like(name, f"{description}\n{told}")
+    if sql:  # a SELECT over a table another tool listed, before examples that may name no real table
+        out += [_Value(value, label) for value, label in sql_values(pool)[:-1]]
+    out += [_Value(value, "parameter description") for value in described_values(description)]
+    out += [_Value(value, "tool description") for value in described_values(told)]
+    if sql:
+        out += [_Value(value, label) for value, label in sql_values(pool)[-1:]]
     fmt = schema.get("format")
     if isinstance(fmt, str) and fmt in FORMAT_SAMPLES:
         if fmt in ("uri", "url", "iri", "uri-reference"):
@@ -356,10 +378,8 @@ def _string_values(
         generated = generate_matching(schema["pattern"])
         if generated is not None:
             out.append(_Value(generated, "schema pattern"))
-    for template, sample in TEMPLATES:
-        if template in description.upper():
-            out.append(_Value(sample, "parameter description"))
-            break
+    if _names_a_date(name):
+        out.append(_Value(DATE_SAMPLE, "a date"))
     if TIMEZONISH.search(name) or "time zone" in description.lower() or "timezone" in description.lower():
         out += [_Value(f.value, f.source) for f in pool.time_zones]
         out.append(_Value("UTC", "a time zone"))
@@ -394,7 +414,7 @@ def _directories_first(fed: list[_Value]) -> tuple[list[_Value], list[_Value]]:
 
 
 def _number_values(
-    name: str, schema: dict[str, Any], kind: str, pool: ValuePool, values: list[_Value]
+    name: str, schema: dict[str, Any], kind: str, pool: ValuePool, values: list[_Value], told: str = ""
 ) -> list[_Value]:
     fed = [
         _Value(found.value, found.source)
@@ -406,7 +426,14 @@ def _number_values(
         and kind == "integer"
     ]
     fed = [_Value(int(v.value), v.source) if isinstance(v.value, str) else v for v in fed]
-    out = fed + values
+    texts = ((str(schema.get("description") or ""), "parameter description"), (told, "tool description"))
+    described = [
+        _Value(typed, label)
+        for text, label in texts
+        for value in described_values(text)
+        if (typed := _typed(value, kind)) is not None
+    ]
+    out = fed + values + described
     low, high = _number(schema.get("minimum")), _number(schema.get("maximum"))
     if low is None and _number(schema.get("exclusiveMinimum")) is not None:
         low = schema["exclusiveMinimum"] + 1
@@ -425,6 +452,29 @@ def _number_values(
         else v
         for v in out
     ]
+
+
+def _typed(value: Any, kind: str) -> Any:
+    """A value read from text, as the parameter's type wants it (`"50"` for an integer is 50), or None
+    when it is not one (a date is no integer)."""
+    if kind == "string":
+        return value if isinstance(value, str) else None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return value if kind == "boolean" and isinstance(value, bool) else None
+    text = str(value).strip()
+    if kind == "integer" and re.fullmatch(r"-?\d{1,18}", text):
+        return int(text)
+    if kind == "number" and re.fullmatch(r"-?\d{1,18}(?:\.\d+)?", text):
+        return float(text) if "." in text else int(text)
+    if kind == "boolean" and text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    return None
+
+
+def _names_a_date(name: str) -> bool:
+    """`date`, `start_date`, `day`, `since`, `until`: a parameter that takes a day when nothing says how."""
+    parts = words(name)
+    return bool(parts) and (parts[-1] in ("date", "day") or parts[0] in ("since", "until"))
 
 
 def _number(value: Any) -> int | float | None:
@@ -482,16 +532,6 @@ def _dedupe(values: list[_Value]) -> list[_Value]:
     return out
 
 
-def _words(text: str) -> list[str]:
-    """`itemId`, `item_id`, `item-id` → ["item", "id"]; plurals made singular."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text)
-    words = [word.lower() for word in re.split(r"[^A-Za-z0-9]+", spaced) if word]
-    return [
-        word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-        for word in words
-    ]
-
-
 SAME_THING = {
     "sha": "revision",
     "commit": "revision",
@@ -515,25 +555,25 @@ def _kind(words: list[str]) -> str:
 
 
 def _word_in(word: str, name: str) -> bool:
-    return word in _words(name)
+    return word in words(name)
 
 
 def _matching(name: str, pool: ValuePool) -> list[Found]:
     """Values other tools returned under a key that matches this parameter, best match first."""
-    wanted = _words(name)
+    wanted = words(name)
     if not wanted:
         return []
     scored: list[tuple[int, int, Found]] = []
     for order, found in enumerate(pool.harvested):
         if found.key is None:
             continue
-        have = _words(found.key)
+        have = words(found.key)
         if not have:
             continue
         same = _kind(have) == _kind(wanted)
         if have == wanted:
             score = 3
-        elif same and set(wanted[:-1]) <= set(have) | set(_words(found.context)):
+        elif same and set(wanted[:-1]) <= set(have) | set(words(found.context)):
             score = 2
         elif same or (len(wanted) > 1 and wanted[0] == have[-1] and len(have) == 1):
             score = 1
@@ -554,7 +594,7 @@ def _loose(pool: ValuePool) -> list[_Value]:
     for found in pool.harvested:
         if not isinstance(found.value, str):
             continue
-        kind = _kind(_words(found.key)) if found.key is not None else None
+        kind = _kind(words(found.key)) if found.key is not None else None
         if kind in ("id", "key", "uri", "revision"):
             identifiers.append(_Value(found.value, found.source, good=False))
         elif found.key is None or kind == "name":
@@ -568,91 +608,6 @@ def _paths_for(words: str, pool: ValuePool) -> list[_Value]:
     if FILEISH.search(words) and not DIRISH.search(words):
         return files + directories
     return directories + files
-
-
-def _described_examples(description: str) -> list[str]:
-    """Values quoted after "e.g." or "for example" in a parameter's description, then any other single
-    word it quotes (`'local'`, `'remote'` or `'all'`: the values of an enum the schema does not declare)."""
-    out: list[str] = []
-    for match in QUOTED.finditer(description):
-        out.extend(QUOTED_VALUE.findall(match.group(1)))
-    out += [value for value in QUOTED_VALUE.findall(description) if QUOTED_WORD.fullmatch(value)]
-    return list(dict.fromkeys(out))[:6]
-
-
-def generate_matching(pattern: str) -> str | None:
-    """A string matching a simple regular expression, or None when it cannot make one that does."""
-    try:
-        parsed = sre_parse.parse(pattern)
-        text = _emit(parsed, 0)
-    except (re.error, _CannotEmit, RecursionError, TypeError, ValueError, OverflowError):
-        return None
-    try:
-        return text if re.search(pattern, text) else None
-    except re.error:
-        return None
-
-
-class _CannotEmit(Exception):
-    pass
-
-
-def _emit(parsed: Any, depth: int) -> str:
-    if depth > 20:
-        raise _CannotEmit
-    out = []
-    for op, arg in parsed:
-        name = str(op)
-        if name == "LITERAL":
-            out.append(chr(arg))
-        elif name == "NOT_LITERAL":
-            out.append("a" if chr(arg) != "a" else "b")
-        elif name == "ANY":
-            out.append("a")
-        elif name == "IN":
-            out.append(_emit_class(arg))
-        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-            low, _high, item = arg
-            out.append(_emit(item, depth + 1) * max(low, 1 if low == 0 and _high else low))
-        elif name == "SUBPATTERN":
-            out.append(_emit(arg[-1], depth + 1))
-        elif name == "BRANCH":
-            out.append(_emit(arg[1][0], depth + 1))
-        elif name in ("AT", "ASSERT", "ASSERT_NOT"):
-            continue
-        elif name == "CATEGORY":
-            out.append(_category(arg))
-        else:
-            raise _CannotEmit(name)
-    return "".join(out)
-
-
-def _category(arg: Any) -> str:
-    name = str(arg)
-    if "NOT_DIGIT" in name:
-        return "a"
-    if "DIGIT" in name:
-        return "1"
-    if "NOT_SPACE" in name or "NOT_WORD" in name and "SPACE" not in name:
-        return "a" if "NOT_SPACE" in name else "-"
-    if "SPACE" in name:
-        return " "
-    return "a"
-
-
-def _emit_class(items: Any) -> str:
-    if items and str(items[0][0]) == "NEGATE":
-        excluded = {chr(arg) for op, arg in items[1:] if str(op) == "LITERAL"}
-        return next(ch for ch in "a1-_xZ" if ch not in excluded)
-    for op, arg in items:
-        name = str(op)
-        if name == "LITERAL":
-            return chr(arg)
-        if name == "RANGE":
-            return chr(arg[0])
-        if name == "CATEGORY":
-            return _category(arg)
-    raise _CannotEmit("empty class")
 
 
 # --- calling -------------------------------------------------------------------------------------
@@ -791,7 +746,6 @@ def reach_tools(
     def attempt_tool(tool: mcp_types.Tool, reach: ToolReach) -> None:
         seen = tried.setdefault(tool.name, set())
         tried_at[tool.name] = pool.version
-        budget = limit - len(reach.attempts)
         if synthesize:
             options = candidates(tool, pool, limit=limit + len(seen), case=case_candidate(tool))
         else:
@@ -799,7 +753,10 @@ def reach_tools(
             minimal = minimal_arguments(tool.input_schema)
             fallback = Candidate(minimal, dict.fromkeys(minimal, MINIMAL)) if minimal is not None else None
             options = [option for option in (case or fallback,) if option is not None]
-        options = [option for option in options if option.key() not in seen][:budget]
+        options = [option for option in options if option.key() not in seen]
+        last = reach.decisive
+        if synthesize and last is not None and last.outcome == "refused":
+            options = hinted_candidates(tool, last, pool) + options  # read again with what came since
         if not options and not reach.attempts:
             reach.status = "no_arguments"
             reach.reason = (
@@ -807,7 +764,10 @@ def reach_tools(
             )
             return
         started = time.monotonic() - spent.get(tool.name, 0.0)
-        for option in options:
+        while options and len(reach.attempts) < limit:
+            option = options.pop(0)
+            if option.key() in seen:
+                continue
             if ctx.server_lost is not None:
                 reach.status, reach.reason = "not_called", ctx.server_lost
                 return
@@ -832,6 +792,8 @@ def reach_tools(
             reach.status, reach.reason = "not_reached", attempt.message
             if _refuses_regardless(reach.attempts):
                 return
+            if synthesize:  # what the refusal says is allowed goes next
+                options[:0] = hinted_candidates(tool, attempt, pool)
 
     for tool in order:
         reach = ToolReach(tool, "not_reached")
@@ -852,6 +814,68 @@ def reach_tools(
     ordered = {tool.name: reaches[tool.name] for tool in tools if tool.name in reaches}
     ctx.coverage.update(ordered)
     return ordered
+
+
+def hinted_candidates(tool: mcp_types.Tool, refused: Attempt, pool: ValuePool) -> list[Candidate]:
+    """Argument sets a refusal points to: the refused set with one parameter moved to a value its error
+    names (an allowed value, a match for its pattern, a date in its format, a SELECT over a listed table
+    for a SQL parameter, a name another tool listed for "no such X"), typed and checked against the schema.
+
+    The parameter is the one the error names, or whose value it quotes; else each one that was sent.
+    At most HINTED_PER_REFUSAL sets, so a wordy error cannot crowd out the ranked candidates.
+    """
+    text = text_of(refused.result) if refused.result is not None else refused.message
+    schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+    try:
+        root = resolve_ref(schema, schema)
+    except Unsatisfiable:
+        return []
+    properties = root.get("properties") if isinstance(root.get("properties"), dict) else {}
+    sent = refused.candidate.arguments
+    names = [name for name in properties if isinstance(name, str)]
+    named = [
+        name
+        for name in names
+        if _names_parameter(text, name) or (name in sent and _mentions(text, str(sent[name])))
+    ]
+    out: list[Candidate] = []
+    for name in named or [name for name in names if name in sent] or names:
+        try:
+            prop = resolve_ref(properties[name], schema) if isinstance(properties[name], dict) else {}
+        except Unsatisfiable:
+            continue
+        kind = _type_of(prop)
+        told = tool_text_for(name, tool.description, len(properties) == 1)
+        sql = kind == "string" and sql_like(name, f"{prop.get('description') or ''}\n{told}")
+        for value, label in refusal_values(text, sent.get(name), sql, pool):
+            typed = _typed(value, kind)
+            if typed is None or not _fits(typed, prop, kind):
+                continue
+            arguments = {**sent, name: typed}
+            out.append(Candidate(arguments, {**refused.candidate.sources, name: label}))
+    return out[:HINTED_PER_REFUSAL]
+
+
+def _names_parameter(text: str, name: str) -> bool:
+    """Whether an error names a parameter: `start_date`, or its words (`start date`)."""
+    spoken = " ".join(words(name)) if len(words(name)) > 1 else name
+    return any(
+        re.search(rf"(?<![\w]){re.escape(form)}(?![\w])", text, re.IGNORECASE) for form in {name, spoken}
+    )
+
+
+def _type_of(schema: dict[str, Any]) -> str:
+    """The JSON type of a parameter's schema (the first that is not null), `string` when it says none."""
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    if kind is None:
+        for key in ("anyOf", "oneOf"):
+            options = schema.get(key)
+            if isinstance(options, list):
+                kinds = [o.get("type") for o in options if isinstance(o, dict) and o.get("type") != "null"]
+                kind = next((k for k in kinds if isinstance(k, str)), None)
+    return kind if isinstance(kind, str) else "string"
 
 
 def _take_resources(ctx: CheckContext, pool: ValuePool) -> None:
@@ -916,7 +940,7 @@ def _needs_feeding(tool: mcp_types.Tool) -> int:
             count += 1
             continue
         intrinsic = any(key in prop for key in ("const", "enum", "default", "examples", "format", "pattern"))
-        names_a_thing = _kind(_words(name)) in ("id", "key", "revision", "uri", "path", "name")
+        names_a_thing = _kind(words(name)) in ("id", "key", "revision", "uri", "path", "name")
         if not intrinsic and (prop.get("type") in ("string", None) or names_a_thing):
             count += 1
     return count
