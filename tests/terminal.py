@@ -19,9 +19,15 @@ PROMPT = b"[y/N]"
 
 
 def at_terminal(
-    args: list[str], *, answer: str | None, cwd: Path | None = None, timeout_s: float = 90.0
+    args: list[str],
+    *,
+    answer: str | None,
+    cwd: Path | None = None,
+    timeout_s: float = 90.0,
+    prompt: bytes = PROMPT,
+    env: dict[str, str] | None = None,
 ) -> tuple[int, str]:
-    """`python -m mcpipechekr ARGS` on a terminal; types `answer` at the `[y/N]` prompt (None: never).
+    """`python -m mcpipechekr ARGS` on a terminal; types `answer` once `prompt` shows (None: never).
 
     Returns the exit code and everything the terminal showed, with `\\r\\n` as `\\n`.
     """
@@ -32,7 +38,7 @@ def at_terminal(
         stdout=secondary,
         stderr=secondary,
         cwd=cwd,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**os.environ, **(env or {}), "COLUMNS": "200"},
         start_new_session=True,
     )
     os.close(secondary)
@@ -53,7 +59,7 @@ def at_terminal(
             if not chunk:
                 break
             shown += chunk
-            if not answered and PROMPT in shown:
+            if not answered and prompt in shown:
                 os.write(primary, (answer or "").encode() + b"\n")
                 answered = True
         else:

@@ -16,6 +16,7 @@ import mcp_types
 import pytest
 import yaml
 from click.testing import CliRunner
+from terminal import at_terminal
 
 from mcpipechekr.artifacts.check_report import CheckReport
 from mcpipechekr.check.trust import looks_read_only, parse_tool_names
@@ -260,3 +261,19 @@ def test_init_off_a_terminal_asks_nothing(calls: Path, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "Do they only read?" not in result.output
     assert "read_only" not in yaml.safe_load((tmp_path / "p" / "config.yaml").read_text()).get("check", {})
+
+
+def test_init_at_a_real_terminal_asks_and_records_the_answer(calls: Path, tmp_path: Path) -> None:
+    """The question reaches a person on a pseudo-terminal; answering `a` trusts every candidate."""
+    project = tmp_path / "at-terminal"
+    code, shown = at_terminal(
+        ["init", "--command", COMMAND, "--dir", str(project)],
+        answer="a",
+        prompt=b"or none [N]: ",
+        env={"CATALOG_CALLS": str(calls)},
+    )
+    assert code == 0, shown
+    assert all(name in shown for name in LOOKS_READ_ONLY) and "delete_item" not in shown.split("[N]")[0]
+    recorded = yaml.safe_load((project / "config.yaml").read_text(encoding="utf-8"))["check"]["read_only"]
+    assert recorded == LOOKS_READ_ONLY
+    assert called(calls) == set()  # asking calls none of them
