@@ -33,6 +33,11 @@ class RepoState:
     dirty: bool
 
 
+TEMPLATE_IMPORT_DATE = "946684800 +0000"
+"""The date of the commit that imports `repo_template` (2000-01-01 UTC, in git's own form): fixed, so the
+commit is the same for every copy."""
+
+
 def prepare_repo(server: ServerConfig) -> Path | None:
     """Make sure `server.repo` exists as a git repository; seed it from `repo_template` when missing.
 
@@ -65,7 +70,16 @@ def prepare_repo(server: ServerConfig) -> Path | None:
         cfg.set_value("user", "name", HARNESS_AUTHOR.name)
         cfg.set_value("user", "email", HARNESS_AUTHOR.email)
     repo.git.add(A=True)
-    repo.index.commit(f"Initial import of {template.name}", author=HARNESS_AUTHOR, committer=HARNESS_AUTHOR)
+    # A fixed date: the same template always makes the same first commit, and that commit names the
+    # server's source for its findings (`findings/server_identity.py`), so a repository made again
+    # from the template (another copy of the project, or one removed to start over) is the same server.
+    repo.index.commit(
+        f"Initial import of {template.name}",
+        author=HARNESS_AUTHOR,
+        committer=HARNESS_AUTHOR,
+        author_date=TEMPLATE_IMPORT_DATE,
+        commit_date=TEMPLATE_IMPORT_DATE,
+    )
     repo.close()
     repo_path.parent.mkdir(parents=True, exist_ok=True)
     if repo_path.exists():
