@@ -135,10 +135,24 @@ def _run(ctx: CheckContext, record: Record) -> None:
         return
     with main:
         with second:
-            _check_unsupported_version(ctx, second, record)
+            ctx.step("PC-30 initialize with an unsupported version")
+            with ctx.timed() as took:
+                refused = second.initialize(UNSUPPORTED_VERSION, ctx.call_timeout_s)
+            ctx.step("PC-31 initialize with the latest version")
+            asked, answer = _handshake(ctx, main)
+            if refused is None and _result(answer) is None and (second.ended or main.ended):
+                # Neither process answered and one exited: a server that allows one process at a
+                # time (a lock, a port) cannot be checked this way, which is no finding of its own.
+                why = f"no second process of the server answered initialize: {_ended(main)}"
+                for check_id in LIFECYCLE_CHECKS:
+                    record(check_id, "SKIP", why)
+                return
+            _judge_unsupported_version(ctx, second, refused, took["ms"], record)
+            opened = _judge_latest_version(main, asked, answer, record)
             _check_malformed(ctx, second, main, record)
-        if not _check_latest_version(ctx, main, record):
+        if not opened:
             return
+        _check_before_initialized(ctx, main, record)
         _check_ping(ctx, main, record)
         _check_ids(ctx, main, record)
         _check_unknown_method(ctx, main, record)
@@ -154,6 +168,8 @@ def _run(ctx: CheckContext, record: Record) -> None:
 
 def _ended(session: RawSession) -> str:
     """Why the session is over: the exit status and the last stderr lines when there are any."""
+    if isinstance(session, StdioRawSession):
+        session.wait_exit(0.5)  # let the exit status land
     code = session.exit_code()
     what = "the raw session ended" + (f" (the server exited with code {code})" if code is not None else "")
     tail = session.stderr_tail()
@@ -176,12 +192,10 @@ def _result(response: dict[str, Any] | None) -> Any:
 # --- Lifecycle ------------------------------------------------------------------------------------
 
 
-def _check_unsupported_version(ctx: CheckContext, session: RawSession, record: Record) -> None:
+def _judge_unsupported_version(
+    ctx: CheckContext, session: RawSession, response: dict[str, Any] | None, ms: float, record: Record
+) -> None:
     """PC-30: initialize asking for a version nobody supports gets one the server supports, not the echo."""
-    ctx.step("PC-30 initialize with an unsupported version")
-    with ctx.timed() as took:
-        response = session.initialize(UNSUPPORTED_VERSION, ctx.call_timeout_s)
-    ms = took["ms"]
     if response is None:
         record(
             "PC-30",
@@ -227,15 +241,19 @@ def _check_unsupported_version(ctx: CheckContext, session: RawSession, record: R
         )
 
 
-def _check_latest_version(ctx: CheckContext, session: RawSession, record: Record) -> bool:
-    """PC-31 and PC-33: the main raw session's handshake. False when it could not be opened."""
-    ctx.step("PC-31 initialize with the latest version")
+def _handshake(ctx: CheckContext, session: RawSession) -> tuple[str, dict[str, Any] | None]:
+    """initialize asking for the SDK's latest revision, then the latest handshake one after an error."""
     response = session.initialize(LATEST_PROTOCOL_VERSION, ctx.call_timeout_s)
-    asked = LATEST_PROTOCOL_VERSION
-    if _error(response) is not None:
-        # A server that refuses a revision it does not know may still speak the latest handshake one.
-        asked = LATEST_HANDSHAKE_VERSION
-        response = session.initialize(asked, ctx.call_timeout_s)
+    if _error(response) is None:
+        return LATEST_PROTOCOL_VERSION, response
+    # A server that refuses a revision it does not know may still speak the latest handshake one.
+    return LATEST_HANDSHAKE_VERSION, session.initialize(LATEST_HANDSHAKE_VERSION, ctx.call_timeout_s)
+
+
+def _judge_latest_version(
+    session: RawSession, asked: str, response: dict[str, Any] | None, record: Record
+) -> bool:
+    """PC-31: the main raw session's handshake. False when it could not be opened."""
     result = _result(response)
     if not isinstance(result, dict):
         error = _error(response)
@@ -257,7 +275,6 @@ def _check_latest_version(ctx: CheckContext, session: RawSession, record: Record
             f"asked for {asked}, answered {answered!r}: not a released protocol revision",
             details=details,
         )
-    _check_before_initialized(ctx, session, record)
     return True
 
 
@@ -634,10 +651,8 @@ def _check_malformed(ctx: CheckContext, session: RawSession, other: RawSession, 
     if session.protocol_version is None:
         session.initialize(LATEST_HANDSHAKE_VERSION, ctx.call_timeout_s)  # PC-30's answer was a refusal
     session.notify("notifications/initialized")
-    try:
-        session.send('{"jsonrpc": "2.0", "id": "mcpipechekr-malformed", "method": "ping"')
-    except RawUnavailable as exc:
-        record("PC-42", "SKIP", f"could not send: {exc}")
+    if not session.send('{"jsonrpc": "2.0", "id": "mcpipechekr-malformed", "method": "ping"'):
+        record("PC-42", "SKIP", f"could not send: {session.lost}")
         return
     answer = session.wait_for(is_response, QUIET_S)
     statuses = getattr(session, "statuses", [])

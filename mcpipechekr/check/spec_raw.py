@@ -94,6 +94,8 @@ class RawSession:
         self.capabilities: dict[str, Any] = {}
         """What the server declared in its answer to this session's initialize."""
         self.ended = False
+        self.lost: str | None = None
+        """Why the session could not be written to any more, once it could not."""
         self._next_id = 0
 
     # --- transport ---------------------------------------------------------------------------------
@@ -124,9 +126,21 @@ class RawSession:
         self._next_id += 1
         return f"mcpipechekr-{self._next_id}"
 
-    def send(self, message: Any) -> None:
-        """Send one message: a JSON value, or a str sent as it is (for malformed input)."""
-        self._send(message if isinstance(message, str) else json.dumps(message))
+    def send(self, message: Any) -> bool:
+        """Send one message (a JSON value, or a str sent as it is, for malformed input); False: it could not.
+
+        A session that cannot be written to (the process exited, the URL stopped
+        answering) is over: `ended` is set and `lost` says why, and every later
+        wait returns None at once, so a check records what it saw instead of raising.
+        """
+        if self.ended:
+            return False
+        try:
+            self._send(message if isinstance(message, str) else json.dumps(message))
+        except RawUnavailable as exc:
+            self.ended, self.lost = True, str(exc)
+            return False
+        return True
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -191,8 +205,7 @@ class RawSession:
             answer["result"] = {}
         else:
             answer["error"] = {"code": mcp_types.METHOD_NOT_FOUND, "message": "not supported by mcpipechekr"}
-        with suppress(RawUnavailable):
-            self.send(answer)
+        self.send(answer)
 
     def initialize(self, version: str, timeout_s: float) -> dict[str, Any] | None:
         """Send initialize asking for `version`; the response (its version kept), or None."""
