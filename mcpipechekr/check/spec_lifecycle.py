@@ -75,7 +75,7 @@ UNKNOWN_METHOD = "mcpipechekr/no_such_method"
 IDS: tuple[Any, ...] = ("abc-1", 7, 2**53 - 1)
 """A string, a small integer and the largest integer every JSON parser keeps exact."""
 QUIET_S = 1.0
-"""How long silence is awaited where silence is an acceptable answer (a batch, a malformed line)."""
+"""How long a process that stopped answering is given to exit, for its exit status."""
 PRE_INITIALIZED_S = 1.0
 """How long a ping before the initialized notification is given before that notification is sent."""
 PROGRESS_TOOLS = 3
@@ -443,9 +443,8 @@ def _check_cancellation(ctx: CheckContext, session: RawSession, record: Record) 
     session.notify(
         "notifications/cancelled", {"requestId": "mcpipechekr-never-sent", "reason": "mcpipechekr PC-37"}
     )
-    late = session.response_to(request_id, QUIET_S)
-    after = session.request("ping", timeout_s=ctx.call_timeout_s)
-    if after is None:
+    late, alive = _then_ping(ctx, session, lambda v: is_response(v) and same_id(request_id, v.get("id")))
+    if not alive:
         why = _ended(session) if session.ended else f"no answer to ping within {ctx.call_timeout_s:g}s"
         record("PC-37", "FAIL", f"stopped answering after notifications/cancelled: {why}")
         return
@@ -605,13 +604,9 @@ def _check_batch(ctx: CheckContext, session: RawSession, record: Record) -> None
     def about_batch(value: Any) -> bool:
         return isinstance(value, list) or (is_response(value) and value.get("id") in (*ids, None))
 
-    answer = session.wait_for(about_batch, ctx.call_timeout_s if must_answer else QUIET_S)
-    items = answer if isinstance(answer, list) else [answer] if answer is not None else []
-    if answer is not None and not isinstance(answer, list):
-        more = session.wait_for(about_batch, QUIET_S / 2)
-        items += more if isinstance(more, list) else [more] if more is not None else []
+    answers, alive = _then_ping(ctx, session, about_batch)
+    items = [item for answer in answers for item in (answer if isinstance(answer, list) else [answer])]
     results = [item for item in items if isinstance(item, dict) and "result" in item]
-    alive = session.request("ping", timeout_s=ctx.call_timeout_s) is not None
     if must_answer:
         if len(results) == len(ids):
             record("PC-41", "PASS", f"negotiated 2025-03-26 and answered a batch (ping, {second})")
@@ -645,6 +640,32 @@ def _check_batch(ctx: CheckContext, session: RawSession, record: Record) -> None
         record("PC-41", "PASS", "ignored the batch and still answers")
 
 
+def _then_ping(
+    ctx: CheckContext, session: RawSession, wanted: Callable[[Any], bool]
+) -> tuple[list[Any], bool]:
+    """What `wanted` accepts of the answers to what was just sent, and whether a ping sent next is answered.
+
+    Why a ping instead of a wait: a server answers in order, so the ping's answer
+    marks the end of whatever the message got, and silence (the answer most SDKs
+    give a batch or a malformed line) costs nothing instead of a timeout.
+    """
+    ping_id = session.new_id()
+    session.send({"jsonrpc": "2.0", "id": ping_id, "method": "ping"})
+    answers: list[Any] = []
+    deadline = time.monotonic() + ctx.call_timeout_s
+    while (left := deadline - time.monotonic()) > 0:
+        value = session.wait_for(
+            lambda v: (is_response(v) and same_id(ping_id, v.get("id"))) or wanted(v), left
+        )
+        if value is None:
+            return answers, False
+        if is_response(value) and same_id(ping_id, value.get("id")):
+            late = session.wait_for(wanted, 0.05)  # one written just after the ping's answer
+            return [*answers, *([late] if late is not None else [])], True
+        answers.append(value)
+    return answers, False
+
+
 def _check_malformed(ctx: CheckContext, session: RawSession, other: RawSession, record: Record) -> None:
     """PC-42: a line that is not JSON gets -32700, is ignored, or closes the session cleanly; no crash."""
     ctx.step("PC-42 malformed JSON")
@@ -654,7 +675,8 @@ def _check_malformed(ctx: CheckContext, session: RawSession, other: RawSession, 
     if not session.send('{"jsonrpc": "2.0", "id": "mcpipechekr-malformed", "method": "ping"'):
         record("PC-42", "SKIP", f"could not send: {session.lost}")
         return
-    answer = session.wait_for(is_response, QUIET_S)
+    answers, alive = _then_ping(ctx, session, is_response)
+    answer = answers[0] if answers else None
     statuses = getattr(session, "statuses", [])
     error = _error(answer)
     if statuses and statuses[-1] >= 500:
@@ -665,7 +687,7 @@ def _check_malformed(ctx: CheckContext, session: RawSession, other: RawSession, 
         record("PC-42", "WARN", f"JSON-RPC error {error[0]} ({error[1]}), not -32700 (parse error)")
     elif answer is not None:
         record("PC-42", "FAIL", f"answered a line that is not JSON with a result: {one_line(str(answer))}")
-    elif session.request("ping", timeout_s=ctx.call_timeout_s) is not None:
+    elif alive:
         record("PC-42", "PASS", "ignored the line and still answers")
     elif isinstance(session, StdioRawSession):
         code = session.wait_exit(QUIET_S)
