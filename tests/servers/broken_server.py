@@ -105,7 +105,7 @@ def handle(message: dict) -> None:
     params = message.get("params") or {}
     if method == "initialize":
         result = {
-            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+            "protocolVersion": _version(params.get("protocolVersion")),
             "capabilities": {"tools": {}},
             "serverInfo": {"name": "broken", "version": "0.1"},
         }
@@ -126,6 +126,14 @@ def handle(message: dict) -> None:
     send({"jsonrpc": "2.0", "id": msg_id, "result": result})
 
 
+SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+
+def _version(requested: object) -> str:
+    """The version asked for when supported, else the latest supported (the lifecycle's negotiation)."""
+    return requested if requested in SUPPORTED_VERSIONS else SUPPORTED_VERSIONS[-1]  # type: ignore[return-value]
+
+
 def main() -> None:
     global TOOLS
     parser = argparse.ArgumentParser()
@@ -141,7 +149,12 @@ def main() -> None:
         opts.start_once.touch()
     for line in sys.stdin:
         if line.strip():
-            handle(json.loads(line))
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue  # not JSON: ignored
+            if isinstance(message, dict):  # a batch (an array) is ignored: removed in 2025-06-18
+                handle(message)
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ def handle(message: dict, scratch: Path | None) -> None:
     params = message.get("params") or {}
     if method == "initialize":
         answer = {
-            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+            "protocolVersion": _version(params.get("protocolVersion")),
             "capabilities": {"tools": {}},
             "serverInfo": {"name": "findings", "version": "0.1"},
         }
@@ -104,13 +104,26 @@ def handle(message: dict, scratch: Path | None) -> None:
     send({"jsonrpc": "2.0", "id": msg_id, "result": answer})
 
 
+SUPPORTED_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+
+def _version(requested: object) -> str:
+    """The version asked for when supported, else the latest supported (the lifecycle's negotiation)."""
+    return requested if requested in SUPPORTED_VERSIONS else SUPPORTED_VERSIONS[-1]  # type: ignore[return-value]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scratch", type=Path)
     opts = parser.parse_args()
     for line in sys.stdin:
         if line.strip():
-            handle(json.loads(line), opts.scratch)
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue  # not JSON: ignored
+            if isinstance(message, dict):  # a batch (an array) is ignored: removed in 2025-06-18
+                handle(message, opts.scratch)
 
 
 if __name__ == "__main__":
