@@ -56,6 +56,7 @@ from mcpipechekr.check.answers import (
 from mcpipechekr.check.argsgen import minimal_arguments
 from mcpipechekr.check.context import CheckContext
 from mcpipechekr.check.honesty import honesty_verdicts, start_watch
+from mcpipechekr.check.spec_features import FEATURE_CHECKS, run_feature_checks
 from mcpipechekr.check.synthesis import CaseArguments, ToolReach, attempts_detail, reach_tools
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.server.lifecycle import StructuredContentMismatch
@@ -122,6 +123,7 @@ CHECKS: dict[str, CheckSpec] = {
     )
 }
 """Every Layer 1 check, in run order. Per-tool checks are recorded as `PC-10:TOOL`."""
+CHECKS.update({id_: CheckSpec(id_, name, group) for id_, (name, group) in FEATURE_CHECKS.items()})
 
 ArgumentsFor = CaseArguments
 """Arguments a cases file gives for a tool (tried before synthesized ones) and the case id, or None."""
@@ -159,6 +161,7 @@ def run_protocol(ctx: CheckContext, *, arguments_for: ArgumentsFor | None = None
         _check_bad_arguments(ctx, tool, halted)
     _check_unknown_resource(ctx)
     _check_still_answers(ctx)
+    run_feature_checks(ctx)  # PC-50…PC-59: prompts, resources, completions, content (check/spec_features.py)
 
 
 # --- plumbing -------------------------------------------------------------------------------------
