@@ -31,15 +31,12 @@ listed resource its pattern matches, else it is not read.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 import mcp_types
 import pydantic
@@ -50,6 +47,15 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcpipechekr.artifacts.check_report import CheckStatus
 from mcpipechekr.check.answers import halt_reason, one_line, validation_reason
 from mcpipechekr.check.context import CheckContext
+from mcpipechekr.check.spec_shapes import (
+    block_problems,
+    completion_problems,
+    expand_template,
+    message_problems,
+    read_problems,
+    template_pattern,
+    template_variables,
+)
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.server.annotations import write_risk
 
@@ -76,8 +82,6 @@ MAX_COMPLETIONS = 10
 MAX_RECALLS = 5
 READ_BUDGET_S = 10.0
 READ_BUDGET_CHARS = 8 * 1024 * 1024
-MAX_COMPLETION_VALUES = 100
-"""The specification's CompleteResult: `values` "Must not exceed 100 items"."""
 PLAIN_VALUE = "example"
 """A prompt argument's value when completion offers none."""
 UNKNOWN_PROMPT = "mcpipechekr_no_such_prompt"
@@ -85,9 +89,6 @@ MAX_LISTED_PROBLEMS = 3
 """A reason names this many problems; `details` holds them all."""
 
 _RAW = pydantic.TypeAdapter(dict[str, Any])
-_EXPRESSION = re.compile(r"\{([+#./;?&]?)([^}]*)\}")
-_REQUIRED_OPERATORS = ("", "+", ".", "/")
-"""URI-template expressions whose variables make the path; `?`, `&`, `#` and `;` ones may stay empty."""
 
 
 @dataclass
@@ -183,6 +184,21 @@ def _listed(problems: list[str]) -> str:
     return shown + (f"; and {more} more (see details)" if more > 0 else "")
 
 
+def _settle(
+    ctx: CheckContext,
+    check_id: str,
+    failures: list[str],
+    warnings: list[str],
+    ok: tuple[CheckStatus, str],
+    **extra: Any,
+) -> None:
+    """One verdict: FAIL naming the failures, else WARN naming the warnings, else `ok`."""
+    status, reason = (
+        ("FAIL", _listed(failures)) if failures else ("WARN", _listed(warnings)) if warnings else ok
+    )
+    _record(ctx, check_id, status, reason, **extra)
+
+
 async def _all_pages(fetch: Callable[[str | None], Awaitable[Any]], field_name: str) -> list[Any]:
     items: list[Any] = []
     cursor: str | None = None
@@ -235,33 +251,6 @@ def _list_features(ctx: CheckContext, seen: _Seen) -> None:
 # --- Completions ----------------------------------------------------------------------------------
 
 
-def completion_problems(result: dict[str, Any]) -> list[str]:
-    """What in a CompleteResult breaks the schema: `completion.values` strings (at most 100), typed hints.
-
-    A `total` or `hasMore` of null counts as absent: servers that serialize
-    their unset fields are common and no client is misled by it.
-    """
-    completion = result.get("completion")
-    if not isinstance(completion, dict):
-        return ["no `completion` object in the result"]
-    problems = []
-    values = completion.get("values")
-    if not isinstance(values, list):
-        problems.append(f"completion.values is not a list (got {type(values).__name__})")
-    else:
-        bad = [value for value in values if not isinstance(value, str)]
-        if bad:
-            problems.append(f"completion.values holds {len(bad)} non-string value(s), e.g. {bad[0]!r}")
-        if len(values) > MAX_COMPLETION_VALUES:
-            problems.append(f"completion.values has {len(values)} items; at most {MAX_COMPLETION_VALUES}")
-    total, has_more = completion.get("total"), completion.get("hasMore")
-    if total is not None and (isinstance(total, bool) or not isinstance(total, int)):
-        problems.append(f"completion.total is not an integer (got {total!r})")
-    if has_more is not None and not isinstance(has_more, bool):
-        problems.append(f"completion.hasMore is not a boolean (got {has_more!r})")
-    return problems
-
-
 def _complete(ctx: CheckContext, seen: _Seen, ref: Any, argument: str) -> Answer:
     """completion/complete for one argument with an empty value; the values it offers are kept in `seen`."""
     key = (ref.type, getattr(ref, "name", None) or getattr(ref, "uri", ""), argument)
@@ -295,45 +284,23 @@ def _completion_value(ctx: CheckContext, seen: _Seen, ref: Any, argument: str) -
 
 
 def _judge_completion(ctx: CheckContext, check_id: str, what: str, answer: Answer) -> None:
+    """A valid `completion` passes; a malformed one, a halt or -32601 fails; another error warns."""
     result, error, ms = answer
+    failures, warnings = [], []
     if error is not None:
         broken = _broken(ctx, error, f"completion/complete for {what}")
         if broken:
-            _record(ctx, check_id, "FAIL", broken, duration_ms=ms)
+            failures.append(broken)
         elif isinstance(error, MCPError) and error.error.code == mcp_types.METHOD_NOT_FOUND:
-            _record(
-                ctx,
-                check_id,
-                "FAIL",
-                f"declares completions, but completion/complete: {_rpc_error(error)}",
-                duration_ms=ms,
-            )
+            failures.append(f"declares completions, but completion/complete: {_rpc_error(error)}")
         else:
-            _record(
-                ctx, check_id, "WARN", f"completion/complete for {what}: {_rpc_error(error)}", duration_ms=ms
-            )
-        return
-    assert result is not None
-    problems = completion_problems(result)
-    if problems:
-        _record(
-            ctx,
-            check_id,
-            "FAIL",
-            f"completion/complete for {what}: {_listed(problems)}",
-            duration_ms=ms,
-            details={"problems": problems},
-        )
-        return
-    values = result["completion"]["values"]
+            warnings.append(f"completion/complete for {what}: {_rpc_error(error)}")
+    problems = completion_problems(result) if result is not None else []
+    failures.extend(f"completion/complete for {what}: {problem}" for problem in problems)
+    values = (result or {}).get("completion", {}).get("values") or [] if not failures else []
     shown = ", ".join(repr(value) for value in values[:3]) + (", …" if len(values) > 3 else "")
-    _record(
-        ctx,
-        check_id,
-        "PASS",
-        f"{len(values)} value(s) for {what}" + (f": {shown}" if values else ""),
-        duration_ms=ms,
-    )
+    ok = f"{len(values)} value(s) for {what}" + (f": {shown}" if values else "")
+    _settle(ctx, check_id, failures, warnings, ("PASS", ok), duration_ms=ms, details={"problems": problems})
 
 
 def _completions_skip(ctx: CheckContext) -> str | None:
@@ -354,19 +321,6 @@ def _check_prompt_completion(ctx: CheckContext, seen: _Seen) -> None:
     _judge_completion(
         ctx, "PC-50", f"prompt {target[0]!r}, argument {target[1]!r}", _complete(ctx, seen, ref, target[1])
     )
-
-
-def template_variables(template: str, *, required_only: bool = False) -> list[str]:
-    """The variable names of an RFC 6570 URI template, in order (`{+path}`, `{?q,lang}`, `{/seg*}`)."""
-    names: list[str] = []
-    for operator, varlist in _EXPRESSION.findall(template):
-        if required_only and operator not in _REQUIRED_OPERATORS:
-            continue
-        for spec in varlist.split(","):
-            name = spec.strip().rstrip("*").split(":")[0]
-            if name and name not in names:
-                names.append(name)
-    return names
 
 
 def _check_template_completion(ctx: CheckContext, seen: _Seen) -> None:
@@ -408,23 +362,6 @@ def _get_prompt(ctx: CheckContext, name: str, arguments: dict[str, str]) -> Answ
         params=mcp_types.GetPromptRequestParams(name=name, arguments=arguments or None)
     )
     return _raw(ctx, "during prompts/get", request)
-
-
-def message_problems(result: dict[str, Any]) -> list[str]:
-    """What in a GetPromptResult breaks the schema: `messages`, each with role user/assistant and a block."""
-    messages = result.get("messages")
-    if not isinstance(messages, list):
-        return ["no `messages` list in the result"]
-    problems = []
-    for index, message in enumerate(messages):
-        if not isinstance(message, dict):
-            problems.append(f"messages[{index}] is not an object")
-            continue
-        if message.get("role") not in ("user", "assistant"):
-            problems.append(f"messages[{index}].role is {message.get('role')!r}, not 'user' or 'assistant'")
-        if not isinstance(message.get("content"), dict):
-            problems.append(f"messages[{index}].content is not a content block object")
-    return problems
 
 
 def _check_prompts_get(ctx: CheckContext, seen: _Seen) -> None:
@@ -473,49 +410,28 @@ def _check_prompts_get(ctx: CheckContext, seen: _Seen) -> None:
         if len(seen.prompts or []) > MAX_PROMPTS
         else ""
     )
-    if failures:
-        _record(ctx, "PC-52", "FAIL", _listed(failures), duration_ms=took, details=details)
-    elif warnings:
-        _record(ctx, "PC-52", "WARN", _listed(warnings), duration_ms=took, details=details)
-    elif answered:
-        _record(
-            ctx,
-            "PC-52",
-            "PASS",
-            f"{len(answered)} prompt(s){bound} answered well-formed messages{more}",
-            duration_ms=took,
-            details=details,
-        )
-    else:
-        _record(
-            ctx,
-            "PC-52",
-            "SKIP",
-            f"not reached: every prompt refused the values given{more}",
-            duration_ms=took,
-            details=details,
-        )
+    ok: tuple[CheckStatus, str] = (
+        ("PASS", f"{len(answered)} prompt(s){bound} answered well-formed messages{more}")
+        if answered
+        else ("SKIP", f"not reached: every prompt refused the values given{more}")
+    )
+    _settle(ctx, "PC-52", failures, warnings, ok, duration_ms=took, details=details)
 
 
 def _judge_refusal(ctx: CheckContext, check_id: str, what: str, answer: Answer) -> None:
     """A request the server must refuse: -32602 passes, another error code warns, an answer fails."""
-    result, error, ms = answer
+    _, error, ms = answer
     if error is None:
-        _record(ctx, check_id, "FAIL", f"answered {what} as if nothing were wrong", duration_ms=ms)
-        return
-    broken = _broken(ctx, error, what)
-    if broken:
-        _record(ctx, check_id, "FAIL", broken, duration_ms=ms)
+        status, reason = "FAIL", f"answered {what} as if nothing were wrong"
+    elif isinstance(error, pydantic.ValidationError):  # an answer all the same, and a malformed one
+        status, reason = "FAIL", f"answered {what} as if nothing were wrong ({validation_reason(error)})"
+    elif broken := _broken(ctx, error, what):
+        status, reason = "FAIL", broken
     elif isinstance(error, MCPError) and error.error.code == mcp_types.INVALID_PARAMS:
-        _record(ctx, check_id, "PASS", f"{_rpc_error(error)}", duration_ms=ms)
+        status, reason = "PASS", _rpc_error(error)
     else:
-        _record(
-            ctx,
-            check_id,
-            "WARN",
-            f"{_rpc_error(error)} for {what}; the specification asks for -32602",
-            duration_ms=ms,
-        )
+        status, reason = "WARN", f"{_rpc_error(error)} for {what}; the specification asks for -32602"
+    _record(ctx, check_id, status, reason, duration_ms=ms)
 
 
 def _check_missing_prompt_argument(ctx: CheckContext, seen: _Seen) -> None:
@@ -547,52 +463,10 @@ def _resources_skip(seen: _Seen) -> str | None:
     return seen.resources_why if seen.resources is None else None
 
 
-def _base64_problem(data: Any, what: str) -> str | None:
-    if not isinstance(data, str):
-        return f"{what} is not a string"
-    try:
-        base64.b64decode(re.sub(r"\s+", "", data), validate=True)
-    except (binascii.Error, ValueError):
-        return f"{what} is not valid base64"
-    return None
-
-
-def contents_problems(item: Any, where: str) -> list[str]:
-    """What in one resource contents object breaks the schema: uri, text or base64 blob, mimeType."""
-    if not isinstance(item, dict):
-        return [f"{where} is not an object"]
-    problems = []
-    if not isinstance(item.get("uri"), str) or not item.get("uri"):
-        problems.append(f"{where} has no uri")
-    if "text" in item:
-        if not isinstance(item["text"], str):
-            problems.append(f"{where}.text is not a string")
-    elif "blob" in item:
-        problem = _base64_problem(item["blob"], f"{where}.blob")
-        if problem:
-            problems.append(problem)
-    else:
-        problems.append(f"{where} has neither text nor blob")
-    if "mimeType" in item and item["mimeType"] is not None and not isinstance(item["mimeType"], str):
-        problems.append(f"{where}.mimeType is not a string")
-    return problems
-
-
 def _read(ctx: CheckContext, uri: str) -> Answer:
     ctx.step(f"resources/read {uri}")
     request = mcp_types.ReadResourceRequest(params=mcp_types.ReadResourceRequestParams(uri=uri))
     return _raw(ctx, "during resources/read", request)
-
-
-def _read_problems(result: dict[str, Any], uri: str) -> list[str]:
-    contents = result.get("contents")
-    if not isinstance(contents, list):
-        return [f"{uri}: no `contents` list in the result"]
-    return [
-        problem
-        for index, item in enumerate(contents)
-        for problem in contents_problems(item, f"{uri}: contents[{index}]")
-    ]
 
 
 def _size(result: dict[str, Any]) -> int:
@@ -626,7 +500,7 @@ def _check_resource_reads(ctx: CheckContext, seen: _Seen) -> None:
             continue
         assert result is not None
         chars += _size(result)
-        failures.extend(_read_problems(result, resource.uri))
+        failures.extend(read_problems(result, resource.uri))
     read = len(seen.read_uris)
     bound = (
         f" (the first {read} of {len(resources)}: at most {MAX_RESOURCES}, {READ_BUDGET_S:.0f} s)"
@@ -634,72 +508,9 @@ def _check_resource_reads(ctx: CheckContext, seen: _Seen) -> None:
         else ""
     )
     details = {"read": seen.read_uris, "problems": failures, "errors": errors}
-    if failures:
-        _record(ctx, "PC-55", "FAIL", _listed(failures), duration_ms=took, details=details)
-    elif errors:
-        _record(
-            ctx,
-            "PC-55",
-            "WARN",
-            "listed but not readable: " + _listed(errors),
-            duration_ms=took,
-            details=details,
-        )
-    else:
-        _record(
-            ctx,
-            "PC-55",
-            "PASS",
-            f"{read} resource(s) read{bound}, every contents well-formed",
-            duration_ms=took,
-            details=details,
-        )
-
-
-def template_pattern(template: str) -> re.Pattern[str] | None:
-    """A regex matching the URIs a template expands to (simple and `+` expressions only), or None."""
-    parts, names, last = [], [], 0
-    for match in _EXPRESSION.finditer(template):
-        operator, varlist = match.groups()
-        if operator not in ("", "+") or "," in varlist:
-            return None
-        parts.append(re.escape(template[last : match.start()]))
-        names.append(varlist.strip().rstrip("*").split(":")[0])
-        parts.append(f"(?P<v{len(names) - 1}>{'.+' if operator == '+' else '[^/?#]+'})")
-        last = match.end()
-    if not names:
-        return None
-    parts.append(re.escape(template[last:]))
-    return re.compile("".join(parts) + r"\Z")
-
-
-def expand_template(template: str, values: dict[str, str]) -> str:
-    """RFC 6570 expansion with one string per variable; a variable with no value expands to nothing."""
-    prefixes = {
-        "": ("", ","),
-        "+": ("", ","),
-        "#": ("#", ","),
-        ".": (".", "."),
-        "/": ("/", "/"),
-        ";": (";", ";"),
-        "?": ("?", "&"),
-        "&": ("&", "&"),
-    }
-
-    def expand(match: re.Match[str]) -> str:
-        operator, varlist = match.groups()
-        safe = ":/?#[]@!$&'()*+,;=" if operator in ("+", "#") else ""
-        named = operator in (";", "?", "&")
-        parts = []
-        for spec in varlist.split(","):
-            name = spec.strip().rstrip("*").split(":")[0]
-            if name in values:
-                value = quote(values[name], safe=safe)
-                parts.append(f"{name}={value}" if named else value)
-        prefix, separator = prefixes[operator]
-        return prefix + separator.join(parts) if parts else ""
-
-    return _EXPRESSION.sub(expand, template)
+    errors = [f"listed but not readable: {error}" for error in errors]
+    ok: tuple[CheckStatus, str] = ("PASS", f"{read} resource(s) read{bound}, every contents well-formed")
+    _settle(ctx, "PC-55", failures, errors, ok, duration_ms=took, details=details)
 
 
 def _template_values(ctx: CheckContext, seen: _Seen, template: str) -> tuple[dict[str, str], list[str]]:
@@ -743,40 +554,16 @@ def _check_template_read(ctx: CheckContext, seen: _Seen) -> None:
         result, error, ms = _read(ctx, uri)
         details = {"template": template.uri_template, "values": values, "uri": uri}
         seen.read_uris.append(uri)
+        failures, warnings = [], []
         if error is not None:
             broken = _broken(ctx, error, uri)
-            if broken:
-                _record(ctx, "PC-56", "FAIL", broken, duration_ms=ms, details=details)
-            else:
-                _record(
-                    ctx,
-                    "PC-56",
-                    "WARN",
-                    f"{uri}, filled with the server's own values: {_rpc_error(error)}",
-                    duration_ms=ms,
-                    details=details,
-                )
-            return
-        assert result is not None
-        problems = _read_problems(result, uri)
-        if problems:
-            _record(
-                ctx,
-                "PC-56",
-                "FAIL",
-                _listed(problems),
-                duration_ms=ms,
-                details={**details, "problems": problems},
-            )
-        else:
-            _record(
-                ctx,
-                "PC-56",
-                "PASS",
-                f"read {uri} (from {template.uri_template})",
-                duration_ms=ms,
-                details=details,
-            )
+            failures += [broken] if broken else []
+            warnings += [] if broken else [f"{uri}, filled with the server's own values: {_rpc_error(error)}"]
+        failures += read_problems(result, uri) if result is not None else []
+        ok: tuple[CheckStatus, str] = ("PASS", f"read {uri} (from {template.uri_template})")
+        _settle(
+            ctx, "PC-56", failures, warnings, ok, duration_ms=ms, details={**details, "problems": failures}
+        )
         return
     _record(
         ctx,
@@ -884,42 +671,12 @@ def _check_is_error(ctx: CheckContext, seen: _Seen) -> None:
         for index, block in enumerate(result.get("content") or []):
             seen.blocks.append((f"tool {name} content[{index}]", block))
     details = {"called": called, "problems": problems}
-    if problems:
-        _record(ctx, "PC-58", "FAIL", _listed(problems), duration_ms=took, details=details)
-    elif called:
-        _record(
-            ctx,
-            "PC-58",
-            "PASS",
-            f"{len(called)} read-only tool(s) called again: isError well-typed",
-            duration_ms=took,
-            details=details,
-        )
-    else:
-        _record(ctx, "PC-58", "SKIP", "no second call answered", duration_ms=took, details=details)
-
-
-def block_problems(block: Any, where: str) -> list[str]:
-    """What in one content block breaks the schema (text, image, audio, resource_link, resource)."""
-    if not isinstance(block, dict):
-        return [f"{where} is not an object"]
-    kind = block.get("type")
-    if kind == "text":
-        return [] if isinstance(block.get("text"), str) else [f"{where} (text) has no string text"]
-    if kind in ("image", "audio"):
-        problems = [_base64_problem(block.get("data"), f"{where} ({kind}) data")]
-        if not isinstance(block.get("mimeType"), str) or not block.get("mimeType"):
-            problems.append(f"{where} ({kind}) has no mimeType")
-        return [problem for problem in problems if problem]
-    if kind == "resource_link":
-        return [
-            f"{where} (resource_link) has no {key}"
-            for key in ("uri", "name")
-            if not isinstance(block.get(key), str) or not block.get(key)
-        ]
-    if kind == "resource":
-        return contents_problems(block.get("resource"), f"{where} (resource).resource")
-    return [f"{where} has an unknown type {kind!r}"]
+    ok: tuple[CheckStatus, str] = (
+        ("PASS", f"{len(called)} read-only tool(s) called again: isError well-typed")
+        if called
+        else ("SKIP", "no second call answered")
+    )
+    _settle(ctx, "PC-58", problems, [], ok, duration_ms=took, details=details)
 
 
 def _check_content_blocks(ctx: CheckContext, seen: _Seen) -> None:

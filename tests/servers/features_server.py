@@ -21,7 +21,6 @@ PIXEL = base64.b64decode(
 )
 
 
-
 class FeaturesServer(MCPServer):
     """MCPServer answers -32603 for an unknown prompt or a missing argument; the specification asks -32602."""
 
@@ -29,7 +28,9 @@ class FeaturesServer(MCPServer):
         prompt = self._prompt_manager.get_prompt(name)
         if prompt is None:
             raise MCPError(code=mcp_types.INVALID_PARAMS, message=f"Unknown prompt: {name}")
-        missing = [arg.name for arg in prompt.arguments or [] if arg.required and arg.name not in (arguments or {})]
+        missing = [
+            arg.name for arg in prompt.arguments or [] if arg.required and arg.name not in (arguments or {})
+        ]
         if missing:
             raise MCPError(code=mcp_types.INVALID_PARAMS, message=f"Missing required arguments: {missing}")
         return await super().get_prompt(name, arguments, context)
@@ -98,7 +99,9 @@ async def _subscribe(ctx, params):  # noqa: ANN001, ANN202
 
 
 app._lowlevel_server.add_request_handler("resources/subscribe", mcp_types.SubscribeRequestParams, _subscribe)
-app._lowlevel_server.add_request_handler("resources/unsubscribe", mcp_types.UnsubscribeRequestParams, _subscribe)
+app._lowlevel_server.add_request_handler(
+    "resources/unsubscribe", mcp_types.UnsubscribeRequestParams, _subscribe
+)
 
 
 if __name__ == "__main__":
