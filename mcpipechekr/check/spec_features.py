@@ -346,6 +346,16 @@ def _prompts_skip(seen: _Seen) -> str | None:
     return seen.prompts_why if seen.prompts is None else None
 
 
+def _no_prompts_skip(seen: _Seen) -> str | None:
+    """Why PC-53/PC-54 do not probe: prompts not declared, or none listed (no client would ask for one).
+
+    The Python SDK declares prompts on every server and answers an unknown
+    prompt with -32603; probing a server that lists no prompts would warn
+    about every such server for a request no client makes.
+    """
+    return _prompts_skip(seen) or (None if seen.prompts else "the server lists no prompts")
+
+
 def _prompt_arguments(ctx: CheckContext, seen: _Seen, prompt: mcp_types.Prompt, leave_out: str = "") -> dict:
     """A value for every required argument but `leave_out`: completion's first offer, else PLAIN_VALUE."""
     ref = mcp_types.PromptReference(type="ref/prompt", name=prompt.name)
@@ -436,7 +446,7 @@ def _judge_refusal(ctx: CheckContext, check_id: str, what: str, answer: Answer) 
 
 def _check_missing_prompt_argument(ctx: CheckContext, seen: _Seen) -> None:
     """PC-53: prompts/get without a required argument is refused (-32602)."""
-    if _skipped(ctx, "PC-53", _prompts_skip(seen)):
+    if _skipped(ctx, "PC-53", _no_prompts_skip(seen)):
         return
     target = next(((p, a.name) for p in seen.prompts or [] for a in p.arguments or [] if a.required), None)
     if target is None:
@@ -450,7 +460,7 @@ def _check_missing_prompt_argument(ctx: CheckContext, seen: _Seen) -> None:
 
 def _check_unknown_prompt(ctx: CheckContext, seen: _Seen) -> None:
     """PC-54: prompts/get of a prompt that does not exist is refused (-32602)."""
-    if _skipped(ctx, "PC-54", _prompts_skip(seen)):
+    if _skipped(ctx, "PC-54", _no_prompts_skip(seen)):
         return
     name = f"{UNKNOWN_PROMPT}_{uuid.uuid4().hex[:8]}"
     _judge_refusal(ctx, "PC-54", f"prompts/get of the unknown prompt {name!r}", _get_prompt(ctx, name, {}))
