@@ -57,8 +57,9 @@ def test_text_report_and_exit_0_when_everything_passes() -> None:
         for line in lines
     )
     # PC-06/07/08/23: nothing to check; PC-11:echo: echo declares no outputSchema;
-    # PC-12:echo and PC-13:echo: it is annotated read-only and idempotent, and keeps both
-    assert lines[-1] == "Summary: 12/17 passed, 0 failed, 5 skipped"
+    # PC-12:echo and PC-13:echo: it is annotated read-only and idempotent, and keeps both;
+    # PC-50…PC-57: no prompts, resources or completions declared; PC-58/59 judge echo's answer
+    assert lines[-1] == "Summary: 14/27 passed, 0 failed, 13 skipped"
     report_lines = [line for line in lines if line.startswith("  PC-")]
     assert len(report_lines) == int(lines[-1].split("/")[1].split()[0])  # one line per check
 
