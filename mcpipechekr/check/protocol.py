@@ -56,6 +56,7 @@ from mcpipechekr.check.answers import (
 from mcpipechekr.check.argsgen import minimal_arguments
 from mcpipechekr.check.context import CheckContext
 from mcpipechekr.check.honesty import honesty_verdicts, start_watch
+from mcpipechekr.check.spec_features import FEATURE_CHECKS, run_feature_checks
 from mcpipechekr.check.spec_lifecycle import LIFECYCLE_CHECKS, run_lifecycle_checks
 from mcpipechekr.check.synthesis import CaseArguments, ToolReach, attempts_detail, reach_tools
 from mcpipechekr.errors import ServerHalt
@@ -124,6 +125,7 @@ CHECKS: dict[str, CheckSpec] = {
 }
 """Every Layer 1 check, in run order. Per-tool checks are recorded as `PC-10:TOOL`."""
 CHECKS.update({check_id: CheckSpec(check_id, *spec) for check_id, spec in LIFECYCLE_CHECKS.items()})
+CHECKS.update({id_: CheckSpec(id_, name, group) for id_, (name, group) in FEATURE_CHECKS.items()})
 
 ArgumentsFor = CaseArguments
 """Arguments a cases file gives for a tool (tried before synthesized ones) and the case id, or None."""
@@ -162,6 +164,7 @@ def run_protocol(ctx: CheckContext, *, arguments_for: ArgumentsFor | None = None
     _check_unknown_resource(ctx)
     _check_still_answers(ctx)
     run_lifecycle_checks(ctx)  # PC-30…PC-42 over a raw JSON-RPC session (check/spec_lifecycle.py)
+    run_feature_checks(ctx)  # PC-50…PC-59: prompts, resources, completions, content (check/spec_features.py)
 
 
 # --- plumbing -------------------------------------------------------------------------------------
