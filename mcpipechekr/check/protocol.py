@@ -56,6 +56,7 @@ from mcpipechekr.check.answers import (
 from mcpipechekr.check.argsgen import minimal_arguments
 from mcpipechekr.check.context import CheckContext
 from mcpipechekr.check.honesty import honesty_verdicts, start_watch
+from mcpipechekr.check.spec_http import HTTP_CHECK_NAMES, HTTP_GROUP, check_streamable_http
 from mcpipechekr.check.synthesis import CaseArguments, ToolReach, attempts_detail, reach_tools
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.server.lifecycle import StructuredContentMismatch
@@ -122,6 +123,9 @@ CHECKS: dict[str, CheckSpec] = {
     )
 }
 """Every Layer 1 check, in run order. Per-tool checks are recorded as `PC-10:TOOL`."""
+CHECKS.update(
+    {check_id: CheckSpec(check_id, name, HTTP_GROUP) for check_id, name in HTTP_CHECK_NAMES.items()}
+)
 
 ArgumentsFor = CaseArguments
 """Arguments a cases file gives for a tool (tried before synthesized ones) and the case id, or None."""
@@ -159,6 +163,7 @@ def run_protocol(ctx: CheckContext, *, arguments_for: ArgumentsFor | None = None
         _check_bad_arguments(ctx, tool, halted)
     _check_unknown_resource(ctx)
     _check_still_answers(ctx)
+    check_streamable_http(ctx)  # PC-70…PC-79, in a session of their own (check/spec_http.py)
 
 
 # --- plumbing -------------------------------------------------------------------------------------
