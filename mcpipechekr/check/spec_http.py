@@ -161,8 +161,10 @@ class Wire:
                     content_type=response.headers.get("content-type", "").split(";")[0].strip().lower(),
                     session_id=response.headers.get("mcp-session-id"),
                 )
-                if method == "GET":
+                if method == "GET" and answer.content_type == "text/event-stream":
                     pass  # the stream is closed unread: its status and type are the answer
+                elif method == "GET":
+                    answer.body = _read_bounded(response)  # what came instead of a stream, to quote
                 elif answer.content_type == "text/event-stream":
                     answer.message, answer.body, answer.problem = _read_sse(response, message.get("id"))
                 else:
@@ -204,10 +206,12 @@ class Wire:
 
 
 def _read_bounded(response: httpx2.Response) -> bytes:
+    """The body, up to `MAX_BODY` bytes or `MAX_REQUEST_S` seconds: a trickle cannot hold the check."""
     body = bytearray()
+    deadline = time.monotonic() + MAX_REQUEST_S
     for chunk in response.iter_bytes():
         body.extend(chunk)
-        if len(body) >= MAX_BODY:
+        if len(body) >= MAX_BODY or time.monotonic() > deadline:
             break
     return bytes(body[:MAX_BODY])
 

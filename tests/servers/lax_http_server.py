@@ -2,10 +2,12 @@
 
 python lax_http_server.py PORT
 
-It issues an Mcp-Session-Id at initialize but never looks at it, nor at Origin,
+It issues an Mcp-Session-Id with a space in it at initialize but never looks at
+it afterwards, nor at Origin,
 Accept or MCP-Protocol-Version; it answers a POSTed notification or response
 with 200 and a body instead of 202, a GET with plain text instead of an SSE
-stream or 405, and a DELETE with 200 while the session goes on. The SDK's client
+stream or 405 (echoing the request's Authorization header, as a careless
+server might), and a DELETE with 200 while the session goes on. The SDK's client
 still works with it, so `check` reaches the transport checks (PC-70…PC-79),
 which find each of these. Standard library only: nothing here may be fixed by a
 framework.
@@ -75,11 +77,12 @@ class Handler(BaseHTTPRequestHandler):
         if "id" not in message or "method" not in message:  # a notification or a response: 200, a body
             self.reply(200, b"{}", "application/json")
             return
-        session = uuid.uuid4().hex if message["method"] == "initialize" else None
+        session = f"lax {uuid.uuid4().hex}" if message["method"] == "initialize" else None
         self.reply(200, json.dumps(answer(message)).encode(), "application/json", session)
 
     def do_GET(self) -> None:  # noqa: N802
-        self.reply(200, b"nothing to stream\n", "text/plain")
+        said = self.headers.get("Authorization", "nobody")
+        self.reply(200, f"nothing to stream for {said}\n".encode(), "text/plain")
 
     def do_DELETE(self) -> None:  # noqa: N802
         self.reply(200, b"", "application/json")
