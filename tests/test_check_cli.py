@@ -57,8 +57,9 @@ def test_text_report_and_exit_0_when_everything_passes() -> None:
         for line in lines
     )
     # PC-06/07/08/23: nothing to check; PC-11:echo: echo declares no outputSchema;
-    # PC-12:echo and PC-13:echo: it is annotated read-only and idempotent, and keeps both
-    assert lines[-1] == "Summary: 12/17 passed, 0 failed, 5 skipped"
+    # PC-12:echo and PC-13:echo: it is annotated read-only and idempotent, and keeps both;
+    # PC-70…PC-79: a stdio server has no HTTP transport
+    assert lines[-1] == "Summary: 12/27 passed, 0 failed, 15 skipped"
     report_lines = [line for line in lines if line.startswith("  PC-")]
     assert len(report_lines) == int(lines[-1].split("/")[1].split()[0])  # one line per check
 
