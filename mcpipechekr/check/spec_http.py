@@ -94,6 +94,8 @@ class Answer:
     content_type: str = ""
     body: bytes = b""
     session_id: str | None = None
+    location: str | None = None
+    """Where a redirect points (its Location header), resolved against the request's URL."""
     message: dict[str, Any] | None = None
     """The JSON-RPC message answering a request (from a JSON body or an SSE event), or None."""
     problem: str = ""
@@ -161,6 +163,8 @@ class Wire:
                     content_type=response.headers.get("content-type", "").split(";")[0].strip().lower(),
                     session_id=response.headers.get("mcp-session-id"),
                 )
+                if response.is_redirect and "location" in response.headers:
+                    answer.location = str(response.url.join(response.headers["location"]))
                 if method == "GET" and answer.content_type == "text/event-stream":
                     pass  # the stream is closed unread: its status and type are the answer
                 elif method == "GET":
@@ -196,6 +200,11 @@ class Wire:
             },
         }
         opened = self.post(initialize, session=False, version=False)
+        if opened.location and own_origin(opened.location) == own_origin(self.url):
+            # `/mcp` -> `/mcp/`, say: the SDK client follows a redirect within the origin, so do these
+            # checks, once; the configured headers never go to another origin.
+            self.url = opened.location
+            opened = self.post(initialize, session=False, version=False)
         result = (opened.message or {}).get("result")
         if opened.answered and isinstance(result, dict):
             self.session_id = opened.session_id
