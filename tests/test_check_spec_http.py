@@ -15,13 +15,14 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import httpx2
 import pytest
 
 from mcpipechekr.artifacts.check_report import CheckReport, CheckResult
 from mcpipechekr.check.orchestrate import run_check
 from mcpipechekr.check.protocol import CHECKS
 from mcpipechekr.check.report import to_json, to_junit
-from mcpipechekr.check.spec_http import HTTP_CHECK_NAMES, HTTP_GROUP, own_origin
+from mcpipechekr.check.spec_http import HTTP_CHECK_NAMES, HTTP_GROUP, Wire, own_origin
 from mcpipechekr.config import Config, LaunchSpec, ServerConfig
 
 SERVERS = Path(__file__).resolve().parent / "servers"
@@ -140,3 +141,15 @@ def test_a_stdio_server_skips_every_transport_check(tmp_path: Path) -> None:
 )
 def test_own_origin_is_scheme_host_and_port_only(url: str, origin: str) -> None:
     assert own_origin(url) == origin
+
+
+def test_a_session_id_outside_ascii_goes_back_byte_for_byte_and_secrets_stay_in_headers() -> None:
+    """PC-70 fails such an id, but the later probes must still carry it (the SDK client cannot)."""
+    with httpx2.Client() as client:
+        wire = Wire(client, "http://127.0.0.1:1/mcp", {"Authorization": SECRET}, session_id="lax \xe91")
+        headers = wire.headers(origin="http://dns-rebinding.example", accept=None)
+    raw = dict(headers.raw)
+    assert raw[b"mcp-session-id"] == b"lax \xe91"
+    assert raw[b"authorization"] == SECRET.encode() and raw[b"origin"] == b"http://dns-rebinding.example"
+    assert b"accept" not in raw
+    assert wire.headers(session=False, authorization="other").get("authorization") == "other"

@@ -136,12 +136,16 @@ class Wire:
     _ids: Iterator[int] = field(default_factory=lambda: iter(range(1, 1_000_000)))
 
     def headers(self, *, session: bool = True, version: bool = True, **changed: str | None) -> httpx2.Headers:
-        """The configured headers plus what a client sends; `changed` sets (or, with None, drops) one."""
-        headers = httpx2.Headers(self.configured)
+        """The configured headers plus what a client sends; `changed` sets (or, with None, drops) one.
+
+        The session id goes back byte for byte as the server sent it (read as latin-1), so that one
+        with characters outside ASCII, which PC-70 fails, still reaches the server in the later probes.
+        """
+        headers: dict[str, str | bytes] = {name.lower(): value for name, value in self.configured.items()}
         headers["accept"] = JSON_AND_SSE
         headers["content-type"] = "application/json"
         if session and self.session_id is not None:
-            headers["mcp-session-id"] = self.session_id
+            headers["mcp-session-id"] = self.session_id.encode("latin-1")
         if version:
             headers["mcp-protocol-version"] = self.protocol_version
         for name, value in changed.items():
@@ -150,7 +154,7 @@ class Wire:
                 headers.pop(name, None)
             else:
                 headers[name] = value
-        return headers
+        return httpx2.Headers(list(headers.items()))
 
     def send(self, method: str, message: dict[str, Any], headers: httpx2.Headers) -> Answer:
         """One request; for a JSON-RPC request, the body is read until its response (JSON or SSE)."""
@@ -161,7 +165,7 @@ class Wire:
                 answer = Answer(
                     status=response.status_code,
                     content_type=response.headers.get("content-type", "").split(";")[0].strip().lower(),
-                    session_id=response.headers.get("mcp-session-id"),
+                    session_id=_session_id(response),
                 )
                 if response.is_redirect and "location" in response.headers:
                     answer.location = str(response.url.join(response.headers["location"]))
@@ -212,6 +216,12 @@ class Wire:
                 self.protocol_version = result["protocolVersion"]
         initialized = self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return opened, initialized
+
+
+def _session_id(response: httpx2.Response) -> str | None:
+    """The Mcp-Session-Id header's bytes as latin-1 (one character per byte), or None."""
+    raw = next((value for name, value in response.headers.raw if name.lower() == b"mcp-session-id"), None)
+    return None if raw is None else raw.decode("latin-1")
 
 
 def _read_bounded(response: httpx2.Response) -> bytes:

@@ -3,8 +3,7 @@
 python lax_http_server.py PORT
 
 It issues an Mcp-Session-Id with a space in it at initialize but never looks at
-it afterwards, nor at Origin,
-Accept or MCP-Protocol-Version; it answers a POSTed notification or response
+it afterwards, nor at Origin, Accept or MCP-Protocol-Version; it answers a POSTed notification or response
 with 200 and a body instead of 202, a GET with plain text instead of an SSE
 stream or 405 (echoing the request's Authorization header, as a careless
 server might), and a DELETE with 200 while the session goes on. The SDK's client
