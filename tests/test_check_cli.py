@@ -59,8 +59,9 @@ def test_text_report_and_exit_0_when_everything_passes() -> None:
     # PC-06/07/08/23: nothing to check; PC-11:echo: echo declares no outputSchema;
     # PC-12:echo and PC-13:echo: it is annotated read-only and idempotent, and keeps both
     # PC-30…PC-42 over a raw session: all pass but PC-35 (no logging) and PC-36 (echo reports no progress);
-    # PC-50…PC-57: no prompts, resources or completions declared; PC-58/59 judge echo's answer
-    assert lines[-1] == "Summary: 25/40 passed, 0 failed, 15 skipped"
+    # PC-50…PC-57: no prompts, resources or completions declared; PC-58/59 judge echo's answer;
+    # PC-70…PC-79: a stdio server has no HTTP transport
+    assert lines[-1] == "Summary: 25/50 passed, 0 failed, 25 skipped"
     report_lines = [line for line in lines if line.startswith("  PC-")]
     assert len(report_lines) == int(lines[-1].split("/")[1].split()[0])  # one line per check
 

@@ -57,6 +57,7 @@ from mcpipechekr.check.argsgen import minimal_arguments
 from mcpipechekr.check.context import CheckContext
 from mcpipechekr.check.honesty import honesty_verdicts, start_watch
 from mcpipechekr.check.spec_features import FEATURE_CHECKS, run_feature_checks
+from mcpipechekr.check.spec_http import HTTP_CHECK_NAMES, HTTP_GROUP, check_streamable_http
 from mcpipechekr.check.spec_lifecycle import LIFECYCLE_CHECKS, run_lifecycle_checks
 from mcpipechekr.check.synthesis import CaseArguments, ToolReach, attempts_detail, reach_tools
 from mcpipechekr.errors import ServerHalt
@@ -126,6 +127,9 @@ CHECKS: dict[str, CheckSpec] = {
 """Every Layer 1 check, in run order. Per-tool checks are recorded as `PC-10:TOOL`."""
 CHECKS.update({check_id: CheckSpec(check_id, *spec) for check_id, spec in LIFECYCLE_CHECKS.items()})
 CHECKS.update({id_: CheckSpec(id_, name, group) for id_, (name, group) in FEATURE_CHECKS.items()})
+CHECKS.update(
+    {check_id: CheckSpec(check_id, name, HTTP_GROUP) for check_id, name in HTTP_CHECK_NAMES.items()}
+)
 
 ArgumentsFor = CaseArguments
 """Arguments a cases file gives for a tool (tried before synthesized ones) and the case id, or None."""
@@ -165,6 +169,7 @@ def run_protocol(ctx: CheckContext, *, arguments_for: ArgumentsFor | None = None
     _check_still_answers(ctx)
     run_lifecycle_checks(ctx)  # PC-30…PC-42 over a raw JSON-RPC session (check/spec_lifecycle.py)
     run_feature_checks(ctx)  # PC-50…PC-59: prompts, resources, completions, content (check/spec_features.py)
+    check_streamable_http(ctx)  # PC-70…PC-79, in a session of their own (check/spec_http.py)
 
 
 # --- plumbing -------------------------------------------------------------------------------------
