@@ -66,6 +66,26 @@ def test_each_defect_gets_a_fail_or_warn_from_its_check(defects: CheckReport) ->
     assert [r.id for r in defects.checks if r.id in OURS] == list(LIFECYCLE_CHECKS)  # each once, in order
 
 
+def test_all_eight_defects_of_the_server_are_found(defects: CheckReport) -> None:
+    """The whole protocol layer on the eight defects: none of them passed unseen before PC-30."""
+    checks = by_id(defects)
+    found = {
+        "version echoed": checks["PC-30"],
+        "ping refused": checks["PC-34"],
+        "logging declared, setLevel refused": checks["PC-35"],
+        "completion without `completion`": checks["PC-50"],
+        "prompt without its required argument": checks["PC-53"],
+        "unknown prompt": checks["PC-54"],
+        "unknown method answered": checks["PC-38"],
+        "params of the wrong type accepted": checks["PC-39"],
+        "batch answered": checks["PC-41"],
+    }
+    assert {what: result.status in ("FAIL", "WARN") for what, result in found.items()} == dict.fromkeys(
+        found, True
+    )
+    assert checks["PC-50"].status == checks["PC-53"].status == checks["PC-54"].status == "FAIL"
+
+
 def test_the_ids_reach_json_and_junit(defects: CheckReport) -> None:
     assert '"id": "PC-30"' in render(defects, "json")
     junit = render(defects, "junit")
