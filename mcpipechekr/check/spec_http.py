@@ -38,7 +38,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx2
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
@@ -46,6 +45,7 @@ from mcp_types.version import LATEST_HANDSHAKE_VERSION
 from mcpipechekr.artifacts.check_report import CheckStatus
 from mcpipechekr.check.answers import one_line
 from mcpipechekr.check.context import CheckContext
+from mcpipechekr.check.spec_raw import own_origin
 
 HTTP_GROUP = "Streamable HTTP"
 
@@ -495,13 +495,6 @@ def _check_foreign_origin(wire: Wire, verdict: Verdict) -> None:
             "validate Origin and answer 403",
         ),
     )
-
-
-def own_origin(url: str) -> str:
-    """`url`'s origin as a browser sends it: scheme, host, an explicit port (no user, path, query)."""
-    parts = urlsplit(url)
-    host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname or ""
-    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
 
 
 def _check_own_origin(wire: Wire, verdict: Verdict) -> None:

@@ -40,6 +40,7 @@ import time
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 import mcp_types
@@ -223,6 +224,13 @@ class RawSession:
             self.inbox.put_nowait(value)
 
 
+def own_origin(url: str) -> str:
+    """`url`'s origin as a browser sends it: scheme, host, an explicit port (no user, path, query)."""
+    parts = urlsplit(url)
+    host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname or ""
+    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
+
+
 def _parse(text: str) -> Any:
     """A JSON value, or the text itself when it is not JSON."""
     try:
@@ -332,10 +340,18 @@ class HttpRawSession(RawSession):
             headers["MCP-Protocol-Version"] = self.protocol_version
         return headers
 
-    def _send(self, payload: str) -> None:
+    def _send(self, payload: str, *, redirected: bool = False) -> None:
         deadline = time.monotonic() + self.timeout_s
         try:
             with self._http.stream("POST", self.url, content=payload, headers=self._headers()) as answer:
+                location = answer.headers.get("location") if answer.is_redirect else None
+                target = str(answer.url.join(location)) if location else ""
+                if target and not redirected and own_origin(target) == own_origin(self.url):
+                    # `/mcp/` -> `/mcp`, say: clients follow a redirect within the origin, so do these
+                    # checks, once; the configured headers never go to another origin
+                    self.url = target
+                    self._send(payload, redirected=True)
+                    return
                 self.statuses.append(answer.status_code)
                 self.session_id = self.session_id or answer.headers.get("mcp-session-id")
                 if "text/event-stream" in answer.headers.get("content-type", ""):
