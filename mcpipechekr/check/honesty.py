@@ -169,6 +169,10 @@ def watching(ctx: CheckContext, tool: mcp_types.Tool, reach: ToolReach) -> Itera
     seen.changes.merge(compare(before, after).without(watch.noise))
 
 
+REPEAT_SLOW_MS = 2000.0
+"""A tool whose first answer took longer than this is not called again for PC-13."""
+
+
 def _repeat_if_idempotent(ctx: CheckContext, tool: mcp_types.Tool, reach: ToolReach) -> None:
     """PC-13's second call: the same arguments as the successful one, compared with its answer."""
     annotations = tool.annotations
@@ -177,6 +181,14 @@ def _repeat_if_idempotent(ctx: CheckContext, tool: mcp_types.Tool, reach: ToolRe
     seen = ctx.honesty.tools.setdefault(tool.name, ToolWatch())
     decisive = reach.decisive
     if seen.repeat is not None or reach.status != "reached" or decisive is None or decisive.result is None:
+        return
+    if decisive.ms > REPEAT_SLOW_MS:
+        seen.repeat = (
+            "SKIP",
+            f"not called twice: its first call took {decisive.ms / 1000:.1f} s (a long-running operation "
+            f"is not run again to compare answers; the bound is {REPEAT_SLOW_MS / 1000:g} s)",
+            {},
+        )
         return
     arguments = decisive.candidate.arguments
     ctx.step(f"PC-13 calling {tool.name} again")

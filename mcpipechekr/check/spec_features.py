@@ -80,6 +80,9 @@ MAX_RESOURCES = 20
 MAX_TEMPLATES = 3
 MAX_COMPLETIONS = 10
 MAX_RECALLS = 5
+RECALL_SLOW_MS = 2000.0
+"""A tool whose PC-10 answer took longer than this is not called again for PC-58: the check would
+pay its whole run once more (a long-running operation) to look at one field."""
 READ_BUDGET_S = 10.0
 READ_BUDGET_CHARS = 8 * 1024 * 1024
 PLAIN_VALUE = "example"
@@ -652,7 +655,8 @@ def _check_is_error(ctx: CheckContext, seen: _Seen) -> None:
         reach = ctx.coverage.get(tool.name)
         if reach is None or reach.status != "reached" or reach.decisive is None:
             continue
-        if write_risk(tool, trusted=tool.name in ctx.read_only) is None:
+        slow = reach.decisive.ms > RECALL_SLOW_MS  # a long-running operation is not called twice
+        if write_risk(tool, trusted=tool.name in ctx.read_only) is None and not slow:
             tools.append((tool.name, reach.decisive.candidate.arguments))
     if not tools:
         _record(ctx, "PC-58", "SKIP", "no tool PC-10 reached may be called again without changing state")
