@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import yaml
 
@@ -21,11 +22,12 @@ _PLAIN = re.compile(r"^[A-Za-z0-9_./@+-][A-Za-z0-9_./@+:=-]*$")
 
 def flow_list(items: list[str]) -> str:
     """`[a, "b c"]`: plain scalars where YAML reads them back unchanged, JSON strings otherwise."""
-    return "[" + ", ".join(_scalar(item) for item in items) + "]"
+    return "[" + ", ".join(scalar(item) for item in items) + "]"
 
 
-def _scalar(value: str) -> str:
-    if _PLAIN.match(value):
+def scalar(value: Any) -> str:
+    """A YAML scalar that reads back as `value`: plain when safe, else a JSON (double-quoted) string."""
+    if isinstance(value, str) and _PLAIN.match(value):
         try:
             if yaml.safe_load(value) == value:
                 return value

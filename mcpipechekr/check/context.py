@@ -8,7 +8,7 @@ the other layers already paid for instead of calling the tools again.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -175,3 +175,17 @@ class CheckContext:
             annotate += f" (or trust it: --trust-read-only {tool.name})"
         advice = f"{annotate}, or {opt_in}" if unsaid else opt_in
         return False, f"{risk}, so it may change state; to call it, {advice}"
+
+
+async def all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
+    """Every item of a paginated list (`fetch(cursor)` for each page), at most 100 pages: a paginator
+    that never ends cannot hang the check."""
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(100):
+        page = await fetch(cursor)
+        items.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return items

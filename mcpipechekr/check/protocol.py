@@ -54,7 +54,7 @@ from mcpipechekr.check.answers import (
     validation_reason,
 )
 from mcpipechekr.check.argsgen import minimal_arguments
-from mcpipechekr.check.context import CheckContext
+from mcpipechekr.check.context import CheckContext, all_pages
 from mcpipechekr.check.honesty import honesty_verdicts, start_watch
 from mcpipechekr.check.spec_features import FEATURE_CHECKS, run_feature_checks
 from mcpipechekr.check.spec_http import HTTP_CHECK_NAMES, HTTP_GROUP, check_streamable_http
@@ -235,18 +235,6 @@ def _failed(ctx: CheckContext, verdict: Verdict, error: Exception, what: str) ->
         verdict("FAIL", f"{what}: {error}")
 
 
-async def _all_pages(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> list[Any]:
-    items: list[Any] = []
-    cursor: str | None = None
-    for _ in range(100):  # a paginator that never ends cannot hang the check
-        page = await fetch(cursor)
-        items.extend(getattr(page, field))
-        cursor = page.next_cursor
-        if not cursor:
-            break
-    return items
-
-
 # --- Discovery ------------------------------------------------------------------------------------
 
 
@@ -420,11 +408,11 @@ def _check_resources(ctx: CheckContext) -> None:
     ctx.step("PC-07 resources/list")
 
     async def both(client: Client) -> tuple[list[Any], list[Any] | MCPError]:
-        resources = await _all_pages(
+        resources = await all_pages(
             lambda c: client.list_resources(cursor=c, cache_mode="refresh"), "resources"
         )
         try:
-            templates: list[Any] | MCPError = await _all_pages(
+            templates: list[Any] | MCPError = await all_pages(
                 lambda c: client.list_resource_templates(cursor=c, cache_mode="refresh"), "resource_templates"
             )
         except MCPError as exc:
@@ -466,7 +454,7 @@ def _check_prompts(ctx: CheckContext) -> None:
         lambda: _session_call(
             ctx,
             "during prompts/list",
-            lambda client: _all_pages(
+            lambda client: all_pages(
                 lambda c: client.list_prompts(cursor=c, cache_mode="refresh"), "prompts"
             ),
         ),

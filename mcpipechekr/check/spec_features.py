@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
@@ -46,7 +45,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpipechekr.artifacts.check_report import CheckStatus
 from mcpipechekr.check.answers import halt_reason, one_line, validation_reason
-from mcpipechekr.check.context import CheckContext
+from mcpipechekr.check.context import CheckContext, all_pages
 from mcpipechekr.check.spec_shapes import (
     block_problems,
     completion_problems,
@@ -202,18 +201,6 @@ def _settle(
     _record(ctx, check_id, status, reason, **extra)
 
 
-async def _all_pages(fetch: Callable[[str | None], Awaitable[Any]], field_name: str) -> list[Any]:
-    items: list[Any] = []
-    cursor: str | None = None
-    for _ in range(100):  # a paginator that never ends cannot hang the check
-        page = await fetch(cursor)
-        items.extend(getattr(page, field_name))
-        cursor = page.next_cursor
-        if not cursor:
-            break
-    return items
-
-
 def _list_features(ctx: CheckContext, seen: _Seen) -> None:
     """Prompts, resources and templates, from the client's cache when PC-07/PC-08 just listed them."""
     caps = ctx.server.capabilities
@@ -223,7 +210,7 @@ def _list_features(ctx: CheckContext, seen: _Seen) -> None:
         try:
             seen.prompts = ctx.server.request(
                 "during prompts/list",
-                lambda c: _all_pages(lambda cur: c.list_prompts(cursor=cur), "prompts"),
+                lambda c: all_pages(lambda cur: c.list_prompts(cursor=cur), "prompts"),
                 ctx.call_timeout_s,
             )
         except (ServerHalt, pydantic.ValidationError, MCPError) as exc:
@@ -236,12 +223,12 @@ def _list_features(ctx: CheckContext, seen: _Seen) -> None:
     try:
         seen.resources = ctx.server.request(
             "during resources/list",
-            lambda c: _all_pages(lambda cur: c.list_resources(cursor=cur), "resources"),
+            lambda c: all_pages(lambda cur: c.list_resources(cursor=cur), "resources"),
             ctx.call_timeout_s,
         )
         seen.templates = ctx.server.request(
             "during resources/templates/list",
-            lambda c: _all_pages(lambda cur: c.list_resource_templates(cursor=cur), "resource_templates"),
+            lambda c: all_pages(lambda cur: c.list_resource_templates(cursor=cur), "resource_templates"),
             ctx.call_timeout_s,
         )
     except (ServerHalt, pydantic.ValidationError, MCPError) as exc:

@@ -21,7 +21,6 @@ replaced. A .gitignore keeps runs, working state and .env out of git.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -29,13 +28,13 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_args
+from typing import get_args
 
 import click
-import yaml
 from dotenv import set_key
 
 from mcpipechekr._util.commands import runnable
+from mcpipechekr._util.yamledit import flow_list, scalar
 from mcpipechekr._util.yamlsrc import read_dotenv
 from mcpipechekr.cli.common import server_flags, server_options
 from mcpipechekr.config import DEFAULT_CONFIG_FILE, FixAgentName, FixConfig, ServerConfig, secret_name
@@ -45,7 +44,6 @@ from mcpipechekr.server.source import ServerSource, find_server_source
 from mcpipechekr.server.target import parse_env_flag
 from mcpipechekr.tasks import DEFAULT_TASKS_FILE, TASKS_TEMPLATE
 
-_PLAIN = re.compile(r"^[A-Za-z0-9_./@+-][A-Za-z0-9_./@+:=-]*$")
 FIX_AGENT_CHOICES = tuple(name for name in get_args(FixAgentName) if name != "shell")
 """`--fix-agent`'s choices: the built-in agents and `none` (`shell` needs its command line in config.yaml)."""
 FIX_MODEL_EXAMPLE = "anthropic/claude-sonnet-4-6"
@@ -323,23 +321,8 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def _scalar(value: Any) -> str:
-    """A YAML scalar that reads back as `value`: plain when safe, else a JSON (double-quoted) string."""
-    if isinstance(value, str) and _PLAIN.match(value):
-        try:
-            if yaml.safe_load(value) == value:
-                return value
-        except yaml.YAMLError:
-            pass
-    return json.dumps(value)
-
-
-def _flow_list(items: list[str]) -> str:
-    return "[" + ", ".join(_scalar(item) for item in items) + "]"
-
-
 def _mapping_lines(mapping: dict[str, str], indent: str) -> list[str]:
-    return [f"{indent}{_scalar(key)}: {_scalar(value)}" for key, value in mapping.items()]
+    return [f"{indent}{scalar(key)}: {scalar(value)}" for key, value in mapping.items()]
 
 
 def render_config(
@@ -362,16 +345,16 @@ def render_config(
         "",
         "# The MCP server under test.",
         "server:",
-        f"  name: {_scalar(name)}  # short name used in reports and logs",
+        f"  name: {scalar(name)}  # short name used in reports and logs",
     ]
     if server.command:
         lines += [
             "  # stdio: the command that starts the server. `python` (or `python3`) means the Python",
             "  # interpreter running mcpipechekr.",
-            f"  command: {_scalar(server.command)}",
-            f"  args: {_flow_list(server.args)}",
+            f"  command: {scalar(server.command)}",
+            f"  args: {flow_list(server.args)}",
             "  # Working directory, relative to this file's folder.",
-            f"  cwd: {_scalar(cwd or '.')}",
+            f"  cwd: {scalar(cwd or '.')}",
         ]
         if env:
             lines += ["  # Extra environment variables for the server process.", "  env:"]
@@ -384,7 +367,7 @@ def render_config(
     else:
         lines += [
             "  # Streamable HTTP endpoint of a running server.",
-            f"  url: {_scalar(server.url)}",
+            f"  url: {scalar(server.url)}",
         ]
         if headers:
             lines += ["  # Headers sent with every request.", "  headers:"]
@@ -401,7 +384,7 @@ def render_config(
         lines += [
             "  # The git checkout of the server's source (it tracks the file the command runs), relative to",
             "  # this file's folder; each run records its commit, and fixes are committed there.",
-            f"  repo: {_scalar(repo)}",
+            f"  repo: {scalar(repo)}",
         ]
     else:
         lines += [
