@@ -12,6 +12,7 @@ from click.core import ParameterSource
 from rich.text import Text
 
 from mcpipechekr._util.console import console
+from mcpipechekr.artifacts import RunDir
 from mcpipechekr.artifacts.review import ReviewDecision
 from mcpipechekr.cli.common import (
     allow_incomplete_option,
@@ -22,7 +23,7 @@ from mcpipechekr.cli.common import (
 )
 from mcpipechekr.config import DEFAULT_CONFIG_FILE, Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.steps.review import review_step
+from mcpipechekr.steps.review import review_step, web_review_step
 from mcpipechekr.steps.summary import summary_step
 
 
@@ -58,6 +59,20 @@ from mcpipechekr.steps.summary import summary_step
     default=None,
     help="Ask at a `review>` prompt [default: when stdin is a terminal and no decision flag is given].",
 )
+@click.option(
+    "--web",
+    is_flag=True,
+    help="Decide on a page in the browser instead of the prompt: served on 127.0.0.1 until the "
+    "decision (approve or exit); the address printed carries the page's key.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="With --web: the port on 127.0.0.1 (0: a free one).",
+)
+@click.option("--open", "open_browser", is_flag=True, help="With --web: open the page in a browser.")
 @allow_incomplete_option
 @click.pass_context
 def review_command(
@@ -69,6 +84,9 @@ def review_command(
     annotations: tuple[str, ...],
     bug_ids: tuple[str, ...],
     interactive: bool | None,
+    web: bool,
+    port: int,
+    open_browser: bool,
     allow_incomplete: bool,
     **_: object,
 ) -> None:
@@ -104,6 +122,14 @@ def review_command(
     A run that lacks some of its planned traces is refused, naming them,
     unless --allow-incomplete.
 
+    --web serves the review as a page on 127.0.0.1 (--port, 0 for a free
+    one) and prints its address with a random token; --open opens it in a
+    browser. The page shows the same summary, bugs and narrative, a box per
+    bug the server can fix, evidence links that open the trace at the step,
+    an annotation and Approve selected / Exit. The decision is recorded as
+    the prompt records it, then the command ends; Ctrl-C stops it (130) with
+    nothing recorded.
+
     Exits 0 once a decision is recorded, 2 when none is or for bad input.
     """
     if approve + export + exit_ > 1:
@@ -116,6 +142,21 @@ def review_command(
         raise UserError(
             "--bug scopes an approval or an export: add --approve or --export (nothing was recorded)."
         )
+    if web and (decision is not None or interactive is not None or annotations or bug_ids):
+        raise UserError(
+            "--web decides on the page: drop --approve/--export/--exit, --bug, --annotate and "
+            "--interactive/--no-interactive (nothing was recorded)."
+        )
+    if not web and (open_browser or ctx.get_parameter_source("port") is not ParameterSource.DEFAULT):
+        raise UserError("--port and --open serve the review page: add --web (nothing was recorded).")
+    if web:
+        with holding_project(ctx):
+            config = _project_config(ctx)
+            review = web_review_step(
+                config, run_dir, port=port, open_browser=open_browser, allow_incomplete=allow_incomplete
+            )
+            _after(ctx, run_dir, review.decision)
+        return
     if decision is not None and interactive:
         raise UserError("--interactive asks for the decision at the prompt; drop --approve/--export/--exit.")
     asking = decision is None and (interactive or (interactive is None and sys.stdin.isatty()))
@@ -140,10 +181,16 @@ def review_command(
             ctx.exit(2)
         if decision is None and not asking:
             return  # a decision recorded earlier: shown, not made again
-        if review.decision == "approve":
-            console.print(Text(f"next: `mcpipechekr fix {run_dir.run_id}` works through the approved bugs."))
-        else:
-            summary_step(_project_config(ctx), [run_dir])
+        _after(ctx, run_dir, review.decision)
+
+
+def _after(ctx: click.Context, run_dir: RunDir, decision: ReviewDecision) -> None:
+    """What follows a decision, from the prompt, a flag or the page alike: the next command after an
+    approval, the session summary after an export or an exit."""
+    if decision == "approve":
+        console.print(Text(f"next: `mcpipechekr fix {run_dir.run_id}` works through the approved bugs."))
+    else:
+        summary_step(_project_config(ctx), [run_dir])
 
 
 def _config_for_secrets(ctx: click.Context) -> Config | None:

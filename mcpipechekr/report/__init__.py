@@ -14,23 +14,31 @@ The comparison of two runs (`compare`, `compare_stats`, `compare_text`,
 """
 
 from mcpipechekr.report._data import ReportData, RunData, TraceData, load_report_data
-from mcpipechekr.report._html import esc, tag
-from mcpipechekr.report._page import render_report
+from mcpipechekr.report._html import attrs, esc, tag, text
+from mcpipechekr.report._page import CONTENT_SECURITY_POLICY, CSS, SCRIPT, render_report
 from mcpipechekr.report._sections import DEFAULT_SECTIONS, Section
+from mcpipechekr.report._traces import render_trace, step_id
 from mcpipechekr.report._write import REPORT_FILE, default_output, report_runs, write_report
 
 __all__ = [
+    "CONTENT_SECURITY_POLICY",
+    "CSS",
     "DEFAULT_SECTIONS",
     "REPORT_FILE",
     "ReportData",
     "RunData",
     "Section",
     "TraceData",
+    "SCRIPT",
+    "attrs",
     "default_output",
     "esc",
     "load_report_data",
     "render_report",
+    "render_trace",
     "report_runs",
+    "step_id",
     "tag",
+    "text",
     "write_report",
 ]

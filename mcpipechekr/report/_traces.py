@@ -33,7 +33,15 @@ def render_traces(run: RunData) -> str:
     return "".join(_trace(run, data, wasted) for data in run.traces)
 
 
-def _trace(run: RunData, data: TraceData, wasted: dict[tuple[str, int], list[str]]) -> str:
+def render_trace(run: RunData, data: TraceData) -> str:
+    """One trace on its own, already open: the review page's trace view (`review_web`) shows one
+    attempt at a time, so the step an evidence link names is visible without a click."""
+    return _trace(run, data, run.wasted_steps(), opened=True)
+
+
+def _trace(
+    run: RunData, data: TraceData, wasted: dict[tuple[str, int], list[str]], *, opened: bool = False
+) -> str:
     trace = data.trace
     marked = sum(1 for (stem, _), _ids in wasted.items() if stem == data.stem)
     totals = trace.totals
@@ -61,6 +69,7 @@ def _trace(run: RunData, data: TraceData, wasted: dict[tuple[str, int], list[str
         "details",
         summary + head + tag("ol", steps, class_="steps", start=0) + answer,
         class_="trace",
+        open=opened,
         id=trace_id(run.run_id, data.stem),
         data_trace=data.relative,
         data_task=trace.task_id,

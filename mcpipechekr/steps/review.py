@@ -20,6 +20,7 @@ from mcpipechekr.artifacts.review import Review, ReviewDecision
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.review import InputFn, announce_decision, record_decision, review_checkpoint, show_review
+from mcpipechekr.review_web import serve_review
 from mcpipechekr.steps.stage import coverage_note, require_traced
 
 
@@ -63,6 +64,27 @@ def review_step(
     )
     announce_decision(run_dir, review, out)
     return review
+
+
+def web_review_step(
+    config: Config | None,
+    run_dir: RunDir,
+    *,
+    port: int = 0,
+    open_browser: bool = False,
+    allow_incomplete: bool = False,
+    out: Console = console,
+) -> Review:
+    """The review in the browser: serve the page on 127.0.0.1 until the reviewer decides on it.
+
+    The same checkpoint as `review_step`'s prompt, decided on a page instead (`review_web`): the
+    coverage check first, then the decision recorded by `record_decision` as the prompt records it.
+    Ctrl-C propagates with nothing recorded.
+    """
+    coverage = require_traced(run_dir, "review", allow_incomplete=allow_incomplete)
+    if coverage is not None:
+        out.print(f"note: the report {coverage_note(coverage)}", markup=False)
+    return serve_review(run_dir, out, config=config, port=port, open_browser=open_browser)
 
 
 def require_decision(
