@@ -522,6 +522,16 @@ class CheckConfig(StrictModel):
         )
 
 
+class ReviewConfig(StrictModel):
+    """The human review between the evaluation and the fix."""
+
+    web: bool = Field(
+        default=False,
+        description="Decide in the browser: the loop's review serves the review page on 127.0.0.1 and "
+        "waits for the decision made there (as `doit loop --web-review`).",
+    )
+
+
 class LoopConfig(StrictModel):
     """The reviewed fix loop."""
 
@@ -657,6 +667,7 @@ class Config(StrictModel):
     timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
     paths: PathsConfig = Field(default_factory=PathsConfig)
     loop: LoopConfig = Field(default_factory=LoopConfig)
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
     fix: FixConfig = Field(default_factory=FixConfig)
     check: CheckConfig = Field(default_factory=CheckConfig)
 

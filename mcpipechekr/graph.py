@@ -139,6 +139,14 @@ PARAMS: list[dict[str, Any]] = [
         "help": f"`evaluate`, `review`, `fix`: {ALLOW_INCOMPLETE_HELP[0].lower()}{ALLOW_INCOMPLETE_HELP[1:]}",
     },
     {
+        "name": "web_review",
+        "long": "web-review",
+        "type": bool,
+        "default": False,
+        "help": "`review`, `loop`: decide in the browser (a page on 127.0.0.1, its address printed) "
+        "instead of at the terminal; config.yaml's `review.web: true` does the same.",
+    },
+    {
         "name": "regenerate_baseline",
         "long": "regenerate-baseline",
         "type": bool,
@@ -182,6 +190,7 @@ class Settings:
     new_run: bool = False
     shard: str = ""
     allow_incomplete: bool = False
+    web_review: bool = False
     regenerate_baseline: bool = False
     quiet: bool = False
     help: bool = False
@@ -200,7 +209,9 @@ class Settings:
 
 # Providers are recorded one flag per phase; regenerate_baseline concerns the baseline, allow_incomplete
 # what the later steps accept, quiet and help what is printed, not the run.
-_UNRECORDED = frozenset({"providers", "regenerate_baseline", "allow_incomplete", "quiet", "help"})
+_UNRECORDED = frozenset(
+    {"providers", "regenerate_baseline", "allow_incomplete", "web_review", "quiet", "help"}
+)
 
 
 def settings_from_argv(argv: list[str]) -> Settings:
@@ -638,6 +649,8 @@ def _planned(module: str, step: str, *, incomplete: bool = False) -> Callable[[]
         inputs = _inputs()
         config, _, plan = inputs.require()
         options = {"allow_incomplete": inputs.settings.allow_incomplete} if incomplete else {}
+        if step == "require_decision":
+            options["web"] = inputs.settings.web_review or config.review.web
         getattr(importlib.import_module(f"mcpipechekr.steps.{module}"), step)(config, plan.run_dir, **options)
 
     run.__name__ = step

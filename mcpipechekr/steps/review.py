@@ -19,7 +19,14 @@ from mcpipechekr.artifacts import RunDir
 from mcpipechekr.artifacts.review import Review, ReviewDecision
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.review import InputFn, announce_decision, record_decision, review_checkpoint, show_review
+from mcpipechekr.review import (
+    InputFn,
+    announce_decision,
+    current_review,
+    record_decision,
+    review_checkpoint,
+    show_review,
+)
 from mcpipechekr.review_web import serve_review
 from mcpipechekr.steps.stage import coverage_note, require_traced
 
@@ -88,9 +95,20 @@ def web_review_step(
 
 
 def require_decision(
-    config: Config, run_dir: RunDir, *, allow_incomplete: bool = False, out: Console = console
+    config: Config,
+    run_dir: RunDir,
+    *,
+    allow_incomplete: bool = False,
+    web: bool = False,
+    out: Console = console,
 ) -> Review:
-    """The checkpoint as the loop meets it: the review in force, or a UserError that stops the loop."""
+    """The checkpoint as the loop meets it: the review in force, or a UserError that stops the loop.
+
+    With `web` (`--web-review`, `review.web`) an undecided report is decided on the review page, which
+    the loop serves and waits on; a report already decided is not asked about again either way.
+    """
+    if web and current_review(run_dir) is None:
+        return web_review_step(config, run_dir, allow_incomplete=allow_incomplete, out=out)
     review = review_step(config, run_dir, allow_incomplete=allow_incomplete, out=out)
     if review is None:
         raise UserError(
