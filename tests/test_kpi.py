@@ -236,3 +236,26 @@ def test_read_kpis_of_a_run_without_or_with_a_broken_kpi_json(tmp_path: Path) ->
     assert read_kpis(run) is None
     write_model(run.kpi, kpis_of_run(KpiConfig(), run, fixes_claimed=0, regressions=0))
     assert isinstance(read_kpis(run), KpiReport)
+
+
+def test_compare_shows_both_runs_kpis_and_the_trend_from_a_to_b(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from mcpipechekr.report.compare_text import kpi_rows
+
+    before = first_run(tmp_path)
+    kpis_a = kpis_of_run(KpiConfig(), before, fixes_claimed=0, regressions=0)
+    write_model(before.kpi, kpis_a)
+    after = run_folder(
+        tmp_path, "run-20250114-002", [stats("a", 4, 4, min_calls=2, mean_calls=2.0)], [], [0.9]
+    )
+    kpis_b = kpis_of_run(KpiConfig(), after, fixes_claimed=2, regressions=0, previous_run=before)
+    text = "\n".join(kpi_rows(SimpleNamespace(kpis_a=kpis_a, kpis_b=kpis_b)))
+    assert "KPIs (docs/kpi.md; every KPI met in B):" in text
+    assert "▲ better" in text.splitlines()[4] and text.splitlines()[4].split()[:5] == [
+        "correctness",
+        "≥",
+        "95.0%",
+        "83.3%",
+        "100%",
+    ]
