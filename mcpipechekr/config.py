@@ -532,11 +532,64 @@ class ReviewConfig(StrictModel):
     )
 
 
+LoopStop = Literal["no_server_bugs", "kpis_met"]
+"""When the loop ends by itself: `no_server_bugs` when a fix step has nothing left to commit (the
+behaviour from before KPIs existed), `kpis_met` as soon as a run meets every configured KPI target."""
+
+
 class LoopConfig(StrictModel):
     """The reviewed fix loop."""
 
     max_iterations: Count = Field(
         default=3, ge=1, le=1000, description="Most evaluate-fix-verify rounds in one `loop`."
+    )
+    stop_when: LoopStop = Field(
+        default="no_server_bugs",
+        description="`no_server_bugs`: the loop ends when a fix step commits nothing (no server-side bug "
+        "left to fix); `kpis_met`: it also ends, before the review, at the first run that meets every "
+        "configured `kpi` target.",
+    )
+
+
+class KpiConfig(StrictModel):
+    """Targets of the key figures every report marks met / not met (docs/kpi.md); `null` turns one off.
+
+    Why targets rather than figures alone: a loop can only say it is done, and a
+    reader can only tell good from bad, against a number agreed beforehand.
+    """
+
+    call_efficiency_ratio: Number | None = Field(
+        default=1.3,
+        gt=0,
+        le=1000,
+        description="Most tool calls made per call the baseline needs (calls made / baseline minimum "
+        "calls, over attempts of tasks with a known minimum).",
+    )
+    correctness: Number | None = Field(
+        default=0.95,
+        ge=0,
+        le=1,
+        description="Least share of decided answers that are correct (checked or judged correct / "
+        "decided attempts).",
+    )
+    selection_precision: Number | None = Field(
+        default=0.85,
+        ge=0,
+        le=1,
+        description="Least tool-selection precision of the lint's selection test (tef_report.json: the "
+        "mean precision of the tools the selector picked).",
+    )
+    gap_cost_falling: bool | None = Field(
+        default=True,
+        description="`true`: the token cost of the gap (every bug's gap x occurrences) must fall run "
+        "after run, or be 0; `null` or `false` turns it off.",
+    )
+    regression_rate: Number | None = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Most regressions per fix claimed (closed findings that failed again), over the "
+        "session's runs.",
     )
 
 
@@ -668,6 +721,7 @@ class Config(StrictModel):
     paths: PathsConfig = Field(default_factory=PathsConfig)
     loop: LoopConfig = Field(default_factory=LoopConfig)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
+    kpi: KpiConfig = Field(default_factory=KpiConfig)
     fix: FixConfig = Field(default_factory=FixConfig)
     check: CheckConfig = Field(default_factory=CheckConfig)
 

@@ -859,7 +859,7 @@ def _evaluate(run_root: str) -> None:
 
 @answers_help
 def task_evaluate() -> Iterator[dict[str, Any]]:
-    """Phase 2: a run's traces against the baseline → bug_report.json, phase2_narrative.md."""
+    """Phase 2: a run's traces against the baseline → bug_report.json, phase2_narrative.md, kpi.json."""
     inputs = _inputs()
     if inputs.error:
         yield _unavailable("evaluate", task_evaluate.__doc__, inputs.error)
@@ -883,7 +883,7 @@ def task_evaluate() -> Iterator[dict[str, Any]]:
             "name": run_id,
             "actions": [_action(_evaluate, str(run.root))],
             "file_dep": [*traces, *baseline],
-            "targets": [_p(run.bug_report), _p(run.phase2_narrative)],
+            "targets": [_p(run.bug_report), _p(run.phase2_narrative), _p(run.kpi)],
             "params": PARAMS,
         }
 
@@ -1098,9 +1098,16 @@ def _stop_kept_runners() -> None:
 
 
 def run_loop(**params: Any) -> bool | None:
-    """lint → trace → evaluate → review → fix → restart, a new run each iteration, until exit or the cap."""
+    """lint → trace → evaluate → review → fix → restart, a new run each iteration, until exit, nothing left
+    to commit, every KPI met (`loop.stop_when: kpis_met`) or the cap."""
     from mcpipechekr.steps.report import session_report_step
-    from mcpipechekr.steps.session import committed_fixes, ended_at_review, exited_at_review, start_session
+    from mcpipechekr.steps.session import (
+        committed_fixes,
+        ended_at_review,
+        exited_at_review,
+        kpis_reached,
+        start_session,
+    )
     from mcpipechekr.steps.summary import summary_step
     from mcpipechekr.steps.trace import resume_line
 
@@ -1134,6 +1141,9 @@ def run_loop(**params: Any) -> bool | None:
         if build([f"evaluate:{plan.run_id}"], settings=settings) != 0:
             raise UserError(f"the loop stopped evaluating {plan.run_id} (see above)")
         session_report_step(session)  # the evaluation wrote report.html; again only if it misses a run
+        if (reached := kpis_reached(config, plan.run_dir)) is not None:  # `loop.stop_when: kpis_met`
+            stop = reached
+            break
         if build(["review"], settings=settings) != 0:
             _ending.reported = True  # the review said where it stopped and what to type: nothing to add
             return False
@@ -1151,7 +1161,7 @@ def run_loop(**params: Any) -> bool | None:
             break
     else:
         stop = f"loop.max_iterations ({config.loop.max_iterations}) reached"
-    summary_step(config, session)
+    summary_step(config, session, ending=f"{stop} (after {len(session)} iteration(s))")
     console.print(f"loop finished: {stop}")
 
 

@@ -79,6 +79,7 @@ from mcpipechekr.config import Config, Redactor
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.aggregate import folded, priority_order
 from mcpipechekr.evaluate.issues import write_issues
+from mcpipechekr.kpi import kpi_lines, read_kpis
 from mcpipechekr.server.workspace import fix_repo_problems
 from mcpipechekr.session_summary import write_session_summary
 
@@ -478,8 +479,9 @@ def show_review(run_dir: RunDir, console: Console, *, config: Config | None = No
     """Print what the reviewer decides on; returns the report shown and the hash of its bytes.
 
     First the figures (bug count, highest token_cost_of_gap), then the bugs in
-    fix order, then the Phase 2 narrative. ``config`` says whether fixing is
-    on (`Config.fixing_off`), which decides what a run without bugs offers.
+    fix order, the run's KPIs against their targets (kpi.json), then the Phase 2
+    narrative. ``config`` says whether fixing is on (`Config.fixing_off`), which
+    decides what a run without bugs offers.
     """
     report, digest = load_bug_report(run_dir)
     bugs, inside = folded(fix_order(report))
@@ -522,6 +524,10 @@ def show_review(run_dir: RunDir, console: Console, *, config: Config | None = No
     if report.notes:
         for note in report.notes:
             console.print(Text(f"note: {note}"))
+    kpis = read_kpis(run_dir)
+    if kpis is not None and kpis.run_id == report.run_id:  # the targets the reviewer decides against
+        for line in kpi_lines(kpis):
+            console.print(Text(line))
     try:
         narrative = run_dir.phase2_narrative.read_text(encoding="utf-8")
     except FileNotFoundError:

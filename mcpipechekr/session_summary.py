@@ -1,9 +1,10 @@
 """session_summary.md: what a loop session did, for the person who ends it.
 
 Written when the reviewer exits or exports the bugs as issues: which runs ran (tasks, models, server commit),
-what each found, what the fix loop committed or could not fix, and what the
-agents' work cost in tokens. It is built only from the run folders' artifacts
-(manifest.json, bug_report.json, review.json, fix.json), so it can be rewritten
+why the loop ended, each run's key figures against their targets (kpi.json), what each found,
+what the fix loop committed or could not fix, and what the agents' work cost in tokens. It is
+built only from the run folders' artifacts (manifest.json, bug_report.json, kpi.json,
+review.json, fix.json), so it can be rewritten
 at any time from the same runs with the same result, apart from its date line.
 
 A run folder that lacks an artifact (a run stopped at the lint gate, a run never
@@ -29,24 +30,30 @@ from mcpipechekr.artifacts import (
     read_model,
     utc_now,
 )
+from mcpipechekr.artifacts.kpi import KpiFigure
 from mcpipechekr.artifacts.runstate import load_manifest
 from mcpipechekr.before_after import SplitFigures, compare_runs, split_trend, split_warnings
 from mcpipechekr.errors import UserError
+from mcpipechekr.kpi import LABELS, format_value, read_kpis, status_text, target_text, trend_text
 
 
 def write_session_summary(
-    runs: Sequence[RunDir], path: str | Path, *, regressions: Iterable[str] = ()
+    runs: Sequence[RunDir], path: str | Path, *, regressions: Iterable[str] = (), ending: str | None = None
 ) -> Path:
     """Write the Markdown summary of ``runs`` (oldest first) to ``path`` atomically; returns the path.
 
     ``regressions`` are lines from whoever compared the runs with earlier
     findings (e.g. a fixed problem seen again); they get a section of their own.
+    ``ending`` is why the loop ended and after how many iterations (None when
+    no loop ended the session).
     """
-    text = render_session_summary(runs, regressions=regressions)
+    text = render_session_summary(runs, regressions=regressions, ending=ending)
     return atomic_write_text(path, text)
 
 
-def render_session_summary(runs: Sequence[RunDir], *, regressions: Iterable[str] = ()) -> str:
+def render_session_summary(
+    runs: Sequence[RunDir], *, regressions: Iterable[str] = (), ending: str | None = None
+) -> str:
     """The summary's Markdown; ``write_session_summary`` is this plus an atomic write."""
     facts = [_RunFacts.load(run) for run in runs]
     lines = [
@@ -56,6 +63,8 @@ def render_session_summary(runs: Sequence[RunDir], *, regressions: Iterable[str]
         f"covering {len(facts)} run(s)" + (f": {', '.join(f.run.run_id for f in facts)}." if facts else "."),
         "",
     ]
+    if ending:
+        lines += [f"**The loop ended: {_md(ending)}.**", ""]
     errored = [
         (f.run.run_id, len(f.report.errored)) for f in facts if f.report is not None and f.report.errored
     ]
@@ -67,6 +76,7 @@ def render_session_summary(runs: Sequence[RunDir], *, regressions: Iterable[str]
             "",
         ]
     lines += _what_ran(facts)
+    lines += _kpis(facts)
     lines += _what_was_found(facts)
     lines += _train_and_holdout(facts)
     lines += _what_was_fixed(facts)
@@ -138,6 +148,52 @@ def _what_ran(facts: list[_RunFacts]) -> list[str]:
         lines += ["", "Unreadable artifacts (left out below):", ""]
         lines += [f"- {_md(problem)}" for problem in problems]
     return lines + [""]
+
+
+def _kpis(facts: list[_RunFacts]) -> list[str]:
+    """Each run's key figures against their targets (kpi.json), with the trend from the run before.
+
+    Why here, near the top: the figures are what says whether the session's
+    fixes got the server where it should be, and whether the loop may stop.
+    A run evaluated without a kpi.json is listed as such, never filled in.
+    """
+    lines = ["## KPIs", ""]
+    read = [(fact.run.run_id, read_kpis(fact.run)) for fact in facts]
+    latest = next((kpis for _, kpis in reversed(read) if kpis is not None), None)
+    if latest is None:
+        return lines + ["No run of this session has key figures (kpi.json: written by the evaluation).", ""]
+    targets = "; ".join(f"{LABELS[kpi.name]} {target_text(kpi)}" for kpi in latest.kpis)
+    lines += [
+        f"Targets (config.yaml `kpi:`): {_md(targets)}. Each cell: the figure, met / NOT MET / not "
+        "measured, and ▲▼ against the run before (docs/kpi.md).",
+        "",
+        "| run | loop | " + " | ".join(LABELS[kpi.name] for kpi in latest.kpis) + " | all met |",
+        "| --- | --- | " + " | ".join("---" for _ in latest.kpis) + " | --- |",
+    ]
+    for run_id, kpis in read:
+        if kpis is None:
+            lines.append(f"| {run_id} | - | " + " | ".join("-" for _ in latest.kpis) + " | no kpi.json |")
+            continue
+        cells = []
+        for name in (kpi.name for kpi in latest.kpis):
+            figure = kpis.figure(name)
+            cells.append("-" if figure is None else _md(_kpi_cell(figure)))
+        verdict = "yes" if kpis.all_met() else "no"
+        lines.append(f"| {run_id} | {kpis.loop} | " + " | ".join(cells) + f" | {verdict} |")
+    costs = [f"{kpis.gap_token_cost:,}" for _, kpis in read if kpis is not None]
+    lines += [
+        "",
+        f"Gap token cost loop after loop: {' → '.join(costs)} tokens; loops so far: {latest.loop}.",
+        "",
+    ]
+    return lines
+
+
+def _kpi_cell(figure: KpiFigure) -> str:
+    if figure.status == "off":
+        return "off"
+    trend = trend_text(figure)
+    return f"{format_value(figure.name, figure.value)} {status_text(figure)}" + (f" {trend}" if trend else "")
 
 
 def _what_was_found(facts: list[_RunFacts]) -> list[str]:

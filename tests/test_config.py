@@ -79,7 +79,14 @@ def test_defaults_fill_everything_but_the_server(tmp_path):
         "misleading_confidence": 0.8,
     }
     assert dump["timeouts"] == {"tool_call_s": 60.0, "task_s": 600.0, "phase_s": 3600.0, "max_requests": 50}
-    assert dump["loop"] == {"max_iterations": 3}
+    assert dump["loop"] == {"max_iterations": 3, "stop_when": "no_server_bugs"}
+    assert dump["kpi"] == {
+        "call_efficiency_ratio": 1.3,
+        "correctness": 0.95,
+        "selection_precision": 0.85,
+        "gap_cost_falling": True,
+        "regression_rate": 0.0,
+    }
     assert dump["providers"] == {"endpoints": {}, **{phase: "demo" for phase in config_module.PHASES}}
     assert config.paths.tasks == tmp_path / "tasks.yaml"
     assert config.server.cwd is None  # no cwd: the process's own
@@ -457,7 +464,7 @@ def test_every_problem_is_reported_with_its_line(tmp_path):
         (
             "server: {command: a}\nprovider: {}\n",
             ":2: field 'provider': unknown field (known: server, providers, "
-            "thresholds, timeouts, paths, loop, fix, check)",
+            "thresholds, timeouts, paths, loop, kpi, fix, check)",
         ),
         ("server: {command: a, args: run}\n", ":1: field 'server.args': must be a list"),
     ],
@@ -678,6 +685,7 @@ def test_every_field_is_documented():
         config_module.TimeoutsConfig,
         config_module.PathsConfig,
         config_module.LoopConfig,
+        config_module.KpiConfig,
         config_module.FixConfig,
         config_module.CheckConfig,
         tasks_module.TaskFile,

@@ -133,6 +133,7 @@ def test_run_dir_knows_its_artifact_paths(tmp_path: Path) -> None:
         "tef_report": "tef_report.json",
         "traces": "traces",
         "bug_report": "bug_report.json",
+        "kpi": "kpi.json",
         "phase2_narrative": "phase2_narrative.md",
         "description_suggestions": "description_suggestions.json",
         "review": "review.json",

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field, NonNegativeInt
 
 from mcpipechekr.artifacts._base import VERSION_DESCRIPTION, ArtifactModel, FormatVersion, RunId, Score
+from mcpipechekr.artifacts.kpi import KpiReport
 
 TaskVerdict = Literal["better", "worse", "mixed", "no_significant_difference", "not_compared"]
 BugStatus = Literal["fixed", "new", "unchanged", "not_compared"]
@@ -215,6 +216,14 @@ class Comparison(ArtifactModel):
         default_factory=list,
         description="`overfitting?` (train improved, holdout did not) and `holdout got worse`, by the "
         "session summary's rule.",
+    )
+    kpis_a: KpiReport | None = Field(
+        default=None, description="Run A's key figures (its kpi.json); absent when it has none."
+    )
+    kpis_b: KpiReport | None = Field(
+        default=None,
+        description="Run B's key figures (its kpi.json), each met / not met / not measured against the "
+        "targets of B's evaluation; absent when it has none.",
     )
     verdict: RunVerdict = Field(
         description="`better` (tasks improved or bugs fixed, none worse and none new, and success fell "

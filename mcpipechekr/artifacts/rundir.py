@@ -99,6 +99,11 @@ class RunDir:
         return self.root / "bug_report.json"
 
     @property
+    def kpi(self) -> Path:
+        """Phase 2: the run's key figures against config.yaml's `kpi:` targets."""
+        return self.root / "kpi.json"
+
+    @property
     def phase2_narrative(self) -> Path:
         """Phase 2: the evaluator's narrative, for people."""
         return self.root / "phase2_narrative.md"
@@ -152,6 +157,7 @@ class RunDir:
             "tef_report",
             "traces",
             "bug_report",
+            "kpi",
             "phase2_narrative",
             "description_suggestions",
             "review",

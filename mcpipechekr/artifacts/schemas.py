@@ -23,6 +23,7 @@ from mcpipechekr.artifacts.description_suggestions import DescriptionSuggestions
 from mcpipechekr.artifacts.findings import FindingsList
 from mcpipechekr.artifacts.fix_record import FixRecord
 from mcpipechekr.artifacts.handover import Handover
+from mcpipechekr.artifacts.kpi import KpiReport
 from mcpipechekr.artifacts.manifest import Manifest
 from mcpipechekr.artifacts.review import Review
 from mcpipechekr.artifacts.server_starts import ServerStarts
@@ -37,6 +38,7 @@ SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "baseline": Baseline,
     "bug_report": BugReport,
     "tef_report": TefReport,
+    "kpi": KpiReport,
     "description_suggestions": DescriptionSuggestions,
     "trace": Trace,
     "tools_snapshot": ToolsSnapshot,

@@ -28,6 +28,8 @@ h1 { font-size: 22px; margin: 18px 0 4px; } h2 { font-size: 18px; margin: 28px 0
 h3 { font-size: 16px; margin: 20px 0 6px; } h4 { font-size: 14px; margin: 14px 0 6px; }
 nav a { margin-right: 14px; }
 .muted { color: var(--muted); }
+.kpi-met { background: #ecfdf3; } .kpi-not_met { background: #fef3f2; font-weight: 600; }
+.kpi-not_measured { color: var(--muted); }
 table { border-collapse: collapse; width: 100%; margin: 6px 0 10px; }
 th, td { border: 1px solid var(--line); padding: 4px 6px; text-align: left; vertical-align: top; }
 th { background: var(--bg-soft); font-weight: 600; }

@@ -17,6 +17,7 @@ from mcpipechekr.artifacts import Bug, Review
 from mcpipechekr.artifacts.bug_report import ErroredAttempt
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.aggregate import folded
+from mcpipechekr.kpi import LABELS, format_value, read_kpis, status_text, target_text, trend_text
 from mcpipechekr.report._charts import legend, line_chart
 from mcpipechekr.report._data import ReportData, RunData
 from mcpipechekr.report._html import dom_id, esc, number, tag, text
@@ -79,6 +80,50 @@ def overview(data: ReportData) -> str:
             tag("tr", tag("td", str(run.iteration)) + tag("td", link) + "".join(cells), data_run=run.run_id)
         )
     return tag("table", tag("thead", tag("tr", head)) + tag("tbody", "".join(rows)), class_="runs")
+
+
+def kpis(data: ReportData) -> str | None:
+    """Each run's key figures (kpi.json) against their targets: met, NOT MET or not measured, and the
+    trend against the run before. Shown near the top: they say whether the server is where it should be."""
+    read = [(run, read_kpis(run.run)) for run in data.runs]
+    latest = next((figures for _, figures in reversed(read) if figures is not None), None)
+    if latest is None:
+        return None
+    names = [figure.name for figure in latest.kpis]
+    head = tag("th", "run") + "".join(
+        tag("th", esc(LABELS[figure.name]) + "<br>" + esc(target_text(figure))) for figure in latest.kpis
+    )
+    rows = []
+    for run, figures in read:
+        if figures is None:
+            cells = tag("td", "no kpi.json", colspan=len(names) + 1)
+        else:
+            cells = ""
+            for name in names:
+                figure = figures.figure(name)
+                if figure is None:
+                    cells += tag("td", "-")
+                    continue
+                trend = trend_text(figure)
+                cell = esc(f"{format_value(name, figure.value)} {status_text(figure)}")
+                cells += tag(
+                    "td",
+                    cell + ("<br>" + esc(trend) if trend else ""),
+                    class_=f"kpi-{figure.status}",
+                    title=figure.basis,
+                )
+            cells += tag("td", "yes" if figures.all_met() else "no")
+        rows.append(tag("tr", tag("td", esc(run.run_id)) + cells))
+    costs = " → ".join(f"{figures.gap_token_cost:,}" for _, figures in read if figures is not None)
+    note = tag(
+        "p",
+        esc(
+            f"Gap token cost loop after loop: {costs} tokens; loops so far: {latest.loop}. "
+            "Hover a cell for how it was computed (docs/kpi.md)."
+        ),
+    )
+    table = tag("table", tag("thead", tag("tr", head + tag("th", "all met"))) + tag("tbody", "".join(rows)))
+    return table + note
 
 
 def _review_cell(review: Review) -> str:
@@ -336,6 +381,7 @@ def _evidence_links(run: RunData, bug: Bug) -> str:
 
 DEFAULT_SECTIONS: tuple[Section, ...] = (
     Section("overview", "Runs", overview),
+    Section("kpis", "Key figures against their targets", kpis),
     Section("charts", "Per task across iterations", charts),
     Section("changes", "Changes between iterations", changes),
     Section("compare", "First and last iteration compared", compared),

@@ -68,6 +68,7 @@ from mcpipechekr.before_after import Split, SplitFigures, split_trend, split_war
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.costing import trace_tokens
 from mcpipechekr.evaluate.orchestrate import INFRASTRUCTURE_FAILURES
+from mcpipechekr.kpi import read_kpis
 from mcpipechekr.report.compare_stats import MeanDifference, bootstrap_mean_difference, fisher_exact
 
 ALPHA = 0.05
@@ -527,8 +528,11 @@ def compare_runs(
 ) -> Comparison:
     """Compare run B with run A: per task, per bug, and a verdict. Reads the runs, writes nothing."""
     a = load_compared_run(run_a if isinstance(run_a, RunDir) else RunDir(Path(run_a)))
-    b = load_compared_run(run_b if isinstance(run_b, RunDir) else RunDir(Path(run_b)))
-    return comparison_of(a, b, alpha=alpha, resamples=resamples, seed=seed)
+    dir_a = run_a if isinstance(run_a, RunDir) else RunDir(Path(run_a))
+    dir_b = run_b if isinstance(run_b, RunDir) else RunDir(Path(run_b))
+    a, b = load_compared_run(dir_a), load_compared_run(dir_b)
+    comparison = comparison_of(a, b, alpha=alpha, resamples=resamples, seed=seed)
+    return comparison.model_copy(update={"kpis_a": read_kpis(dir_a), "kpis_b": read_kpis(dir_b)})
 
 
 def comparison_of(

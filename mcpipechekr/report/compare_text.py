@@ -17,6 +17,7 @@ from mcpipechekr.artifacts.comparison import (
     SuccessCounts,
     TaskComparison,
 )
+from mcpipechekr.kpi import LABELS, format_value, status_text, target_text, trend_of
 
 VERDICT_WORDS = {
     "better": "B better",
@@ -171,8 +172,37 @@ def render_comparison_text(comparison: Comparison) -> str:
         lines += columns(rows)
     else:
         lines.append("  none in either run")
+    lines += kpi_rows(comparison)
     if comparison.warnings:
         lines += ["", "Warnings:"]
         lines.extend(f"  {warning}" for warning in comparison.warnings)
     lines += ["", comparison.verdict_line]
     return "\n".join(lines) + "\n"
+
+
+def kpi_rows(comparison: Comparison) -> list[str]:
+    """The key figures of A and B (their kpi.json) side by side, B's against its targets, ▲▼ from A to B."""
+    kpis_a, kpis_b = comparison.kpis_a, comparison.kpis_b
+    if kpis_b is None:
+        return ["", "KPIs: run B has no kpi.json (evaluated before KPIs existed): not measured"]
+    rows = [["KPI", "target", "A", "B", "B", "A → B"]]
+    for figure in kpis_b.kpis:
+        before = kpis_a.figure(figure.name) if kpis_a is not None else None
+        value_a = before.value if before is not None else None
+        trend = ""
+        if value_a is not None and figure.value is not None:
+            word = trend_of(figure.value, value_a, figure.direction)
+            arrow = "=" if word == "same" else ("▲" if figure.value > value_a else "▼")
+            trend = f"{arrow} {word}"
+        rows.append(
+            [
+                LABELS[figure.name],
+                target_text(figure),
+                format_value(figure.name, value_a),
+                format_value(figure.name, figure.value),
+                status_text(figure),
+                trend,
+            ]
+        )
+    verdict = "every KPI met in B" if kpis_b.all_met() else "not every KPI met in B"
+    return ["", f"KPIs (docs/kpi.md; {verdict}):", *columns(rows)]

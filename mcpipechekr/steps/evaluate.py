@@ -1,5 +1,5 @@
-"""Phase 2, `evaluate`: a run's traces → bug_report.json and phase2_narrative.md, then the findings hand-off
-and report.html.
+"""Phase 2, `evaluate`: a run's traces → bug_report.json and phase2_narrative.md, then the findings hand-off,
+kpi.json and report.html.
 
 Both front ends get the same evaluation and the same hand-off: the run's bugs
 are registered as findings, and every finding a fix claimed is judged by this
@@ -17,8 +17,10 @@ from rich.console import Console
 from mcpipechekr._util.console import console
 from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import BugReport, RunDir
+from mcpipechekr.artifacts.kpi import KpiReport
 from mcpipechekr.config import Config
 from mcpipechekr.steps.handoff import register_and_verify
+from mcpipechekr.steps.kpi import kpi_step
 from mcpipechekr.steps.report import report_step
 from mcpipechekr.steps.stage import coverage_note, require_traced, run_stage
 
@@ -55,8 +57,20 @@ def evaluate_step(
         for line in before_after_lines(run_dir):
             out.print(line, markup=False)
         register_and_verify(config, run_dir, report, out=out)
+        kpis = kpi_step(config, run_dir)  # after the hand-off: its verification may find a regression
+        out.print(kpi_count_line(kpis, run_dir), markup=False)
     report_step([run_dir], out=out)
     return report
+
+
+def kpi_count_line(kpis: KpiReport, run_dir: RunDir) -> str:
+    """The KPIs in one line (the review shows each): how many are met, not met, not measured."""
+    counts = {status: sum(kpi.status == status for kpi in kpis.kpis) for status in ("met", "not_met")}
+    unmeasured = sum(kpi.status == "not_measured" for kpi in kpis.kpis)
+    verdict = "every KPI met" if kpis.all_met() else f"{counts['met']} met, {counts['not_met']} not met"
+    if unmeasured and not kpis.all_met():
+        verdict += f", {unmeasured} not measured"
+    return f"{kpis.run_id}: KPIs: {verdict} → {display_path(run_dir.kpi)}"
 
 
 def before_after_lines(run_dir: RunDir) -> list[str]:

@@ -2,7 +2,7 @@
 
 `doit loop` (`graph.run_loop`) builds targets; everything else it does is
 here: the checks that would otherwise stop a later step after tokens were
-spent, and whether an iteration's review and fix let the loop go on.
+spent, and whether an iteration's KPIs, review and fix let the loop go on.
 """
 
 from __future__ import annotations
@@ -77,3 +77,19 @@ def ended_at_review(run_dir: RunDir, config: Config) -> str:
 def committed_fixes(run_dir: RunDir) -> bool:
     """True when this run's fix step committed something: the server changed, and a new run is due."""
     return run_dir.fix_record.exists() and bool(read_fix_record(run_dir.fix_record).commits)
+
+
+def kpis_reached(config: Config, run_dir: RunDir) -> str | None:
+    """Why the loop ends before this run's review under `loop.stop_when: kpis_met`: the run's kpi.json
+    meets every configured target (`KpiReport.all_met`; a figure not measured is not met). None when the
+    loop goes on: another `stop_when`, no kpi.json, or a target not met. With `no_server_bugs` (the
+    default) the loop ends only when a fix step commits nothing (`committed_fixes`)."""
+    from mcpipechekr.kpi import LABELS, read_kpis
+
+    if config.loop.stop_when != "kpis_met":
+        return None
+    kpis = read_kpis(run_dir)
+    if kpis is None or not kpis.all_met():
+        return None
+    met = ", ".join(LABELS[kpi.name] for kpi in kpis.kpis if kpi.status == "met")
+    return f"every configured KPI is met in {run_dir.run_id} ({met}): loop.stop_when is kpis_met"

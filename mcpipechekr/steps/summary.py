@@ -20,11 +20,14 @@ from mcpipechekr.runplan import read_manifest
 from mcpipechekr.steps.handoff import findings_home
 
 
-def summary_step(config: Config | None, runs: Sequence[RunDir], *, out: Console = console) -> Path:
+def summary_step(
+    config: Config | None, runs: Sequence[RunDir], *, ending: str | None = None, out: Console = console
+) -> Path:
     """session_summary.md of the last of `runs`, covering them all and the earlier runs whose fixes led to
     the first of them (`before_after.run_chain`: a later invocation that only ends the session keeps what
     the earlier ones fixed); the regression rate comes from the findings home (`config`'s, or the default
-    one when the run is reviewed away from its project)."""
+    one when the run is reviewed away from its project). `ending` is why the loop ended and after how many
+    iterations, from the loop itself; None where a session ends otherwise (`review --exit`, `doit report`)."""
     from mcpipechekr.before_after import run_chain
     from mcpipechekr.findings.lifecycle.states import regression_stats
     from mcpipechekr.session_summary import write_session_summary
@@ -37,6 +40,6 @@ def summary_step(config: Config | None, runs: Sequence[RunDir], *, out: Console 
         f"regression rate: {stats.regressions} regression(s) for {stats.fixes} fix(es) claimed"
         + (f" ({stats.rate:.0%})" if stats.fixes else "")
     ]
-    path = write_session_summary(runs, runs[-1].session_summary, regressions=lines)
+    path = write_session_summary(runs, runs[-1].session_summary, regressions=lines, ending=ending)
     out.print(f"session summary → {display_path(path)}", markup=False)
     return path
