@@ -67,6 +67,9 @@ def test_the_review_target_waits_for_the_pages_decision(
             shown.append(line)
             found = ADDRESS.search(line)
         origin, token = found.group(1), found.group(2)
+        with urllib.request.urlopen(f"{origin}/?token={token}", timeout=10) as page:
+            html = page.read().decode()
+        assert "KPIs (loop 1)" in html and "call efficiency" in html.lower()  # the run's kpi.json, shown
         run = call(origin, token, "/api/run")
         chosen = run["selectable"][0]
         answer = call(

@@ -18,6 +18,7 @@ import hashlib
 from urllib.parse import quote
 
 from mcpipechekr import __version__
+from mcpipechekr.kpi import LABELS, format_value, read_kpis, status_text, target_text, trend_text
 from mcpipechekr.report import CONTENT_SECURITY_POLICY as REPORT_POLICY
 from mcpipechekr.report import CSS as REPORT_CSS
 from mcpipechekr.report import SCRIPT as REPORT_SCRIPT
@@ -162,12 +163,28 @@ def summary_section(session: ReviewSession, view: RunView) -> str:
 
 
 def kpi_section(session: ReviewSession, view: RunView) -> str:
-    """KPIs: the place for the run's key figures against their targets; empty until the run holds them.
-
-    Kept as one function so the figures are added here, and only here, without touching the rest of
-    the page: return a `<section id="kpis">` fragment (values escaped with `esc`/`text`).
-    """
-    return ""
+    """The run's key figures against their targets (kpi.json), as the terminal review shows them: the
+    reviewer decides knowing which targets the run meets. Empty for a run without kpi.json, or with
+    one of another report."""
+    kpis = read_kpis(session.run_dir)
+    if kpis is None or kpis.run_id != session.report.run_id:
+        return ""
+    rows = "".join(
+        tag(
+            "tr",
+            tag("td", esc(LABELS[figure.name]))
+            + tag("td", esc(format_value(figure.name, figure.value)))
+            + tag("td", esc(target_text(figure)))
+            + tag("td", esc(status_text(figure)), class_=f"kpi-{figure.status.replace(' ', '-')}")
+            + tag("td", esc(trend_text(figure))),
+        )
+        for figure in kpis.kpis
+    )
+    head = "".join(tag("th", esc(name)) for name in ("figure", "value", "target", "", "trend"))
+    verdict = "every KPI met" if kpis.all_met() else "not every KPI met yet"
+    table = tag("table", tag("thead", tag("tr", head)) + tag("tbody", rows))
+    title = f"KPIs (loop {kpis.loop})"
+    return tag("section", tag("h2", esc(title)) + table + tag("p", esc(verdict), class_="muted"), id="kpis")
 
 
 def bugs_section(view: RunView, token: str) -> str:
