@@ -15,6 +15,8 @@ import re
 import subprocess
 import sys
 import threading
+import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from project import copy_project, doit
 
 from mcpipechekr.artifacts import list_runs
 from mcpipechekr.findings.home import HOME_ENV
+from mcpipechekr.kpi import read_kpis
 from mcpipechekr.review import approved_bugs, approved_report, seal_problem
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_review_web_loop")]
@@ -88,3 +91,110 @@ def test_the_review_target_waits_for_the_pages_decision(
     assert [note.text for note in review.annotations] == ["keep it"]
     again = doit(project, env, "review", "--web-review", *SELECT)  # decided: not asked about again
     assert again.returncode == 0 and "127.0.0.1" not in again.stdout
+
+
+def get(origin: str, token: str, path: str) -> tuple[int, str]:
+    """A GET to the page with the token in the header: (status, body), a refusal's status included; 0
+    when nothing answers."""
+    request = urllib.request.Request(origin + path, headers={"X-Review-Token": token})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.read().decode()
+    except OSError:  # the loop ended and its page with it, between our check and this request
+        return 0, ""
+
+
+LOOP_WAIT_S = 300.0
+
+
+def test_the_loop_serves_one_page_its_progress_then_each_review(
+    tmp_path: Path, emailindex_env: dict[str, str]
+) -> None:
+    """`doit loop --web-review`: one address for the loop; progress while it works, the review when due.
+
+    Approve at the first review, let the fix run, and at the second review the page shows the second
+    run's KPIs; exit there and the loop ends 0. `/api/progress` is polled all along (in a thread,
+    bounded) and must have counted Phase 1's attempts at least once.
+    """
+    project = copy_project(tmp_path)
+    env = {**emailindex_env, HOME_ENV: str(project / "findings-home"), "COLUMNS": "200"}
+    assert doit(project, env, "baseline", *SELECT).returncode == 0
+    process = subprocess.Popen(
+        [sys.executable, "-m", "doit", "loop", "--web-review", *SELECT],
+        cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        for line in process.stdout or []:
+            lines.put(line)
+        lines.put("")  # the end: the loop stopped before printing the address, say so rather than wait
+
+    threading.Thread(target=read, daemon=True).start()
+    shown: list[str] = []
+    seen: list[dict[str, Any]] = []
+    stop = threading.Event()
+    deadline = time.monotonic() + LOOP_WAIT_S
+    try:
+        found = None
+        while found is None:
+            line = lines.get(timeout=WAIT_S)
+            assert line, "".join(shown)
+            shown.append(line)
+            found = ADDRESS.search(line)
+        origin, token = found.group(1), found.group(2)
+
+        def watch() -> None:  # the page's poll, faster: Phase 1 of the demo models takes seconds
+            while not stop.is_set() and time.monotonic() < deadline:
+                status, body = get(origin, token, "/api/progress")
+                if status == 200:
+                    seen.append(json.loads(body))
+                time.sleep(0.05)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        status, html = get(origin, token, "/")
+        assert status == 200 and ("Progress" in html or "Review of" in html), html[:500]
+        reviews: list[str] = []
+        while process.poll() is None and time.monotonic() < deadline:
+            status, body = get(origin, token, "/api/run")
+            run = json.loads(body or "{}")
+            if status in (0, 409) or run.get("run_id") in reviews:
+                time.sleep(0.2)
+                continue
+            assert status == 200, body
+            reviews.append(run["run_id"])
+            if len(reviews) == 1:  # every server bug: the date sort the first task pages without
+                decision = {"decision": "approve", "bugs": run["selectable"], "annotation": ""}
+            else:
+                _, html = get(origin, token, "/")
+                kpis = html[html.index("KPIs (loop 2)") :]
+                efficiency = kpis[kpis.index("call efficiency ratio") :].split("</tr>")[0]
+                assert "better" in efficiency or ">met<" in efficiency, efficiency  # the fix, measured
+                decision = {"decision": "exit", "bugs": [], "annotation": ""}
+            assert call(origin, token, "/api/decision", decision)["decision"] == decision["decision"]
+        assert process.wait(timeout=max(1.0, deadline - time.monotonic())) == 0
+    finally:
+        stop.set()
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+        while not lines.empty():
+            shown.append(lines.get_nowait())
+    output = "".join(shown)
+    assert "loop finished" in output, output
+    assert len(ADDRESS.findall(output)) == 1, output  # one page, its address printed once
+    assert len(reviews) >= 1, output
+    counted = [view for view in seen if view["phase"] == "phase 1" and view["total"]]
+    assert counted, seen[-20:]
+    assert any(view["done"] + view["running"] > 0 for view in counted), counted[-5:]
+    phases = {view["phase"] for view in seen}
+    assert "review" in phases, phases
+    assert "find-first-email-ron-chinn: 5 → 1 calls" in output, output  # the fixed sort, task by task
+    first, last = (read_kpis(run_dir) for run_dir in list_runs(project / "runs")[:2])
+    assert first is not None and last is not None and last.loop == 2
+    ratio = {kpi.name: kpi.value for kpi in first.kpis}, {kpi.name: kpi.value for kpi in last.kpis}
+    assert ratio[1]["call_efficiency_ratio"] < ratio[0]["call_efficiency_ratio"], ratio

@@ -28,6 +28,7 @@ import atexit
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from types import TracebackType
 from typing import IO, Any
 
@@ -35,7 +36,7 @@ from rich.console import Console
 
 from mcpipechekr._util.console import console, err_console
 
-__all__ = ["Activity", "current", "detail", "eta_text", "is_live", "set_quiet"]
+__all__ = ["Activity", "Snapshot", "current", "detail", "eta_text", "is_live", "set_quiet"]
 
 _quiet = False
 _current: Activity | None = None
@@ -77,6 +78,19 @@ def _clock(seconds: float) -> str:
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """An activity's counts and detail read together, for a display other than the line (the review page)."""
+
+    label: str
+    done: int
+    running: int
+    failed: int
+    total: int | None
+    detail: str
+    elapsed_s: float
 
 
 class Activity:
@@ -153,6 +167,19 @@ class Activity:
     def detail(self, text: str) -> None:
         """What is happening now, shown after the counts (one line: the rest is cut)."""
         self._detail = " ".join(text.split())
+
+    def snapshot(self) -> Snapshot:
+        """The counts as one consistent reading: the review page shows them while the line shows `line()`."""
+        with self._lock:
+            return Snapshot(
+                label=self.label,
+                done=self.done,
+                running=self.running,
+                failed=self.failed,
+                total=self.total,
+                detail=self._detail,
+                elapsed_s=self.elapsed_s,
+            )
 
     @property
     def elapsed_s(self) -> float:

@@ -94,3 +94,26 @@ class ErrorAnswer(_Wire):
     """Every refusal (400, 403, 404, 409, 413): why, in words."""
 
     error: str
+
+
+class ProgressView(_Wire):
+    """`GET /api/progress`: what the loop is doing while no review waits (the live line's counts).
+
+    Read from the live progress display's current activity (`_util.progress`), the one place Phase 1
+    counts its attempts and the fix step reports its agent's last line, so the page and the terminal
+    never disagree.
+    """
+
+    phase: str = Field(
+        description="What runs now: `phase 1`, `evaluate:<run>`, `fix`, …; `review` while a review "
+        "waits on this page; `idle` between steps."
+    )
+    run_id: str | None = Field(description="The run the loop works on, or None before the first is planned.")
+    iteration: int = Field(description="The loop's iteration (1 for the first run); 0 before it starts.")
+    done: int = Field(description="Attempts (or items) finished in this phase.")
+    running: int
+    failed: int = Field(description="Of `done`, those that ended without their result.")
+    total: int | None = Field(description="The attempts this phase runs, when it counts them; else None.")
+    detail: str = Field(description="The latest thing the work said (the fix agent's last line), redacted.")
+    elapsed_s: float = Field(description="Seconds since this phase started.")
+    review_pending: bool = Field(description="Whether a review waits for its decision on this page now.")

@@ -23,7 +23,7 @@ from mcpipechekr.report import CONTENT_SECURITY_POLICY as REPORT_POLICY
 from mcpipechekr.report import CSS as REPORT_CSS
 from mcpipechekr.report import SCRIPT as REPORT_SCRIPT
 from mcpipechekr.report import TraceData, esc, render_trace, tag, text
-from mcpipechekr.review_web._api import MAX_ANNOTATION_CHARS, BugView, RunView
+from mcpipechekr.review_web._api import MAX_ANNOTATION_CHARS, BugView, ProgressView, RunView
 from mcpipechekr.review_web._session import ReviewSession
 
 CSS = (
@@ -81,8 +81,11 @@ SCRIPT = """
       return response.json().then(function (data) { return {ok: response.ok, data: data}; });
     }).then(function (answer) {
       if (answer.ok) {
-        say(answer.data.message + '. The review server has stopped; you can close this page.', 'done');
+        var looping = document.body.hasAttribute('data-loop');
+        say(answer.data.message + (looping ? '. The loop goes on: this page follows its progress.'
+          : '. The review server has stopped; you can close this page.'), 'done');
         document.body.setAttribute('data-decided', answer.data.decision);
+        if (looping) setTimeout(function () { location.reload(); }, 2000);
       } else {
         say(answer.data.error, 'error');
         lock(false);
@@ -100,6 +103,35 @@ SCRIPT = """
 """
 
 
+PROGRESS_SCRIPT = """
+(function () {
+  var token = new URLSearchParams(location.search).get('token') || '';
+  function put(id, value) { document.getElementById(id).textContent = value; }
+  function poll() {
+    fetch('/api/progress', {cache: 'no-store', credentials: 'omit', headers: {'X-Review-Token': token}})
+      .then(function (response) {
+        if (!response.ok) throw new Error('status ' + response.status);
+        return response.json();
+      }).then(function (now) {
+        if (now.review_pending) { location.reload(); return; }
+        put('phase', now.phase);
+        put('run', (now.run_id || '-') + ' (iteration ' + now.iteration + ')');
+        put('counts', now.total === null ? now.done + ' done'
+          : now.done + '/' + now.total + ' done, ' + now.running + ' running, ' + now.failed + ' failed');
+        put('detail', now.detail || '-');
+        put('status', 'updated ' + new Date().toLocaleTimeString());
+      }).catch(function (error) {
+        put('status', 'the loop did not answer (' + error + '); it may have ended.');
+      });
+  }
+  setInterval(poll, 2000);
+  poll();
+})();
+"""
+"""The progress view's one job: ask `/api/progress` every 2 s and show the answer as text; when a
+review waits, reload (the same address then serves the review)."""
+
+
 def _policy(script: str, *, fetches: bool) -> str:
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     return (
@@ -112,12 +144,19 @@ def _policy(script: str, *, fetches: bool) -> str:
 CONTENT_SECURITY_POLICY = _policy(SCRIPT, fetches=True)
 """The review page's policy: its own script by hash, requests to its own origin only (the API)."""
 
+PROGRESS_POLICY = _policy(PROGRESS_SCRIPT, fetches=True)
+"""The progress view's policy: its own script by hash, fetching `/api/progress` on its own origin."""
+
 TRACE_POLICY = REPORT_POLICY + "; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
 """The trace view's: the HTML report's (nothing fetched, its step-revealing script by hash)."""
 
 
-def render_page(session: ReviewSession, view: RunView, token: str) -> str:
-    """The review page: the summary, the bugs in fix order with a box per selectable one, the decision."""
+def render_page(session: ReviewSession, view: RunView, token: str, *, loop: bool = False) -> str:
+    """The review page: the summary, the bugs in fix order with a box per selectable one, the decision.
+
+    `loop`: served by the loop's page, which goes back to its progress view once the decision is made
+    (the script reloads); alone, the server stops after the decision.
+    """
     title = f"Review of {view.run_id}"
     body = (
         tag("header", tag("h1", esc(title)) + tag("p", esc(f"MCPipeChekr {__version__}"), class_="muted"))
@@ -127,7 +166,50 @@ def render_page(session: ReviewSession, view: RunView, token: str) -> str:
         + decision_section(view)
         + narrative_section(session)
     )
-    return _document(title, body, CSS, SCRIPT, CONTENT_SECURITY_POLICY)
+    return _document(
+        title, body, CSS, SCRIPT, CONTENT_SECURITY_POLICY, body_attrs=' data-loop="yes"' if loop else ""
+    )
+
+
+def render_progress_page(view: ProgressView) -> str:
+    """The loop's page while no review waits: phase, run, attempts and the fix agent's last line.
+
+    Filled here (escaped), so it is right without the script too; the script refreshes it every 2 s and
+    reloads when a review waits; it reads the token from the address, as the review page's does.
+    """
+    title = "MCPipeChekr loop: progress"
+    counts = (
+        f"{view.done} done"
+        if view.total is None
+        else f"{view.done}/{view.total} done, {view.running} running, {view.failed} failed"
+    )
+    rows = [
+        ("phase", "phase", view.phase),
+        ("run", "run", f"{view.run_id or '-'} (iteration {view.iteration})"),
+        ("attempts", "counts", counts),
+        ("last line", "detail", view.detail or "-"),
+    ]
+    table = tag(
+        "table",
+        tag(
+            "tbody",
+            "".join(
+                tag("tr", tag("th", esc(name)) + tag("td", text(value), id=ident))
+                for name, ident, value in rows
+            ),
+        ),
+    )
+    body = tag(
+        "header", tag("h1", esc(title)) + tag("p", esc(f"MCPipeChekr {__version__}"), class_="muted")
+    ) + tag(
+        "section",
+        tag("h2", "Progress")
+        + table
+        + tag("p", "The review appears here when the loop reaches it.", class_="muted")
+        + tag("p", "", id="status", role="status", class_="muted"),
+        id="progress",
+    )
+    return _document(title, body, CSS, PROGRESS_SCRIPT, PROGRESS_POLICY)
 
 
 def summary_section(session: ReviewSession, view: RunView) -> str:
@@ -290,7 +372,7 @@ def render_trace_page(session: ReviewSession, data: TraceData, token: str) -> st
     return _document(title, body, REPORT_CSS, REPORT_SCRIPT, TRACE_POLICY)
 
 
-def _document(title: str, body: str, css: str, script: str, policy: str) -> str:
+def _document(title: str, body: str, css: str, script: str, policy: str, *, body_attrs: str = "") -> str:
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
@@ -298,5 +380,5 @@ def _document(title: str, body: str, css: str, script: str, policy: str) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{esc(policy)}">'
         '<meta name="referrer" content="no-referrer">'
         f"<title>{esc(title)}</title><style>{css}</style></head>\n"
-        f"<body>{body}<script>{script}</script></body></html>\n"
+        f"<body{body_attrs}>{body}<script>{script}</script></body></html>\n"
     )

@@ -27,6 +27,8 @@ from __future__ import annotations
 import secrets
 import threading
 import webbrowser
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 
@@ -40,10 +42,13 @@ from mcpipechekr.review import announce_decision
 from mcpipechekr.review_web._api import DecisionRequest, ErrorAnswer
 from mcpipechekr.review_web._page import (
     CONTENT_SECURITY_POLICY,
+    PROGRESS_POLICY,
     TRACE_POLICY,
     render_page,
+    render_progress_page,
     render_trace_page,
 )
+from mcpipechekr.review_web._progress import LoopProgress
 from mcpipechekr.review_web._session import Refused, ReviewSession
 
 HOST = "127.0.0.1"
@@ -53,12 +58,26 @@ MAX_BODY_BYTES = 64 * 1024
 
 
 class ReviewServer(ThreadingHTTPServer):
-    """One review page for one run, on 127.0.0.1, answering only requests that carry `token`."""
+    """The review page on 127.0.0.1, answering only requests that carry `token`.
+
+    `session` is the run under review, or None while none waits (the loop's page between reviews);
+    `progress`, when given (the loop's page), answers `GET /api/progress` and the page shows it while
+    no review waits. The handler reads `session` once per request, so a request answered while the loop
+    swaps it sees one run throughout.
+    """
 
     daemon_threads = True
 
-    def __init__(self, session: ReviewSession, *, port: int = 0, token: str | None = None) -> None:
+    def __init__(
+        self,
+        session: ReviewSession | None,
+        *,
+        port: int = 0,
+        token: str | None = None,
+        progress: LoopProgress | None = None,
+    ) -> None:
         self.session = session
+        self.progress = progress
         self.token = token or secrets.token_urlsafe(32)
         super().__init__((HOST, port), _Handler)
 
@@ -92,8 +111,24 @@ class _Handler(BaseHTTPRequestHandler):
         if self._token_source(url) is None:
             return
         session = self.server.session
-        if url.path == "/":
-            self._send(200, render_page(session, session.view(), self.server.token), CONTENT_SECURITY_POLICY)
+        progress = self.server.progress
+        if url.path == "/api/progress":
+            if progress is None:
+                self._error(404, "no progress here: this page serves one review")
+            else:
+                self._send_json(200, progress.view(session).model_dump_json())
+        elif session is None or (progress is not None and session.review is not None):
+            # the loop's page between reviews (or just after a decision): its progress, no run to decide
+            if url.path == "/" and progress is not None:
+                view = progress.view(session)
+                self._send(200, render_progress_page(view), PROGRESS_POLICY)
+            elif url.path == "/api/run":
+                self._error(409, "no review is waiting: the loop is working (GET /api/progress says on what)")
+            else:
+                self._error(404, "no such page while no review is waiting")
+        elif url.path == "/":
+            page = render_page(session, session.view(), self.server.token, loop=progress is not None)
+            self._send(200, page, CONTENT_SECURITY_POLICY)
         elif url.path == "/api/run":
             self._send_json(200, session.view().model_dump_json())
         elif url.path.startswith("/trace/"):
@@ -132,13 +167,17 @@ class _Handler(BaseHTTPRequestHandler):
             )
             self._error(400, f"not a decision: {problems} (nothing was recorded)")
             return
+        session = self.server.session
+        if session is None:
+            self._error(409, "no review is waiting: nothing to decide now (nothing was recorded)")
+            return
         try:
-            answer = self.server.session.decide(request)
+            answer = session.decide(request)
         except Refused as refused:
             self._error(refused.status, refused.message)
             return
         self._send_json(200, answer.model_dump_json())
-        self.server.session.done.set()  # answered: the server may stop now
+        session.done.set()  # answered: the server (or the loop's review) may go on now
 
     # --- checks -----------------------------------------------------------------------------------
 
@@ -239,3 +278,89 @@ def serve_review(
     assert review is not None  # done is set only after a decision is recorded
     announce_decision(run_dir, review, out)
     return review
+
+
+class LoopPage:
+    """The loop's one page (`doit loop --web-review`): started once, its progress between reviews.
+
+    One server, one token and one address for the whole loop, printed once: the reviewer keeps one tab
+    open, which follows Phase 1, the evaluation and the fix (`LoopProgress`) and turns into the review
+    of the current run when the loop reaches it (`review`), then back. `close` stops it.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        out: Console,
+        *,
+        port: int = 0,
+        token: str | None = None,
+        open_browser: bool = False,
+    ) -> None:
+        self.config = config
+        self.out = out
+        self.progress = LoopProgress(config.redactor.redact)
+        self.server = ReviewServer(None, port=port, token=token, progress=self.progress)
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True
+        )
+        self._thread.start()
+        out.print(Text(f"review page → {self.server.url}"))
+        out.print(
+            Text(
+                "It shows the loop's progress, and each review when the loop reaches it: decide there "
+                "(only this machine can reach it; the address carries its key)."
+            )
+        )
+        if open_browser and not webbrowser.open(self.server.url):
+            out.print(Text("no browser could be opened here: open the address above yourself."))
+
+    def review(self, run_dir: RunDir) -> Review:
+        """Serve the review of `run_dir` on the page until a decision is recorded on it; that review.
+
+        As `serve_review` without a server of its own. Ctrl-C propagates with nothing recorded; either way
+        the page goes back to the progress view.
+        """
+        session = ReviewSession.load(run_dir, self.config)
+        self.server.session = session
+        try:
+            self.out.print(
+                Text(f"the review of {run_dir.run_id} waits on the review page (the address above)")
+            )
+            while not session.done.wait(0.2):  # a timed wait, so Ctrl-C reaches this thread
+                pass
+        finally:
+            self.server.session = None
+        review = session.review
+        assert review is not None  # done is set only after a decision is recorded
+        announce_decision(run_dir, review, self.out)
+        return review
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(timeout=5)
+
+
+_loop_page: LoopPage | None = None
+
+
+def active_loop_page() -> LoopPage | None:
+    """The loop's page while the loop runs with the web review, else None (the review serves its own)."""
+    return _loop_page
+
+
+@contextmanager
+def loop_page(config: Config, out: Console, *, enabled: bool) -> Iterator[LoopPage | None]:
+    """The loop's page for the `with` block when `enabled` (else None); closed when the block ends."""
+    global _loop_page
+    if not enabled:
+        yield None
+        return
+    page = LoopPage(config, out)
+    _loop_page = page
+    try:
+        yield page
+    finally:
+        _loop_page = None
+        page.close()

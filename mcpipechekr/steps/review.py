@@ -11,6 +11,7 @@ the checkpoint through `require_decision`, which stops it there.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 
 from rich.console import Console
 
@@ -27,7 +28,7 @@ from mcpipechekr.review import (
     review_checkpoint,
     show_review,
 )
-from mcpipechekr.review_web import serve_review
+from mcpipechekr.review_web import LoopPage, active_loop_page, loop_page, serve_review
 from mcpipechekr.steps.stage import coverage_note, require_traced
 
 
@@ -86,12 +87,26 @@ def web_review_step(
 
     The same checkpoint as `review_step`'s prompt, decided on a page instead (`review_web`): the
     coverage check first, then the decision recorded by `record_decision` as the prompt records it.
-    Ctrl-C propagates with nothing recorded.
+    Ctrl-C propagates with nothing recorded. Under `doit loop --web-review` the review goes on the
+    loop's page (`loop_page`), whose address was printed when the loop started, rather than a new one.
     """
     coverage = require_traced(run_dir, "review", allow_incomplete=allow_incomplete)
     if coverage is not None:
         out.print(f"note: the report {coverage_note(coverage)}", markup=False)
+    if (page := active_loop_page()) is not None:
+        return page.review(run_dir)
     return serve_review(run_dir, out, config=config, port=port, open_browser=open_browser)
+
+
+def loop_review_page(
+    config: Config, *, enabled: bool, out: Console = console
+) -> AbstractContextManager[LoopPage | None]:
+    """`doit loop --web-review`: one page for the whole loop, its progress between reviews (`LoopPage`).
+
+    Entered once when the loop starts, so the reviewer opens one address and follows Phase 1 and the
+    fix there; `web_review_step` then serves each review on it. Without `enabled`, None and nothing runs.
+    """
+    return loop_page(config, out, enabled=enabled)
 
 
 def require_decision(
