@@ -1168,7 +1168,7 @@ def run_loop(**params: Any) -> bool | None:
                 break
         else:
             stop = f"loop.max_iterations ({config.loop.max_iterations}) reached"
-        summary_step(config, session, ending=f"{stop} (after {len(session)} iteration(s))")
+        summary_step(config, session, ending=stop)
         console.print(f"loop finished: {stop}")
 
 

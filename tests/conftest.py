@@ -9,6 +9,7 @@ each, cheaper than sharing one file between processes.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -20,6 +21,13 @@ import time_machine
 from mcp import StdioServerParameters
 
 from mcpipechekr.findings.home import HOME_ENV, Home
+
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    # Started as a background job without job control (`nohup sh -c '… &'`), the suite inherits an
+    # ignored SIGINT, and so would every command a test starts: Python then never raises
+    # KeyboardInterrupt, and the Ctrl-C tests would test the launcher, not the project. A handler here
+    # makes each child start with SIGINT at its default again (exec resets handlers, not SIG_IGN).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 EMAILINDEX_DIR = Path(__file__).resolve().parents[1] / "examples" / "emailindex"
 

@@ -87,6 +87,7 @@ from mcpipechekr.artifacts.fieldtables import models_in_order, refresh_doc_text
 from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.artifacts.fix_record import AgentRun, BugFix, FixHealth, FixRecord
 from mcpipechekr.artifacts.handover import Handover
+from mcpipechekr.artifacts.kpi import KpiFigure, KpiReport
 from mcpipechekr.artifacts.server_starts import ServerStarts, StartMeasure
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.evidence.records import CallRecord
@@ -602,6 +603,35 @@ def make_handover() -> Handover:
     )
 
 
+def make_kpi_report() -> KpiReport:
+    return KpiReport(
+        run_id="run-20250114-002",
+        computed_at=datetime(2025, 1, 14, 10, 0, tzinfo=UTC),
+        previous_run_id="run-20250114-001",
+        loop=2,
+        gap_token_cost=1200,
+        kpis=[
+            KpiFigure(
+                name="call_efficiency_ratio",
+                value=1.25,
+                target=1.3,
+                direction="at_most",
+                status="met",
+                basis="15 calls made / 12 at the baseline's minimum, over 3 tasks",
+                previous=1.75,
+                trend="better",
+            ),
+            KpiFigure(
+                name="regression_rate",
+                target=0.0,
+                direction="at_most",
+                status="not_measured",
+                basis="no fix claimed yet in this session",
+            ),
+        ],
+    )
+
+
 def make_comparison() -> Comparison:
     def side(run_id: str, sha: str) -> ComparedRun:
         return ComparedRun(
@@ -684,6 +714,7 @@ SAMPLES = {
     "comparison": make_comparison,
     "server_starts": make_server_starts,
     "handover": make_handover,
+    "kpi": make_kpi_report,
 }
 
 

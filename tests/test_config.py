@@ -464,7 +464,7 @@ def test_every_problem_is_reported_with_its_line(tmp_path):
         (
             "server: {command: a}\nprovider: {}\n",
             ":2: field 'provider': unknown field (known: server, providers, "
-            "thresholds, timeouts, paths, loop, kpi, fix, check)",
+            "thresholds, timeouts, paths, loop, review, kpi, fix, check)",
         ),
         ("server: {command: a, args: run}\n", ":1: field 'server.args': must be a list"),
     ],

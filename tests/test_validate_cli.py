@@ -251,7 +251,7 @@ def test_every_problem_in_both_files_is_reported(project):
     assert result.stderr.splitlines() == [
         "config.yaml:6: field 'server.health.timeout_s': must be greater than 0",
         "config.yaml:7: field 'loop.max_iterations': must be at least 1",
-        "config.yaml:7: field 'loop.retries': unknown field (known: max_iterations)",
+        "config.yaml:7: field 'loop.retries': unknown field (known: max_iterations, stop_when)",
         "tasks.yaml:4: task 'echo-hello' field 'task_type': must be deterministic or open_ended",
         "tasks.yaml:9: task 'echo-hello' field 'task_id': duplicate id (first used at line 2)",
         "tasks.yaml:14: task 'echo-hello' field 'reference_calls[0].arguments': "

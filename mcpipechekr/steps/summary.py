@@ -26,8 +26,10 @@ def summary_step(
     """session_summary.md of the last of `runs`, covering them all and the earlier runs whose fixes led to
     the first of them (`before_after.run_chain`: a later invocation that only ends the session keeps what
     the earlier ones fixed); the regression rate comes from the findings home (`config`'s, or the default
-    one when the run is reviewed away from its project). `ending` is why the loop ended and after how many
-    iterations, from the loop itself; None where a session ends otherwise (`review --exit`, `doit report`)."""
+    one when the run is reviewed away from its project). `ending` is why the loop ended, from the loop
+    itself, told with the session's iterations (every run of the chain, so a later invocation that only
+    ends the session counts the earlier ones too); None where a session ends otherwise (`review --exit`,
+    `doit report`)."""
     from mcpipechekr.before_after import run_chain
     from mcpipechekr.findings.lifecycle.states import regression_stats
     from mcpipechekr.session_summary import write_session_summary
@@ -40,6 +42,8 @@ def summary_step(
         f"regression rate: {stats.regressions} regression(s) for {stats.fixes} fix(es) claimed"
         + (f" ({stats.rate:.0%})" if stats.fixes else "")
     ]
+    if ending is not None:
+        ending = f"{ending} (after {len(runs)} iteration(s))"
     path = write_session_summary(runs, runs[-1].session_summary, regressions=lines, ending=ending)
     out.print(f"session summary → {display_path(path)}", markup=False)
     return path
