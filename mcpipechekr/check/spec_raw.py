@@ -50,7 +50,7 @@ from mcpipechekr._util.private_log import RedactingLog
 from mcpipechekr._util.redact import Redactor
 from mcpipechekr._util.stops import own_group, release_group
 from mcpipechekr.config import ServerConfig
-from mcpipechekr.server.lifecycle import _log_tail, _open_log, _process_env
+from mcpipechekr.server.lifecycle import log_tail, open_log, process_env
 
 _EOF = object()
 _STOP_GRACE_S = 2.0
@@ -248,7 +248,7 @@ class StdioRawSession(RawSession):
         super().__init__()
         command = server.resolved_command()
         assert command is not None
-        self._sink: RedactingLog = _open_log(log_path, redactor)
+        self._sink: RedactingLog = open_log(log_path, redactor)
         self._log_path = log_path
         try:
             self.process = subprocess.Popen(
@@ -256,7 +256,7 @@ class StdioRawSession(RawSession):
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._sink.fileno(),
-                env=_process_env(server.env),
+                env=process_env(server.env),
                 cwd=server.cwd,
                 start_new_session=True,
             )
@@ -294,7 +294,7 @@ class StdioRawSession(RawSession):
 
     def stderr_tail(self) -> str:
         self._sink.flush()
-        return _log_tail(self._log_path, self._sink.offset)
+        return log_tail(self._log_path, self._sink.offset)
 
     def close(self) -> None:
         """Close stdin, give the server a grace period, then SIGTERM and SIGKILL its process group."""

@@ -96,7 +96,8 @@ def describe_target(server: ServerConfig) -> str:
     return f"http: {server.url}"
 
 
-def _log_tail(log_path: Path, offset: int = 0) -> str:
+def log_tail(log_path: Path, offset: int = 0) -> str:
+    """The server's last stderr lines written after `offset`, indented: what a halt message quotes."""
     try:
         with open(log_path, "rb") as handle:
             handle.seek(offset)
@@ -119,7 +120,9 @@ def _exit_description(returncode: int | None) -> str | None:
     return f"exited with code {returncode}"
 
 
-def _process_env(extra: dict[str, str]) -> dict[str, str]:
+def process_env(extra: dict[str, str]) -> dict[str, str]:
+    """The environment a server under test starts with: ours plus its own, its output unbuffered so a
+    crash's last lines reach the log."""
     env = dict(os.environ)
     env.update(extra)
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -143,7 +146,7 @@ class ServerLog:
     def quote(self, message: str, what: str) -> str:
         """`message` followed by the last lines of this start's log, all redacted."""
         self.sink.flush()
-        tail = _log_tail(self.path, self.sink.offset)
+        tail = log_tail(self.path, self.sink.offset)
         where = what if self.temporary else f"{what} is logged at {self.path}"
         message += f"  {where}" + ((":\n" + tail) if tail else " (nothing written).")
         return self.redactor.redact(message)
@@ -281,14 +284,14 @@ async def connect(
     """
     redactor = redactor or server_redactor(server)
     started = time.monotonic()
-    with closing(_open_log(log_path, redactor)) as sink:
+    with closing(open_log(log_path, redactor)) as sink:
         log = ServerLog(log_path, redactor, sink, temporary_log)
         command = server.resolved_command()
         if command is not None:
             transport = StdioProcessTransport(
                 command,
                 server.args,
-                env=_process_env(server.env),
+                env=process_env(server.env),
                 cwd=server.cwd,
                 stderr=sink.fileno(),
             )
@@ -362,7 +365,7 @@ async def http_server_started(
         shared = _shared_starts.get(key)
         if shared is None or shared.process.poll() is not None:
             redactor = redactor or server_redactor(server)
-            sink = _open_log(log_path, redactor)
+            sink = open_log(log_path, redactor)
             try:
                 process = _start_http_process(server.start, sink.fileno(), redactor)
             except BaseException:
@@ -386,7 +389,8 @@ async def http_server_started(
             shared.log.sink.close()
 
 
-def _open_log(path: Path, redactor: Redactor) -> RedactingLog:
+def open_log(path: Path, redactor: Redactor) -> RedactingLog:
+    """A server's stderr log, redacted as written; a path that is not safe to write is a UserError."""
     try:
         return RedactingLog(path, redactor).__enter__()
     except UnsafeLogPath as exc:
@@ -473,7 +477,7 @@ def _start_http_process(start: LaunchSpec, log: int, redactor: Redactor) -> subp
         process = subprocess.Popen(
             [start.resolved_command(), *start.args],
             cwd=start.cwd,
-            env=_process_env(start.env),
+            env=process_env(start.env),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
