@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from mcpipechekr.check.synthesis import ToolReach
 
 
+SLOW_TO_CALL_AGAIN_MS = 2000.0
+"""A tool whose PC-10 answer took longer than this is not called a second time (PC-13's comparison,
+PC-58's raw look): a long-running operation would be paid for twice to look at one answer."""
+
+
 @dataclass
 class ObservedResponse:
     """A tool result some layer received, kept for the quality layer."""

@@ -58,6 +58,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcpipechekr.artifacts.check_report import CheckStatus
 from mcpipechekr.check.answers import one_line
+from mcpipechekr.check.context import SLOW_TO_CALL_AGAIN_MS
 from mcpipechekr.check.footprint import Changes, Footprint, Snapshotter, compare, watch_roots
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.server.lifecycle import StructuredContentMismatch
@@ -169,10 +170,6 @@ def watching(ctx: CheckContext, tool: mcp_types.Tool, reach: ToolReach) -> Itera
     seen.changes.merge(compare(before, after).without(watch.noise))
 
 
-REPEAT_SLOW_MS = 2000.0
-"""A tool whose first answer took longer than this is not called again for PC-13."""
-
-
 def _repeat_if_idempotent(ctx: CheckContext, tool: mcp_types.Tool, reach: ToolReach) -> None:
     """PC-13's second call: the same arguments as the successful one, compared with its answer."""
     annotations = tool.annotations
@@ -182,11 +179,11 @@ def _repeat_if_idempotent(ctx: CheckContext, tool: mcp_types.Tool, reach: ToolRe
     decisive = reach.decisive
     if seen.repeat is not None or reach.status != "reached" or decisive is None or decisive.result is None:
         return
-    if decisive.ms > REPEAT_SLOW_MS:
+    if decisive.ms > SLOW_TO_CALL_AGAIN_MS:
         seen.repeat = (
             "SKIP",
             f"not called twice: its first call took {decisive.ms / 1000:.1f} s (a long-running operation "
-            f"is not run again to compare answers; the bound is {REPEAT_SLOW_MS / 1000:g} s)",
+            f"is not run again to compare answers; the bound is {SLOW_TO_CALL_AGAIN_MS / 1000:g} s)",
             {},
         )
         return

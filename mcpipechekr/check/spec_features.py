@@ -45,7 +45,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcpipechekr.artifacts.check_report import CheckStatus
 from mcpipechekr.check.answers import halt_reason, one_line, validation_reason
-from mcpipechekr.check.context import CheckContext, all_pages
+from mcpipechekr.check.context import SLOW_TO_CALL_AGAIN_MS, CheckContext, all_pages
 from mcpipechekr.check.spec_shapes import (
     block_problems,
     completion_problems,
@@ -79,9 +79,6 @@ MAX_RESOURCES = 20
 MAX_TEMPLATES = 3
 MAX_COMPLETIONS = 10
 MAX_RECALLS = 5
-RECALL_SLOW_MS = 2000.0
-"""A tool whose PC-10 answer took longer than this is not called again for PC-58: the check would
-pay its whole run once more (a long-running operation) to look at one field."""
 READ_BUDGET_S = 10.0
 READ_BUDGET_CHARS = 8 * 1024 * 1024
 PLAIN_VALUE = "example"
@@ -642,7 +639,7 @@ def _check_is_error(ctx: CheckContext, seen: _Seen) -> None:
         reach = ctx.coverage.get(tool.name)
         if reach is None or reach.status != "reached" or reach.decisive is None:
             continue
-        slow = reach.decisive.ms > RECALL_SLOW_MS  # a long-running operation is not called twice
+        slow = reach.decisive.ms > SLOW_TO_CALL_AGAIN_MS  # a long-running operation is not called twice
         if write_risk(tool, trusted=tool.name in ctx.read_only) is None and not slow:
             tools.append((tool.name, reach.decisive.candidate.arguments))
     if not tools:
