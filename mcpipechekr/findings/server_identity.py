@@ -29,9 +29,7 @@ here; a server whose code outside git moved to another path is another one.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -39,7 +37,7 @@ from urllib.parse import urlsplit
 from mcpipechekr._util.hashing import sha256_json
 from mcpipechekr.config import ServerConfig
 from mcpipechekr.server.program import program_name, program_of
-from mcpipechekr.server.source import GIT_TIMEOUT_S, find_server_source
+from mcpipechekr.server.source import find_server_source, git_output
 
 
 @dataclass(frozen=True)
@@ -88,20 +86,7 @@ def source_identity(server: ServerConfig) -> str:
 
 def _first_commit(repo: Path) -> str | None:
     """The repository's first commit (the oldest root, where history merged several): its lasting name."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(repo), "rev-list", "--max-parents=0", "HEAD"],
-            capture_output=True,
-            text=True,
-            env={
-                **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
-                "GIT_OPTIONAL_LOCKS": "0",
-            },
-            timeout=GIT_TIMEOUT_S,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    roots = done.stdout.split() if done.returncode == 0 else []
+    roots = (git_output(repo, "rev-list", "--max-parents=0", "HEAD") or "").split()
     return roots[-1] if roots else None
 
 

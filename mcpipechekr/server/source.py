@@ -109,6 +109,23 @@ def _candidates(program: Program, folder: Path, server: ServerConfig) -> Iterato
     # a package or an image is fetched when the server starts: it has no local source
 
 
+def git_output(folder: Path, *args: str) -> str | None:
+    """What `git -C folder ARGS` prints, stripped; None when git fails, is missing or takes too long.
+
+    Asked about a folder of the server's, never of ours: the caller's GIT_* variables (a hook's
+    GIT_DIR, say) are left out, and the read takes no optional lock, so it never rewrites the index.
+    """
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(folder), *args], capture_output=True, text=True, env=env, timeout=GIT_TIMEOUT_S
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
 def _tracked(path: Path) -> ServerSource | None:
     """The work tree where git tracks `path`, unless it is an installed package's file."""
     try:
@@ -117,25 +134,9 @@ def _tracked(path: Path) -> ServerSource | None:
         return None
     if not file.is_file() or _INSTALLED & set(file.parts):
         return None
-    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(
-                ["git", "-C", str(file.parent), *args],
-                capture_output=True,
-                text=True,
-                env=env,
-                timeout=GIT_TIMEOUT_S,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return done.stdout.strip() if done.returncode == 0 else None
-
-    if git("ls-files", "--error-unmatch", "--", file.name) is None:
+    if git_output(file.parent, "ls-files", "--error-unmatch", "--", file.name) is None:
         return None
-    top = git("rev-parse", "--show-toplevel")
+    top = git_output(file.parent, "rev-parse", "--show-toplevel")
     return ServerSource(Path(top), file) if top else None
 
 
