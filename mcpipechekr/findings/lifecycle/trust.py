@@ -73,10 +73,17 @@ def other_server(
 ) -> bool:
     """Whether a run of `server` (also known as `names`) is about another server than the finding's."""
     owner = owner_on(connection, finding_id)
+    return not same_server(owner, _registered_server(connection, finding_id), server, names)
+
+
+def same_server(
+    owner: ServerKey | None, registered: str | None, server: ServerKey, names: frozenset[str] = frozenset()
+) -> bool:
+    """Whether `server` (also known as `names`) is the finding's: the owner's source when it has an
+    owner, else the name it was registered under (any, when it has none)."""
     if owner is not None:
-        return owner.source != server.source
-    registered = _registered_server(connection, finding_id)
-    return registered is not None and registered not in {server.name, *names}
+        return owner.source == server.source
+    return registered is None or registered in {server.name, *names}
 
 
 def _registered_server(connection: sqlite3.Connection, finding_id: str) -> str | None:

@@ -39,13 +39,12 @@ from pathlib import Path
 from mcpipechekr import __version__
 from mcpipechekr._util.hashing import sha256_json
 from mcpipechekr.artifacts.bug_report import BugReport
-from mcpipechekr.artifacts.findings import Finding
 from mcpipechekr.config import ServerConfig
 from mcpipechekr.errors import UserError
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.states import Transition, claim_fix, last_probe, record_verification
 from mcpipechekr.findings.lifecycle.store import load_findings
-from mcpipechekr.findings.lifecycle.trust import owners
+from mcpipechekr.findings.lifecycle.trust import owners, same_server
 from mcpipechekr.findings.promotion.bugs import bug_finding_id
 from mcpipechekr.findings.server_identity import ServerKey, server_key
 from mcpipechekr.findings.verification.acceptance import accept_command, unaccepted_case
@@ -95,11 +94,6 @@ def claim_bug_fix(home: Home, bug_id: str, commit: str, server: ServerKey) -> Tr
     return claim_fix(home, bug_finding_id(bug_id, server), commit)
 
 
-def _ours(finding: Finding, owner: ServerKey | None, server: ServerKey) -> bool:
-    """A finding this server's runs may judge: owned by its source, or not owned yet and of its name."""
-    return owner.source == server.source if owner is not None else finding.server == server.name
-
-
 def run_evaluation_binding(report: BugReport, server_revision: str | None) -> dict[str, object]:
     """What a run-evaluation verdict is bound to (see the module docstring)."""
     return {
@@ -128,7 +122,7 @@ def verify_from_bug_report(
         if finding.origin == "bug_report"
         and finding.bug_id
         and finding.state in FOLLOWED_STATES
-        and _ours(finding, owned.get(finding.id), server)
+        and same_server(owned.get(finding.id), finding.server, server)
     ]
     binding = run_evaluation_binding(report, server_revision)
     if not binding["tasks"]:
