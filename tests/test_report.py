@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 import pytest
 from click.testing import CliRunner
+from headless import launched_chromium
 from project import copy_project, doit, mcpipechekr
 
 from mcpipechekr.artifacts import BugReport, RunDir, Trace, is_temp_file, list_runs, read_model
@@ -37,21 +38,8 @@ from mcpipechekr.report import REPORT_FILE, write_report
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_report")]
 
-CHROMIUM = "chromium"
 SCREENSHOT_ENV = "MCPIPECHEKR_REPORT_SCREENSHOT"
 HOSTILE = '<script>window.__injected = 1</script><img src="x" onerror="window.__injected = 2">'
-
-
-def chromium_path() -> str:
-    """Debian's chromium; its absence fails the test (CI installs it), it is never a skip."""
-    path = shutil.which(CHROMIUM)
-    if path is None:
-        pytest.fail(
-            "headless Chromium is needed for the report tests and was not found on PATH: install it "
-            "with `apt-get install -y chromium` (.ci/run does this when it is missing)",
-            pytrace=False,
-        )
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -81,19 +69,8 @@ def looped(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Pat
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    executable = chromium_path()
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail(
-            "the report tests drive Chromium with Playwright: pip install -e '.[test]'", pytrace=False
-        )
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True)
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with launched_chromium("the report tests") as launched:
+        yield launched
 
 
 class Opened:

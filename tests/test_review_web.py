@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 import git
 import pytest
 import yaml
+from headless import launched_chromium
 from trace_builder import call, make_trace, say
 
 from mcpipechekr.artifacts import (
@@ -231,33 +232,10 @@ def served(project: Path) -> Iterator[Served]:
         server.stop()
 
 
-def chromium_path() -> str:
-    """Debian's chromium; its absence fails the test (CI installs it), it is never a skip."""
-    path = shutil.which("chromium")
-    if path is None:
-        pytest.fail(
-            "headless Chromium is needed for the review page tests and was not found on PATH: install it "
-            "with `apt-get install -y chromium` (.ci/run does this when it is missing)",
-            pytrace=False,
-        )
-    return path
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    executable = chromium_path()
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail(
-            "the review page tests drive Chromium with Playwright: pip install -e '.[test]'", pytrace=False
-        )
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True)
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with launched_chromium("the review page tests") as launched:
+        yield launched
 
 
 def test_without_the_token_from_another_origin_or_out_of_scope_nothing_is_recorded(
