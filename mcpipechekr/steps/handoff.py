@@ -102,7 +102,7 @@ def register_and_verify(
     register_bug_report(home, report, server=key)
     revision = repo_state(config.server).sha
     outcome = verify_from_bug_report(home, report, server=key, server_revision=revision).merge(
-        verify_registered_probes(home, config.server, run_id=run_dir.run_id)
+        verify_registered_probes(home, config.server, run_id=run_dir.run_id, key=key)
     )
     lines = outcome.summary_lines()
     if not lines:

@@ -148,7 +148,9 @@ def verify_from_bug_report(
     return outcome
 
 
-def verify_registered_probes(home: Home, server: ServerConfig, *, run_id: str) -> RunVerification:
+def verify_registered_probes(
+    home: Home, server: ServerConfig, *, run_id: str, key: ServerKey | None = None
+) -> RunVerification:
     """Rerun the last manifest case of every followed finding of `server` against it, under `run_id`.
 
     A finding without a recorded case, with a manifest that is gone, with a case
@@ -157,7 +159,7 @@ def verify_registered_probes(home: Home, server: ServerConfig, *, run_id: str) -
     with the reason. Findings of other servers are left alone.
     """
     outcome = RunVerification()
-    key = server_key(server)
+    key = key or server_key(server)
     owned = owners(home)
     for finding in load_findings(home):
         if finding.state not in FOLLOWED_STATES or not finding.probe:
@@ -180,7 +182,9 @@ def verify_registered_probes(home: Home, server: ServerConfig, *, run_id: str) -
             if proposed is not None:
                 outcome.skipped[finding.id] = proposed
                 continue
-            result = verify_finding(home, finding, case_id, manifest, server, origin="loop", run_id=run_id)
+            result = verify_finding(
+                home, finding, case_id, manifest, server, origin="loop", run_id=run_id, key=key
+            )
         except UserError as exc:
             outcome.skipped[finding.id] = exc.format_message().splitlines()[0]
             continue

@@ -163,13 +163,15 @@ def verify_finding(
     attempts: int | None = None,
     run_id: str | None = None,
     redactor: Redactor | None = None,
+    key: ServerKey | None = None,
 ) -> VerifyResult:
     """Run the case and record the result; see the module docstring for when nothing is recorded.
 
     `finding` is its id, or the finding itself when the caller has it loaded;
     `manifest` the manifest's path, or the manifest already loaded. `origin`
     says who started the run (`lifecycle/states.py`). `redactor` scrubs the
-    failure details shown (default: the server's own secrets). Raises
+    failure details shown (default: the server's own secrets). `key` is `server_key(server)` when the
+    caller has it already (finding the source may ask git or an interpreter). Raises
     UserError for bad input (unknown finding, manifest problems, a case that
     cannot run) and TransportFailure when the server cannot be reached.
     """
@@ -198,7 +200,7 @@ def verify_finding(
     def bind() -> CreditBinding:
         return credit_binding(case, manifest_version=spec.version, timeout_s=timeout, server=server)
 
-    key = server_key(server)
+    key = key or server_key(server)
     owner = owners(home).get(finding.id)
     if owner is not None and owner.source != key.source and origin != "serve":
         raise UserError(
