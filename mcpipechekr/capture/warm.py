@@ -357,7 +357,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 # -- the pool of the phase in progress --------------------------------------------------------------------
 
-_current: dict[tuple[object, ...], WarmPool] = {}
+_current: dict[tuple[object, ...], list] = {}  # key -> [pool, blocks using it]
 _current_lock = threading.Lock()
 
 
@@ -368,27 +368,36 @@ def pool_key(server: ServerConfig) -> tuple[object, ...]:
 @contextlib.contextmanager
 def open_pool(server: ServerConfig, **options: object) -> Iterator[WarmPool | None]:
     """A pool for the block, found by `current_pool` from any thread of this process; None (no pool) for an
-    HTTP server or when a pool for the same server is already open (the outer one serves)."""
+    HTTP server.
+
+    A block that opens a pool for a server whose pool is already open uses that one (the outer one
+    serves, with its options). The pool is closed when the last block using it ends, not the first:
+    doit's trace targets in threads each open one, and any may end while another still takes servers.
+    """
     key = pool_key(server)
     if server.resolved_command() is None:
         yield None
         return
     with _current_lock:
-        if key in _current:
-            pool = None
-        else:
-            pool = WarmPool(server, **options)  # type: ignore[arg-type]
-            _current[key] = pool
+        entry = _current.get(key)
+        if entry is None:
+            entry = _current[key] = [WarmPool(server, **options), 0]  # type: ignore[arg-type]
+        entry[1] += 1
+    pool: WarmPool = entry[0]
     try:
-        yield pool if pool is not None else _current.get(key)
+        yield pool
     finally:
-        if pool is not None:
-            with _current_lock:
-                _current.pop(key, None)
+        with _current_lock:
+            entry[1] -= 1
+            last = entry[1] == 0
+            if last and _current.get(key) is entry:
+                del _current[key]
+        if last:
             pool.close()
 
 
 def current_pool(server: ServerConfig) -> WarmPool | None:
     """The pool open for this server in this process, if any."""
     with _current_lock:
-        return _current.get(pool_key(server))
+        entry = _current.get(pool_key(server))
+        return entry[0] if entry is not None else None
