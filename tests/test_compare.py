@@ -556,3 +556,28 @@ def test_html_fragment_is_escaped_and_self_contained(project: Path) -> None:
     assert "http://" not in lowered and "https://" not in lowered and "url(" not in lowered
     assert comparison.verdict_line in fragment
     assert "BUG-no-such-column-genre-count-books" in fragment and "1.1e-05" in fragment
+
+
+def test_html_fragment_shows_both_runs_kpis_with_the_trend(project: Path) -> None:
+    from mcpipechekr.config import KpiConfig
+    from mcpipechekr.kpi import kpis_of_run
+
+    a, b = before_fix(project), after_fix(project)
+    plain = render_comparison_html(compare_runs(a, b))
+    assert "<h3>KPIs</h3><p>run B has no kpi.json" in plain  # evaluated before KPIs: said, not hidden
+    kpis_a = kpis_of_run(KpiConfig(), RunDir(a), fixes_claimed=0, regressions=0)
+    kpis_b = kpis_of_run(KpiConfig(), RunDir(b), fixes_claimed=1, regressions=0, previous_run=RunDir(a))
+    measured = compare_runs(a, b).model_copy(update={"kpis_a": kpis_a, "kpis_b": kpis_b})
+    fragment = render_comparison_html(measured)
+    table = fragment[fragment.index('<table class="mcpc-kpis">') :].split("</table>")[0]
+    rows = table.split("<tr")[2:]  # the header, then one row per figure, in the reports' order
+    names = ["call efficiency ratio", "correctness", "tool-selection precision", "gap token cost"]
+    assert [row.split("<td>")[1].split("</td>")[0] for row in rows] == [*names, "regression rate"]
+    efficiency_a = kpis_a.figure("call_efficiency_ratio")
+    efficiency_b = kpis_b.figure("call_efficiency_ratio")
+    assert efficiency_a.value is not None and efficiency_b.value is not None
+    assert f"<td>{efficiency_a.value:.2f}</td><td>{efficiency_b.value:.2f}</td>" in rows[0]
+    # the fix took the calls from 1.50 to 1.05 of the minimum: better, coloured so, and met (<= 1.3)
+    assert (efficiency_a.value, efficiency_b.value) == (1.5, 1.05)
+    assert rows[0].startswith(' class="mcpc-better"') and "<td>met</td><td>▼ better</td>" in rows[0]
+    assert not kpis_b.all_met() and "<p>Not every KPI met in B (docs/kpi.md).</p>" in fragment

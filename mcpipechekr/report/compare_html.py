@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from html import escape
 
 from mcpipechekr.artifacts.comparison import Comparison
-from mcpipechekr.report.compare_text import describe_run, split_rows, task_cells
+from mcpipechekr.report.compare_text import NO_KPIS, describe_run, kpi_table, split_rows, task_cells
 
 STYLE = """
 .mcpc-compare table { border-collapse: collapse; margin: 0.5em 0 1em; }
@@ -40,7 +40,7 @@ def _table(header: Sequence[str], rows: list[str]) -> str:
 
 
 def render_comparison_html(comparison: Comparison, *, heading: str = "Comparison of two runs") -> str:
-    """The comparison as one self-contained `<section>`: runs, changes, tasks, bugs, warnings, verdict."""
+    """The comparison as one self-contained `<section>`: runs, changes, tasks, KPIs, bugs, verdict."""
     parts = [
         '<section class="mcpc-compare">',
         f"<style>{STYLE}</style>",
@@ -99,6 +99,14 @@ def render_comparison_html(comparison: Comparison, *, heading: str = "Comparison
             task_rows,
         )
     )
+    kpis = kpi_table(comparison)
+    if kpis is None:
+        parts.append(f"<h3>KPIs</h3><p>{escape(NO_KPIS)}</p>")
+    else:
+        verdict, (header, *rows) = kpis
+        parts.append(f"<h3>KPIs</h3><p>{escape(verdict[:1].upper() + verdict[1:])} (docs/kpi.md).</p>")
+        kpi_html = [_row(row, css=_TREND_CLASS.get(row[-1].split(" ")[-1])) for row in rows]
+        parts.append(_table(header, kpi_html).replace("<table>", '<table class="mcpc-kpis">', 1))
     parts.append("<h3>Bugs</h3>")
     bug_rows = [
         _row(

@@ -180,11 +180,15 @@ def render_comparison_text(comparison: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
-def kpi_rows(comparison: Comparison) -> list[str]:
-    """The key figures of A and B (their kpi.json) side by side, B's against its targets, ▲▼ from A to B."""
+NO_KPIS = "run B has no kpi.json (evaluated before KPIs existed): not measured"
+
+
+def kpi_table(comparison: Comparison) -> tuple[str, list[list[str]]] | None:
+    """The key figures of A and B (their kpi.json) side by side, B's against its targets, ▲▼ from A to B:
+    the verdict and the rows, header first, for the text and the HTML alike; None when B has no kpi.json."""
     kpis_a, kpis_b = comparison.kpis_a, comparison.kpis_b
     if kpis_b is None:
-        return ["", "KPIs: run B has no kpi.json (evaluated before KPIs existed): not measured"]
+        return None
     rows = [["KPI", "target", "A", "B", "B", "A → B"]]
     for figure in kpis_b.kpis:
         before = kpis_a.figure(figure.name) if kpis_a is not None else None
@@ -204,5 +208,13 @@ def kpi_rows(comparison: Comparison) -> list[str]:
                 trend,
             ]
         )
-    verdict = "every KPI met in B" if kpis_b.all_met() else "not every KPI met in B"
+    return ("every KPI met in B" if kpis_b.all_met() else "not every KPI met in B"), rows
+
+
+def kpi_rows(comparison: Comparison) -> list[str]:
+    """`kpi_table` as text lines for the terminal."""
+    table = kpi_table(comparison)
+    if table is None:
+        return ["", f"KPIs: {NO_KPIS}"]
+    verdict, rows = table
     return ["", f"KPIs (docs/kpi.md; {verdict}):", *columns(rows)]
