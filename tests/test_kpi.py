@@ -15,7 +15,7 @@ from mcpipechekr.artifacts.tef_report import TefReport
 from mcpipechekr.config import KpiConfig, load_config
 from mcpipechekr.kpi import kpi_lines, kpis_of_run, read_kpis, trend_text
 from mcpipechekr.session_summary import render_session_summary
-from mcpipechekr.steps.session import kpis_reached
+from mcpipechekr.steps.session import kpis_reached, loop_ends_before_review, no_server_bugs_left
 
 AT = datetime(2025, 1, 14, 12, 0, tzinfo=UTC)
 HASH = "sha256:" + "0" * 64
@@ -227,6 +227,24 @@ def test_the_loop_stops_on_kpis_met_only_when_asked_and_every_target_is_met(tmp_
     )
     assert kpis_reached(loop_config(tmp_path, "no_server_bugs"), after) is None  # the default: fixes decide
     assert kpis_reached(kpis_met, RunDir(tmp_path / "runs" / "run-20250114-003")) is None  # no kpi.json
+
+
+def test_the_loop_ends_before_a_review_with_no_server_side_bug_to_approve(tmp_path: Path) -> None:
+    agent_only = {**bug("wander", 300, 1), "fixable_by": "agent"}
+    priced_by_another = {**bug("inside", 0, 1), "see_also": ["EFF-wander"]}
+    server = run_folder(tmp_path, "run-20250114-001", [stats("a", 1, 1)], [bug("a", 100, 1), agent_only])
+    none_left = run_folder(tmp_path, "run-20250114-002", [stats("a", 1, 1)], [agent_only, priced_by_another])
+    clean = run_folder(tmp_path, "run-20250114-003", [stats("a", 1, 1)], [])
+    default = loop_config(tmp_path, "no_server_bugs")
+    assert no_server_bugs_left(server) is None and loop_ends_before_review(default, server) is None
+    assert no_server_bugs_left(none_left) == (
+        "run-20250114-002 has no server-side bug left to fix "
+        "(1 agent-behaviour item(s) with no server-side fix)"
+    )
+    assert loop_ends_before_review(default, clean) == "run-20250114-003 has no server-side bug left to fix"
+    # kpis_met ends there too: nothing would be fixed; and at its KPIs first, with bugs still open
+    kpis_met = loop_config(tmp_path, "kpis_met")
+    assert loop_ends_before_review(kpis_met, none_left) == no_server_bugs_left(none_left)
 
 
 def test_read_kpis_of_a_run_without_or_with_a_broken_kpi_json(tmp_path: Path) -> None:

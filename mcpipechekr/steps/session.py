@@ -83,7 +83,8 @@ def kpis_reached(config: Config, run_dir: RunDir) -> str | None:
     """Why the loop ends before this run's review under `loop.stop_when: kpis_met`: the run's kpi.json
     meets every configured target (`KpiReport.all_met`; a figure not measured is not met). None when the
     loop goes on: another `stop_when`, no kpi.json, or a target not met. With `no_server_bugs` (the
-    default) the loop ends only when a fix step commits nothing (`committed_fixes`)."""
+    default) the loop ends when no server-side bug is left (`no_server_bugs_left`) or a fix step commits
+    nothing (`committed_fixes`)."""
     from mcpipechekr.kpi import LABELS, read_kpis
 
     if config.loop.stop_when != "kpis_met":
@@ -93,3 +94,28 @@ def kpis_reached(config: Config, run_dir: RunDir) -> str | None:
         return None
     met = ", ".join(LABELS[kpi.name] for kpi in kpis.kpis if kpi.status == "met")
     return f"every configured KPI is met in {run_dir.run_id} ({met}): loop.stop_when is kpis_met"
+
+
+def no_server_bugs_left(run_dir: RunDir) -> str | None:
+    """Why the loop ends before this run's review: its bug report offers the fixer nothing (no server-side
+    bug; agent-behaviour items have no server-side fix). None while there is a bug to approve.
+
+    Under either `loop.stop_when`: a review with nothing to approve would only ask a person to type
+    `exit`, and a fix step with nothing to fix would change nothing for the next run to measure.
+    """
+    from mcpipechekr.review import bugs_to_fix, load_bug_report
+
+    report, _ = load_bug_report(run_dir)
+    if bugs_to_fix(report):
+        return None
+    agent = sum(1 for bug in report.bugs if bug.fixable_by != "server")
+    left = [f"{agent} agent-behaviour item(s) with no server-side fix"] if agent else []
+    if report.review_flags:
+        left.append(f"{len(report.review_flags)} answer(s) to read in report.html")
+    return f"{run_dir.run_id} has no server-side bug left to fix" + (f" ({'; '.join(left)})" if left else "")
+
+
+def loop_ends_before_review(config: Config, run_dir: RunDir) -> str | None:
+    """Why the loop ends after this run's evaluation without asking for a review, or None: every KPI met
+    under `loop.stop_when: kpis_met` (`kpis_reached`), or no server-side bug left (`no_server_bugs_left`)."""
+    return kpis_reached(config, run_dir) or no_server_bugs_left(run_dir)
