@@ -82,3 +82,57 @@ def test_between_reviews_the_page_shows_progress_and_nothing_can_be_decided(page
     assert refused.value.code == 409
     assert get(page, "/api/progress", token="wrong")[0] == 403
     assert page.server.server_address[0] == "127.0.0.1"
+
+
+@pytest.mark.slow
+def test_in_a_browser_the_progress_polls_turns_into_the_review_and_back(tmp_path: Path) -> None:
+    """The loop's page in headless Chromium, its scripts under their policies: the counts change without a
+    reload, a waiting review replaces the progress, Approve records it, and the page goes back to progress."""
+    import threading
+
+    from headless import launched_chromium
+    from playwright.sync_api import expect
+    from test_review_web import FTS, RUN_ID, SORT
+    from test_review_web import project as review_project
+
+    from mcpipechekr.artifacts import RunDir
+    from mcpipechekr.review import approved_bugs, approved_report
+
+    project = review_project.__wrapped__(tmp_path)  # the review tests' run: two server bugs, one agent bug
+    config = load_config(project / "config.yaml", environ={})
+    decided: list[object] = []
+    with (
+        loop_page(config, Console(file=io.StringIO()), enabled=True) as loop,
+        launched_chromium("the loop's review page test") as browser,
+    ):
+        assert loop is not None
+        view = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        view.on("pageerror", lambda error: errors.append(str(error)))
+        view.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        loop.progress.at(RUN_ID, 1)
+        view.goto(loop.server.url, timeout=30_000)
+        assert view.locator("#phase").inner_text() == "idle"
+        with progress.Activity("phase 1", total=3) as phase1:
+            phase1.started()
+            phase1.finished()
+            phase1.started()
+            # only the page's own poll can change it: no reload happens here
+            expect(view.locator("#counts")).to_have_text("1/3 done, 1 running, 0 failed", timeout=10_000)
+            assert view.locator("#phase").inner_text() == "phase 1"
+            assert view.locator("#run").inner_text() == f"{RUN_ID} (iteration 1)"
+
+        waiting = threading.Thread(
+            target=lambda: decided.append(loop.review(RunDir(project / "runs" / RUN_ID)))
+        )
+        waiting.start()
+        view.locator(f'input.pick[value="{SORT}"]').wait_for(timeout=10_000)  # the poll saw it and reloaded
+        assert view.title() == f"Review of {RUN_ID}"
+        view.locator(f'input.pick[value="{FTS}"]').check()
+        view.locator("#approve").click()
+        waiting.join(timeout=30)
+        assert not waiting.is_alive() and len(decided) == 1
+        view.locator("#progress").wait_for(timeout=10_000)  # back to the progress after the decision
+        assert errors == []  # no script refused by the policy, no failed request
+    review, report = approved_report(RunDir(project / "runs" / RUN_ID))
+    assert [bug.id for bug in approved_bugs(review, report)] == [FTS]

@@ -373,11 +373,14 @@ def render_trace_page(session: ReviewSession, data: TraceData, token: str) -> st
 
 
 def _document(title: str, body: str, css: str, script: str, policy: str, *, body_attrs: str = "") -> str:
+    """The page, its policy also in a <meta> (the header carries it too) for a copy saved to disk; without
+    `frame-ancestors`, which browsers ignore in a <meta> and complain about on the console."""
+    in_meta = "; ".join(part for part in policy.split("; ") if not part.startswith("frame-ancestors"))
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<meta http-equiv="Content-Security-Policy" content="{esc(policy)}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(in_meta)}">'
         '<meta name="referrer" content="no-referrer">'
         f"<title>{esc(title)}</title><style>{css}</style></head>\n"
         f"<body{body_attrs}>{body}<script>{script}</script></body></html>\n"
