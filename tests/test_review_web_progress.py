@@ -87,7 +87,8 @@ def test_between_reviews_the_page_shows_progress_and_nothing_can_be_decided(page
 @pytest.mark.slow
 def test_in_a_browser_the_progress_polls_turns_into_the_review_and_back(tmp_path: Path) -> None:
     """The loop's page in headless Chromium, its scripts under their policies: the counts change without a
-    reload, a waiting review replaces the progress, Approve records it, and the page goes back to progress."""
+    reload, a waiting review replaces the progress, Approve records it, the page goes back to progress, and
+    when the loop ends by itself the page shows its last run, with nothing to decide."""
     import threading
 
     from headless import launched_chromium
@@ -133,6 +134,21 @@ def test_in_a_browser_the_progress_polls_turns_into_the_review_and_back(tmp_path
         waiting.join(timeout=30)
         assert not waiting.is_alive() and len(decided) == 1
         view.locator("#progress").wait_for(timeout=10_000)  # back to the progress after the decision
+
+        # the loop ends by itself: the watched page is given time to show how, before the server stops
+        reason = f"{RUN_ID} has no server-side bug left to fix"
+        ending = threading.Thread(target=lambda: loop.ended(RunDir(project / "runs" / RUN_ID), reason))
+        ending.start()
+        view.locator("#ended").wait_for(timeout=10_000)
+        ending.join(timeout=10)
+        assert not ending.is_alive() and loop.server.ended_shown.is_set()
+        assert view.title() == f"The loop ended after {RUN_ID}"
+        assert f"The loop ended: {reason}." in view.locator("#ended").inner_text()
+        assert view.locator("input.pick").count() == 0 and view.locator("#decision").count() == 0
+        ended = json.loads(get(loop, "/api/progress")[1])
+        assert (ended["phase"], ended["ended"]) == ("ended", reason)
+        status, body, _ = get(loop, "/api/run")
+        assert status == 409 and reason in body
         assert errors == []  # no script refused by the policy, no failed request
     review, report = approved_report(RunDir(project / "runs" / RUN_ID))
     assert [bug.id for bug in approved_bugs(review, report)] == [FTS]

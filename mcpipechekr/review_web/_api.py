@@ -117,3 +117,7 @@ class ProgressView(_Wire):
     detail: str = Field(description="The latest thing the work said (the fix agent's last line), redacted.")
     elapsed_s: float = Field(description="Seconds since this phase started.")
     review_pending: bool = Field(description="Whether a review waits for its decision on this page now.")
+    ended: str | None = Field(
+        default=None,
+        description="Why the loop ended, once it has (phase `ended`): the page then shows its last run.",
+    )

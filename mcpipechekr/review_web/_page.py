@@ -113,7 +113,7 @@ PROGRESS_SCRIPT = """
         if (!response.ok) throw new Error('status ' + response.status);
         return response.json();
       }).then(function (now) {
-        if (now.review_pending) { location.reload(); return; }
+        if (now.review_pending || now.ended) { location.reload(); return; }
         put('phase', now.phase);
         put('run', (now.run_id || '-') + ' (iteration ' + now.iteration + ')');
         put('counts', now.total === null ? now.done + ' done'
@@ -129,7 +129,7 @@ PROGRESS_SCRIPT = """
 })();
 """
 """The progress view's one job: ask `/api/progress` every 2 s and show the answer as text; when a
-review waits, reload (the same address then serves the review)."""
+review waits or the loop has ended, reload (the same address then serves the review, or the last run)."""
 
 
 def _policy(script: str, *, fetches: bool) -> str:
@@ -147,6 +147,9 @@ CONTENT_SECURITY_POLICY = _policy(SCRIPT, fetches=True)
 PROGRESS_POLICY = _policy(PROGRESS_SCRIPT, fetches=True)
 """The progress view's policy: its own script by hash, fetching `/api/progress` on its own origin."""
 
+ENDED_POLICY = _policy("", fetches=False)
+"""The ended loop's page: no script at all (nothing is left to poll or decide)."""
+
 TRACE_POLICY = REPORT_POLICY + "; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
 """The trace view's: the HTML report's (nothing fetched, its step-revealing script by hash)."""
 
@@ -161,6 +164,7 @@ def render_page(session: ReviewSession, view: RunView, token: str, *, loop: bool
     body = (
         tag("header", tag("h1", esc(title)) + tag("p", esc(f"MCPipeChekr {__version__}"), class_="muted"))
         + summary_section(session, view)
+        + since_fix_section(session)
         + kpi_section(session, view)
         + bugs_section(view, token)
         + decision_section(view)
@@ -169,6 +173,42 @@ def render_page(session: ReviewSession, view: RunView, token: str, *, loop: bool
     return _document(
         title, body, CSS, SCRIPT, CONTENT_SECURITY_POLICY, body_attrs=' data-loop="yes"' if loop else ""
     )
+
+
+def render_ended_page(session: ReviewSession, view: RunView, token: str, reason: str) -> str:
+    """The loop's page once the loop has ended by itself: why, and its last run as a review shows it
+    (what the fixes changed, the KPIs, the bugs left, the narrative), with nothing left to decide."""
+    title = f"The loop ended after {view.run_id}"
+    read_only = view.model_copy(
+        update={"selectable": [], "bugs": [bug.model_copy(update={"selectable": False}) for bug in view.bugs]}
+    )
+    body = (
+        tag("header", tag("h1", esc(title)) + tag("p", esc(f"MCPipeChekr {__version__}"), class_="muted"))
+        + tag("section", tag("p", tag("b", esc(f"The loop ended: {reason}."))), id="ended")
+        + since_fix_section(session)
+        + kpi_section(session, view)
+        + bugs_section(read_only, token)
+        + narrative_section(session)
+    )
+    return _document(title, body, CSS, "", ENDED_POLICY)
+
+
+def since_fix_section(session: ReviewSession) -> str:
+    """What the fixes before this run changed, task by task (`before_after`), as the terminal says it
+    after the evaluation: the reviewer sees the fix measured where the next decision is made."""
+    since = session.since_fix
+    if since is None:
+        return ""
+    fixes = ", ".join(since.fixes) or "no fix"
+    lead = f"{since.before_run} → {since.after_run}, after {fixes}:"
+    if not since.changes:
+        items = tag("p", esc(f"{lead} no task changed its calls, tokens or success."), class_="muted")
+    else:
+        same = f" ({since.unchanged} task(s) unchanged)" if since.unchanged else ""
+        items = tag("p", esc(lead + same)) + tag(
+            "ul", "".join(tag("li", esc(change.statement)) for change in since.changes)
+        )
+    return tag("section", tag("h2", "Since the fix") + items, id="since-fix")
 
 
 def render_progress_page(view: ProgressView) -> str:

@@ -30,16 +30,34 @@ class LoopProgress:
         self._lock = threading.Lock()
         self._run_id: str | None = None
         self._iteration = 0
+        self._ended: str | None = None
 
     def at(self, run_id: str, iteration: int) -> None:
         """The loop started working on `run_id` (its `iteration`-th run)."""
         with self._lock:
             self._run_id, self._iteration = run_id, iteration
 
-    def view(self, session: ReviewSession | None) -> ProgressView:
-        """`GET /api/progress`: `review` while `session` waits for its decision, else the current activity."""
+    def end(self, reason: str) -> None:
+        """The loop has ended, for `reason` (the session summary's words): nothing runs any more."""
         with self._lock:
-            run_id, iteration = self._run_id, self._iteration
+            self._ended = reason
+
+    @property
+    def ended(self) -> str | None:
+        with self._lock:
+            return self._ended
+
+    def view(self, session: ReviewSession | None) -> ProgressView:
+        """`GET /api/progress`: `review` while `session` waits for its decision, `ended` once the loop has,
+        else the current activity."""
+        with self._lock:
+            run_id, iteration, ended = self._run_id, self._iteration, self._ended
+        if ended is not None:
+            return ProgressView(
+                phase="ended", run_id=run_id, iteration=iteration, done=0, running=0, failed=0,
+                total=None, detail=self._redact(ended), elapsed_s=0.0, review_pending=False,
+                ended=self._redact(ended),
+            )  # fmt: skip
         if session is not None and session.review is None:
             return ProgressView(
                 phase="review", run_id=session.run_dir.run_id, iteration=iteration, done=0, running=0,

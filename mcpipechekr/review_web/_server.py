@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 import webbrowser
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,8 +43,10 @@ from mcpipechekr.review import announce_decision
 from mcpipechekr.review_web._api import DecisionRequest, ErrorAnswer
 from mcpipechekr.review_web._page import (
     CONTENT_SECURITY_POLICY,
+    ENDED_POLICY,
     PROGRESS_POLICY,
     TRACE_POLICY,
+    render_ended_page,
     render_page,
     render_progress_page,
     render_trace_page,
@@ -55,6 +58,10 @@ HOST = "127.0.0.1"
 TOKEN_HEADER = "X-Review-Token"
 MAX_BODY_BYTES = 64 * 1024
 """A decision is a few ids and a note; a larger body is refused (413) before it is read."""
+
+
+WATCHED_S = 5.0
+"""A page that polled this recently is being watched: the loop's end waits this long for it to reload."""
 
 
 class ReviewServer(ThreadingHTTPServer):
@@ -78,6 +85,9 @@ class ReviewServer(ThreadingHTTPServer):
     ) -> None:
         self.session = session
         self.progress = progress
+        self.last_run: ReviewSession | None = None  # the loop's last run, shown once the loop has ended
+        self.polled = 0.0  # when the page last asked for the progress (monotonic): someone is watching
+        self.ended_shown = threading.Event()  # the ended page was served after the loop ended
         self.token = token or secrets.token_urlsafe(32)
         super().__init__((HOST, port), _Handler)
 
@@ -112,11 +122,27 @@ class _Handler(BaseHTTPRequestHandler):
             return
         session = self.server.session
         progress = self.server.progress
+        last, ended = self.server.last_run, progress.ended if progress is not None else None
         if url.path == "/api/progress":
             if progress is None:
                 self._error(404, "no progress here: this page serves one review")
             else:
+                self.server.polled = time.monotonic()
                 self._send_json(200, progress.view(session).model_dump_json())
+        elif ended is not None and last is not None and session is None:
+            # the loop has ended by itself: its last run, read only
+            if url.path == "/":
+                page = render_ended_page(last, last.view(), self.server.token, ended)
+                self._send(200, page, ENDED_POLICY)
+                self.server.ended_shown.set()
+            elif url.path.startswith("/trace/"):
+                data = last.trace(unquote(url.path.removeprefix("/trace/")))
+                if data is None:
+                    self._error(404, "no such trace in this run")
+                else:
+                    self._send(200, render_trace_page(last, data, self.server.token), TRACE_POLICY)
+            else:
+                self._error(409 if url.path == "/api/run" else 404, f"the loop has ended: {ended}")
         elif session is None or (progress is not None and session.review is not None):
             # the loop's page between reviews (or just after a decision): its progress, no run to decide
             if url.path == "/" and progress is not None:
@@ -335,6 +361,19 @@ class LoopPage:
         assert review is not None  # done is set only after a decision is recorded
         announce_decision(run_dir, review, self.out)
         return review
+
+    def ended(self, run_dir: RunDir | None, reason: str) -> None:
+        """The loop ended by itself, for `reason`: the page shows `run_dir` (its last run) read only.
+
+        A page polled in the last few seconds (someone is watching) is given time to load it before
+        `close` stops the server, so the reviewer sees how the loop ended and not a page that stopped
+        answering.
+        """
+        if run_dir is not None and run_dir.bug_report.exists():
+            self.server.last_run = ReviewSession.load(run_dir, self.config)
+        self.progress.end(reason)
+        if self.server.last_run is not None and time.monotonic() - self.server.polled < WATCHED_S:
+            self.server.ended_shown.wait(WATCHED_S)
 
     def close(self) -> None:
         self.server.shutdown()

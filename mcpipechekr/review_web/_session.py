@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from mcpipechekr.artifacts import Bug, BugReport, Review, RunDir
+from mcpipechekr.before_after import BeforeAfter, compare_runs, previous_run
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.aggregate import folded
@@ -51,6 +52,7 @@ class ReviewSession:
     report: BugReport
     digest: str
     run: RunData
+    since_fix: BeforeAfter | None = None  # the run against the one whose fixes it followed
     review: Review | None = None
     done: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -60,7 +62,9 @@ class ReviewSession:
         """Read the bug report (hashing the bytes parsed) and the run's traces for the trace view."""
         report, digest = load_bug_report(run_dir)
         (run,) = load_report_data([run_dir]).runs
-        return cls(run_dir=run_dir, config=config, report=report, digest=digest, run=run)
+        before = previous_run(run_dir)
+        since = compare_runs(before, run_dir) if before is not None else None
+        return cls(run_dir=run_dir, config=config, report=report, digest=digest, run=run, since_fix=since)
 
     @property
     def fixing_off(self) -> str | None:
