@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from mcpipechekr.cli import main
 from mcpipechekr.findings.errors import EXIT_EVIDENCE_UNAVAILABLE, EvidenceUnavailable, JournalRejected
-from mcpipechekr.findings.evidence.index import open_index, refresh_index
+from mcpipechekr.findings.evidence.index import refresh_index
+from mcpipechekr.findings.evidence.index_db import open_index
 from mcpipechekr.findings.evidence.journal_rows import canonical_row, fast_row, model_row, parse_lines
 from mcpipechekr.findings.evidence.records import MAX_RECORD_BYTES, CallRecord, template_id
 from mcpipechekr.findings.home import Home

@@ -15,7 +15,8 @@ from findings_journal import T0, Session, write_journal
 from findings_sessions import run
 
 from mcpipechekr.artifacts.bug_report import Bug, BugReport, Evidence, TaskStats
-from mcpipechekr.findings.evidence.index import open_index, refresh_index
+from mcpipechekr.findings.evidence.index import refresh_index
+from mcpipechekr.findings.evidence.index_db import open_index
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.store import load_findings
 from mcpipechekr.findings.promotion.bugs import register_bug_report

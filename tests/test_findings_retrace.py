@@ -34,7 +34,8 @@ from mcpipechekr.artifacts import create_run_dir
 from mcpipechekr.capture import journal_tool_calls
 from mcpipechekr.cli import main
 from mcpipechekr.config import Config, load_config
-from mcpipechekr.findings.evidence.index import open_index, refresh_index
+from mcpipechekr.findings.evidence.index import refresh_index
+from mcpipechekr.findings.evidence.index_db import open_index
 from mcpipechekr.findings.evidence.phase1 import records_from_journal
 from mcpipechekr.findings.evidence.records import CallRecord, append_records, event_id_for
 from mcpipechekr.findings.home import HOME_ENV, Home

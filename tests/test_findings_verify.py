@@ -12,6 +12,7 @@ import json
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import Result
@@ -384,3 +385,31 @@ def test_a_case_file_in_the_home_is_followed_by_the_loop_only_once_a_person_acce
     assert [(t.finding_id, t.passed, t.streak, t.advisory) for t in followed.transitions] == [
         (LOOKUP, True, 2, False)
     ]
+
+
+def test_a_loop_pass_reads_who_owns_the_findings_once_not_once_per_finding(
+    home: Home, server: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    followed = [LOOKUP, "finding-0b0b0b0b0b0b0b0b", "finding-0c0c0c0c0c0c0c0c"]
+    for finding_id in followed:
+        register(home, finding_id)
+        made = generate_case_file(home, finding_id, confirm_read_only=True, arguments={"key": "k1"})
+        accepted(home, made.path, finding_id)
+        claim_fix(home, finding_id, "c0ffee")
+        assert verify(finding_id, made.path, str(server)).exit_code == 0  # records the case the loop reruns
+    target = resolve_server(None, command=str(server), base_dir=tmp_path)
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        connection = connect(*args, **kwargs)
+        connection.set_trace_callback(statements.append)
+        return connection
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    outcome = verify_registered_probes(home, target, run_id="run-20250601-001")
+    assert sorted((t.finding_id, t.passed, t.streak) for t in outcome.transitions) == [
+        (finding_id, True, 2) for finding_id in sorted(followed)
+    ]
+    every_owner = [text for text in statements if "FROM finding_owners" in text and "WHERE" not in text]
+    assert len(every_owner) == 1, every_owner

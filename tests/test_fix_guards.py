@@ -24,7 +24,7 @@ from mcpipechekr.artifacts import create_run_dir
 from mcpipechekr.config import load_config
 from mcpipechekr.fix import run_fix_loop
 from mcpipechekr.fix.guards import AGENT_GIT_ENV, GitControl
-from mcpipechekr.review import record_decision
+from mcpipechekr.review.decision import record_decision
 
 
 def git_repo(root: Path) -> git.Repo:

@@ -40,7 +40,7 @@ from mcpipechekr.config import Config, load_config
 from mcpipechekr.findings.home import HOME_ENV
 from mcpipechekr.fix import run_fix_loop
 from mcpipechekr.fix.agent_group import end_leftover, record_group
-from mcpipechekr.review import record_decision
+from mcpipechekr.review.decision import record_decision
 
 pytestmark = pytest.mark.slow
 

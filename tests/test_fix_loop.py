@@ -28,7 +28,7 @@ from mcpipechekr.findings.lifecycle.store import load_findings
 from mcpipechekr.findings.promotion.bugs import bug_finding_id, register_bug_report
 from mcpipechekr.findings.server_identity import server_key
 from mcpipechekr.fix import FixAgent, run_fix_loop
-from mcpipechekr.review import record_decision
+from mcpipechekr.review.decision import record_decision
 from mcpipechekr.server.workspace import prepare_repo
 from mcpipechekr.steps.fix import fix_step
 

@@ -27,7 +27,7 @@ from mcpipechekr.config import Config, load_config
 from mcpipechekr.fix import run_fix_loop
 from mcpipechekr.fix.evidence import evidence_lines, file_layout
 from mcpipechekr.preflight import preflight_problems
-from mcpipechekr.review import record_decision
+from mcpipechekr.review.decision import record_decision
 from mcpipechekr.server.workspace import prepare_repo
 from tests.trace_builder import call, make_trace, say
 

@@ -37,7 +37,7 @@ from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.fix import run_fix_loop
 from mcpipechekr.fix.sandbox import BWRAP_ENV, SandboxUnavailable, require_sandbox
-from mcpipechekr.review import record_decision
+from mcpipechekr.review.decision import record_decision
 
 PRIVATE_KEY = "-----BEGIN OPENSSH PRIVATE KEY----- planted-for-the-test"
 GH_TOKEN = "ghp_plantedForTheSandboxTest0123456789"

@@ -24,7 +24,8 @@ from project import copy_project, doit, mcpipechekr, ran
 
 from mcpipechekr.artifacts import BugReport, Manifest, RunDir, list_runs, read_model
 from mcpipechekr.artifacts.fix_record import FixRecord
-from mcpipechekr.findings.evidence.index import open_index, refresh_index
+from mcpipechekr.findings.evidence.index import refresh_index
+from mcpipechekr.findings.evidence.index_db import open_index
 from mcpipechekr.findings.home import HOME_ENV, Home
 from mcpipechekr.findings.lifecycle.store import load_findings
 

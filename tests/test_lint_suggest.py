@@ -53,7 +53,7 @@ from mcpipechekr.lint.selection import LexicalSelector, selection_queries
 from mcpipechekr.lint.suggest.orchestrate import shared_texts
 from mcpipechekr.lint.suggest.rescore import apply_edits
 from mcpipechekr.lint.suggest.rewrite import request_phrase
-from mcpipechekr.review import record_decision
+from mcpipechekr.review.decision import record_decision
 from mcpipechekr.tasks import load_tasks
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_lint_suggest")]

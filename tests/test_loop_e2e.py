@@ -30,7 +30,7 @@ from mcpipechekr.artifacts.review import Review
 from mcpipechekr.before_after import compare_runs, previous_run
 from mcpipechekr.findings.home import Home
 from mcpipechekr.findings.lifecycle.store import load_findings
-from mcpipechekr.review import bugs_to_fix
+from mcpipechekr.review.bugs import bugs_to_fix
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_loop_e2e")]
 

@@ -35,21 +35,16 @@ from mcpipechekr.cli import main
 from mcpipechekr.config import load_config
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.narrative import render_narrative
-from mcpipechekr.review import (
-    PROMPT,
-    approved_bugs,
+from mcpipechekr.review.bugs import approved_bugs, bugs_to_fix, fix_order
+from mcpipechekr.review.decision import (
     approved_report,
-    bugs_to_fix,
-    continue_hint,
     current_review,
-    fix_order,
-    interactive_review,
     record_decision,
     require_approval,
-    review_checkpoint,
     review_key_path,
-    write_session_summary,
 )
+from mcpipechekr.review.prompt import PROMPT, continue_hint, interactive_review, review_checkpoint
+from mcpipechekr.session_summary import write_session_summary
 
 RUN_ID = "run-20261202-001"
 NEXT_RUN_ID = "run-20261202-002"

@@ -24,7 +24,8 @@ from mcpipechekr.artifacts import BugReport, Manifest, RunDir, list_runs, read_m
 from mcpipechekr.artifacts.fix_record import FixRecord
 from mcpipechekr.artifacts.review import Review
 from mcpipechekr.report import write_report
-from mcpipechekr.review import bugs_to_fix, current_review, fix_order
+from mcpipechekr.review.bugs import bugs_to_fix, fix_order
+from mcpipechekr.review.decision import current_review
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_review_real_run")]
 

@@ -52,7 +52,8 @@ from mcpipechekr.artifacts import (
 from mcpipechekr.artifacts.trace import write_trace
 from mcpipechekr.evaluate.narrative import render_narrative
 from mcpipechekr.report import step_id
-from mcpipechekr.review import approved_bugs, approved_report, seal_problem
+from mcpipechekr.review.bugs import approved_bugs
+from mcpipechekr.review.decision import approved_report, seal_problem
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_review_web")]
 

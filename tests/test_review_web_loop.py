@@ -27,7 +27,8 @@ from project import copy_project, doit
 from mcpipechekr.artifacts import list_runs
 from mcpipechekr.findings.home import HOME_ENV
 from mcpipechekr.kpi import read_kpis
-from mcpipechekr.review import approved_bugs, approved_report, seal_problem
+from mcpipechekr.review.bugs import approved_bugs
+from mcpipechekr.review.decision import approved_report, seal_problem
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_review_web_loop")]
 

@@ -97,7 +97,8 @@ def test_in_a_browser_the_progress_polls_turns_into_the_review_and_back(tmp_path
     from test_review_web import project as review_project
 
     from mcpipechekr.artifacts import RunDir
-    from mcpipechekr.review import approved_bugs, approved_report
+    from mcpipechekr.review.bugs import approved_bugs
+    from mcpipechekr.review.decision import approved_report
 
     project = review_project.__wrapped__(tmp_path)  # the review tests' run: two server bugs, one agent bug
     config = load_config(project / "config.yaml", environ={})

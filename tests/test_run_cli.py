@@ -18,7 +18,8 @@ from mcpipechekr import __version__
 from mcpipechekr.artifacts.trace import ToolCall, read_trace
 from mcpipechekr.capture import journal_tool_calls
 from mcpipechekr.cli import main
-from mcpipechekr.findings.evidence.index import open_index, refresh_index
+from mcpipechekr.findings.evidence.index import refresh_index
+from mcpipechekr.findings.evidence.index_db import open_index
 from mcpipechekr.findings.home import Home
 
 REPO = Path(__file__).resolve().parents[1]

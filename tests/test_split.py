@@ -35,7 +35,8 @@ from mcpipechekr.report import write_report
 from mcpipechekr.report.compare import compare_runs
 from mcpipechekr.report.compare_html import render_comparison_html
 from mcpipechekr.report.compare_text import render_comparison_text
-from mcpipechekr.review import approved_bugs, bugs_to_fix, fix_order, load_bug_report, record_decision
+from mcpipechekr.review.bugs import approved_bugs, bugs_to_fix, fix_order
+from mcpipechekr.review.decision import load_bug_report, record_decision
 from mcpipechekr.runplan import new_manifest
 from mcpipechekr.session_summary import render_session_summary
 from mcpipechekr.steps.handoff import register_and_verify

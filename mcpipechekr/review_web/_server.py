@@ -39,7 +39,7 @@ from rich.text import Text
 
 from mcpipechekr.artifacts import Review, RunDir
 from mcpipechekr.config import Config
-from mcpipechekr.review import announce_decision
+from mcpipechekr.review.prompt import announce_decision
 from mcpipechekr.review_web._api import DecisionRequest, ErrorAnswer
 from mcpipechekr.review_web._page import (
     CONTENT_SECURITY_POLICY,

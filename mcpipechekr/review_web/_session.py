@@ -22,15 +22,9 @@ from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.aggregate import folded
 from mcpipechekr.report import RunData, TraceData, load_report_data, step_id
-from mcpipechekr.review import (
-    bugs_to_fix,
-    current_review,
-    describe_decision,
-    fix_order,
-    load_bug_report,
-    record_decision,
-    require_fixable,
-)
+from mcpipechekr.review.bugs import bugs_to_fix, fix_order
+from mcpipechekr.review.decision import current_review, load_bug_report, record_decision, require_fixable
+from mcpipechekr.review.prompt import describe_decision
 from mcpipechekr.review_web._api import BugView, DecisionAnswer, DecisionRequest, EvidenceView, RunView
 
 
@@ -68,7 +62,8 @@ class ReviewSession:
 
     @property
     def fixing_off(self) -> str | None:
-        """Why nothing is fixed here (`Config.fixing_off`), or None; no config counts as on (review.py)."""
+        """Why nothing is fixed here (`Config.fixing_off`), or None; no config counts as on
+        (`review.decision.why_fixing_off`)."""
         return None if self.config is None else self.config.fixing_off()
 
     def shown(self) -> tuple[list[Bug], dict[str, list[Bug]]]:

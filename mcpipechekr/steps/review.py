@@ -20,14 +20,9 @@ from mcpipechekr.artifacts import RunDir
 from mcpipechekr.artifacts.review import Review, ReviewDecision
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
-from mcpipechekr.review import (
-    InputFn,
-    announce_decision,
-    current_review,
-    record_decision,
-    review_checkpoint,
-    show_review,
-)
+from mcpipechekr.review.decision import current_review, record_decision
+from mcpipechekr.review.prompt import InputFn, announce_decision, review_checkpoint
+from mcpipechekr.review.render import show_review
 from mcpipechekr.review_web import LoopPage, active_loop_page, loop_page, serve_review
 from mcpipechekr.steps.stage import coverage_note, require_traced
 

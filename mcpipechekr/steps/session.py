@@ -103,7 +103,8 @@ def no_server_bugs_left(run_dir: RunDir) -> str | None:
     Under either `loop.stop_when`: a review with nothing to approve would only ask a person to type
     `exit`, and a fix step with nothing to fix would change nothing for the next run to measure.
     """
-    from mcpipechekr.review import bugs_to_fix, load_bug_report
+    from mcpipechekr.review.bugs import bugs_to_fix
+    from mcpipechekr.review.decision import load_bug_report
 
     report, _ = load_bug_report(run_dir)
     if bugs_to_fix(report):

@@ -1,8 +1,9 @@
 """index.db: the journals as SQLite tables, derived, rebuildable, refreshed incrementally.
 
-Tables (`calls`, `failure_windows`, `meta`, `checkpoints`; DDL below) are read
-by promote and the findings commands through `open_index`, which refuses an
-index that is missing, corrupt or incomplete (`EvidenceUnavailable`, exit 3).
+Tables (`calls`, `failure_windows`, `meta`, `checkpoints`; DDL in
+`index_db.py`) are read by promote and the findings commands through
+`index_db.open_index`, which refuses an index that is missing, corrupt or
+incomplete (`EvidenceUnavailable`, exit 3).
 Nothing in index.db is authoritative: lifecycle.db holds what cannot be
 derived, so deleting index.db and running `index` again loses nothing.
 
@@ -42,33 +43,41 @@ It inserts the rows in one transaction, then builds the indexes (sorting
 once is cheaper than keeping them in order row by row), with no rollback
 journal and no syncs until the finished file is synced before the rename.
 
-Failure windows are derived in `windows.py`, for every session that got new
-calls; journal lines become rows in `journal_rows.py`.
+Whether a refresh can be incremental is decided in `index_plan.py`, the new
+bytes become rows in `index_tails.py` (lines parsed by `journal_rows.py`),
+and failure windows are derived in `windows.py`, for every session that got
+new calls.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sqlite3
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import chain
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from mcpipechekr._util.collector import collector_paused
 from mcpipechekr._util.stops import database_error_line, is_storage_failure
 from mcpipechekr.artifacts.atomic import TMP_MARKER, fsync_dir, temp_name_for
 from mcpipechekr.errors import UserError
-from mcpipechekr.findings.errors import EvidenceUnavailable, JournalRejected
-from mcpipechekr.findings.evidence.journal_rows import CALL_COLUMNS, CONTENT, LINE, SOURCE, Row, parse_lines
-from mcpipechekr.findings.evidence.records import MAX_RECORD_BYTES
-from mcpipechekr.findings.evidence.retraced import Replacement, owners, split
+from mcpipechekr.findings.errors import JournalRejected
+from mcpipechekr.findings.evidence.index_db import (
+    CALL_INDEXES,
+    DDL,
+    SCHEMA_VERSION,
+    WINDOW_INDEXES,
+    counts,
+)
+from mcpipechekr.findings.evidence.index_plan import Checkpoint, Journal, Plan, Tail, plan_refresh, snapshot
+from mcpipechekr.findings.evidence.index_tails import Parsed, conflict, dedupe, drop_retraced, parse_tail
+from mcpipechekr.findings.evidence.journal_rows import CALL_COLUMNS, CONTENT, SOURCE, Row
+from mcpipechekr.findings.evidence.retraced import Replacement
 from mcpipechekr.findings.evidence.windows import (
     INPUT_SQL,
     ORDER_SQL,
@@ -77,61 +86,11 @@ from mcpipechekr.findings.evidence.windows import (
     failure_windows,
 )
 from mcpipechekr.findings.home import Home
-from mcpipechekr.findings.locking import JournalLock, indexer_lock
+from mcpipechekr.findings.locking import indexer_lock
 
-SCHEMA_VERSION = "1"
 BATCH = 5_000
-_HASH_BLOCK = 1 << 20
 _HASH_THREADS = 4
 
-DDL = """
-CREATE TABLE IF NOT EXISTS calls (
-    event_id TEXT NOT NULL,
-    session TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    at TEXT NOT NULL,
-    server TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    template_id TEXT,
-    arg_shape TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    err_code TEXT,
-    retryable INTEGER,
-    latency_ms REAL,
-    request_bytes INTEGER NOT NULL,
-    response_bytes INTEGER,
-    probe INTEGER NOT NULL,
-    source TEXT NOT NULL,
-    line INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS failure_windows (
-    event_id TEXT PRIMARY KEY,
-    session TEXT NOT NULL,
-    server TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    template_id TEXT,
-    turns INTEGER NOT NULL,
-    recovered INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS checkpoints (
-    file TEXT PRIMARY KEY,
-    size INTEGER NOT NULL,
-    sha256 TEXT NOT NULL,
-    lines INTEGER NOT NULL
-);
-"""
-CALL_INDEXES = """
-CREATE UNIQUE INDEX IF NOT EXISTS calls_by_event ON calls (event_id);
-CREATE INDEX IF NOT EXISTS calls_by_session ON calls (session, seq);
-CREATE INDEX IF NOT EXISTS calls_by_group ON calls (server, tool, template_id);
-"""
-WINDOW_INDEXES = """
-CREATE INDEX IF NOT EXISTS windows_by_session ON failure_windows (session);
-"""
-INDEXES = CALL_INDEXES + WINDOW_INDEXES
-"""Built after a full build's rows are in: sorting once is cheaper than keeping a B-tree in order row by
-row. `calls_by_event` makes event ids unique (an incremental refresh relies on it, `INSERT OR IGNORE`)."""
 _COLUMNS = ", ".join(CALL_COLUMNS)
 _INSERT_NEW_CALL = f"INSERT INTO calls ({_COLUMNS}) VALUES ({', '.join('?' * len(CALL_COLUMNS))})"
 _INSERT_CALL = f"INSERT OR IGNORE INTO calls ({_COLUMNS}) VALUES ({', '.join('?' * len(CALL_COLUMNS))})"
@@ -187,77 +146,6 @@ class IndexStats:
         return head + tail + pending + leftovers
 
 
-@dataclass(frozen=True)
-class _Journal:
-    name: str
-    path: Path
-    size: int
-
-
-@dataclass(frozen=True)
-class _Checkpoint:
-    size: int
-    sha256: str
-    lines: int
-
-
-@dataclass
-class _Tail:
-    """The bytes of one journal to parse: from `start` (after `lines` lines) to the snapshot size."""
-
-    journal: _Journal
-    start: int
-    lines: int
-
-
-@dataclass
-class _Plan:
-    mode: Literal["full", "incremental", "unchanged"]
-    reason: str | None
-    tails: list[_Tail] = field(default_factory=list)
-    prefixes: _Prefixes | None = None
-
-
-# --- reading ---------------------------------------------------------------------------------------
-
-
-def open_index(home: Home) -> sqlite3.Connection:
-    """A read-only connection to a complete index.db; EvidenceUnavailable when there is none to read."""
-    path = home.index_db
-    if not path.is_file():
-        raise EvidenceUnavailable(path, "no index yet")
-    try:
-        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise EvidenceUnavailable(path, f"cannot be opened ({exc})") from None
-    try:
-        why = _incomplete(connection)
-    except sqlite3.Error as exc:
-        connection.close()
-        raise EvidenceUnavailable(path, f"is corrupt or not an index ({exc})") from None
-    if why:
-        connection.close()
-        raise EvidenceUnavailable(path, why)
-    return connection
-
-
-def _incomplete(connection: sqlite3.Connection) -> str | None:
-    """Why a connected database is not a usable index, or None."""
-    tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    missing = {"calls", "failure_windows", "meta", "checkpoints"} - tables
-    if missing:
-        return f"is not a complete index (no table {', '.join(sorted(missing))})"
-    meta = dict(connection.execute("SELECT key, value FROM meta").fetchall())
-    if meta.get("schema") != SCHEMA_VERSION:
-        return f"was written by another version (schema {meta.get('schema')!r}, expected {SCHEMA_VERSION!r})"
-    if meta.get("complete") != "1":
-        return "is incomplete (a refresh did not finish)"
-    return None
-
-
-# --- refreshing ------------------------------------------------------------------------------------
-
-
 def refresh_index(home: Home, rebuild: bool = False) -> IndexStats:
     """Bring index.db up to date with the journals (see the module docstring); returns what it did.
 
@@ -273,9 +161,9 @@ def refresh_index(home: Home, rebuild: bool = False) -> IndexStats:
         ThreadPoolExecutor(workers, thread_name_prefix="index-hash") as pool,
     ):
         leftovers = _remove_leftovers(home)
-        journals = _snapshot(home)
-        plan = _Plan("full", "rebuild requested") if rebuild else _plan(home, journals, pool)
-        outcome: IndexStats | _Plan = plan
+        journals = snapshot(home)
+        plan = Plan("full", "rebuild requested") if rebuild else plan_refresh(home, journals, pool)
+        outcome: IndexStats | Plan = plan
         if plan.mode == "incremental":
             outcome = _incremental(home, plan)  # or a full plan, when indexed bytes turned out changed
         if isinstance(outcome, IndexStats):
@@ -287,7 +175,7 @@ def refresh_index(home: Home, rebuild: bool = False) -> IndexStats:
         else:
             stats = IndexStats("unchanged")
             with contextlib.closing(sqlite3.connect(home.index_db)) as connection:
-                stats.calls, stats.windows = _counts(connection)
+                stats.calls, stats.windows = counts(connection)
     stats.journals = len(journals)
     stats.leftovers = leftovers
     stats.seconds = time.perf_counter() - started
@@ -343,213 +231,6 @@ def _remove_leftovers(home: Home) -> int:
     return removed
 
 
-def _snapshot(home: Home) -> list[_Journal]:
-    """Every journal and its size, taken while no writer is mid-record; sorted by name."""
-    if not home.journals.is_dir():
-        return []
-    with JournalLock(home) as lock, lock.exclusive():
-        found = []
-        for entry in os.scandir(home.journals):
-            if entry.name.startswith(".") or not entry.name.endswith(".jsonl") or not entry.is_file():
-                continue
-            found.append(_Journal(entry.name, Path(entry.path), entry.stat().st_size))
-    return sorted(found, key=lambda journal: journal.name)
-
-
-def _plan(home: Home, journals: list[_Journal], pool: ThreadPoolExecutor) -> _Plan:
-    """Full, incremental or nothing to do; the reason says what forced a full rebuild.
-
-    The indexed bytes are re-hashed on `pool` while the rest of the refresh
-    goes on: a plan other than a full rebuild holds their `_Prefixes`, which
-    `_incremental` checks before it commits (and an unchanged plan here).
-    """
-    if not home.index_db.exists():
-        return _Plan("full", "no index yet")
-    try:
-        with contextlib.closing(sqlite3.connect(home.index_db)) as connection:
-            why = _incomplete(connection)
-            if why:
-                return _Plan("full", f"the index {why}")
-            checkpoints = {
-                name: _Checkpoint(size, digest, lines)
-                for name, size, digest, lines in connection.execute(
-                    "SELECT file, size, sha256, lines FROM checkpoints"
-                )
-            }
-    except sqlite3.Error as exc:
-        return _Plan("full", f"the index could not be read ({exc})")
-    by_name = {journal.name: journal for journal in journals}
-    for name in sorted(checkpoints):
-        if name not in by_name:
-            return _Plan("full", f"journal {name} was removed")
-    last = max(checkpoints, default=None)
-    prefixes = _Prefixes(
-        pool,
-        [
-            (journal, checkpoints[journal.name])
-            for journal in journals
-            if journal.name in checkpoints and journal.size >= checkpoints[journal.name].size
-        ],
-    )
-    tails: list[_Tail] = []
-    for journal in journals:
-        checkpoint = checkpoints.get(journal.name)
-        if checkpoint is None:
-            if last is not None and journal.name < last:
-                return prefixes.rebuild(journal.name, f"new journal {journal.name} sorts before indexed ones")
-            tails.append(_Tail(journal, 0, 0))
-            continue
-        if journal.size < checkpoint.size:
-            return prefixes.rebuild(journal.name, f"journal {journal.name} was truncated")
-        if journal.size > checkpoint.size:
-            if journal.name != last and _has_newline(journal.path, checkpoint.size, journal.size):
-                return prefixes.rebuild(
-                    journal.name, f"journal {journal.name} grew but is not the last one indexed"
-                )
-            tails.append(_Tail(journal, checkpoint.size, checkpoint.lines))
-    if not any(_has_newline(tail.journal.path, tail.start, tail.journal.size) for tail in tails):
-        return prefixes.changed() or _Plan("unchanged", None)
-    return _Plan("incremental", None, tails, prefixes)
-
-
-class _Prefixes:
-    """The SHA-256 of every journal's indexed bytes, computed on threads while the refresh goes on.
-
-    Re-hashing what was indexed is most of an incremental refresh's work, and
-    reading and hashing both run outside the GIL, so it overlaps with parsing
-    the new lines and writing them to the index.
-    """
-
-    def __init__(self, pool: ThreadPoolExecutor, prefixes: list[tuple[_Journal, _Checkpoint]]) -> None:
-        self._expected = {journal.name: checkpoint.sha256 for journal, checkpoint in prefixes}
-        self._digests: dict[str, Future[Any]] = {
-            journal.name: pool.submit(_hash_prefix, journal.path, checkpoint.size)
-            for journal, checkpoint in prefixes
-        }
-
-    def changed(self, through: str | None = None) -> _Plan | None:
-        """A full rebuild for the first journal (up to `through`, in name order) whose indexed bytes
-        changed; None when none did."""
-        for name in sorted(self._digests):
-            if through is not None and name > through:
-                break
-            digest = self._digests[name].result()
-            if digest is None or digest.hexdigest() != self._expected[name]:
-                return _Plan("full", f"indexed bytes of journal {name} changed", prefixes=self)
-        return None
-
-    def rebuild(self, through: str, reason: str) -> _Plan:
-        """A full rebuild for `reason`, found at journal `through`, unless an earlier journal changed
-        (reading the log in order would have found that first)."""
-        return self.changed(through) or _Plan("full", reason, prefixes=self)
-
-    def digest(self, name: str) -> Any:
-        """The hashlib object over `name`'s indexed bytes, to continue over what is read after them."""
-        return self._digests[name].result()
-
-    def cancel(self) -> None:
-        """Drop the hashing not started yet: a full rebuild hashes everything it reads anyway."""
-        for future in self._digests.values():
-            future.cancel()
-
-
-def _hash_prefix(path: Path, size: int) -> Any:
-    """SHA-256 of the first `size` bytes (a hashlib object, to continue over the tail), None if shorter."""
-    digest = hashlib.sha256()
-    remaining = size
-    with open(path, "rb") as handle:
-        while remaining:
-            chunk = handle.read(min(_HASH_BLOCK, remaining))
-            if not chunk:
-                return None
-            digest.update(chunk)
-            remaining -= len(chunk)
-    return digest
-
-
-def _has_newline(path: Path, start: int, end: int) -> bool:
-    """Whether bytes [start, end) hold a complete record (read in blocks; tails are usually small)."""
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        remaining = end - start
-        while remaining > 0:
-            chunk = handle.read(min(_HASH_BLOCK, remaining))
-            if not chunk:
-                return False
-            if b"\n" in chunk:
-                return True
-            remaining -= len(chunk)
-    return False
-
-
-@dataclass
-class _Parsed:
-    """One tail's rows, and what its checkpoint needs."""
-
-    tail: _Tail
-    rows: list[Row]
-    parsed_bytes: int
-    new_lines: int
-    pending_bytes: int
-    digest: Any  # hashlib object over the tail's complete lines when it starts its journal, else None
-    complete: bytes | None  # otherwise the lines, to hash once the prefix's hash is known
-
-    def checkpoint(self, prefix: Any = None) -> _Checkpoint:
-        """The checkpoint after these lines; `prefix` hashes the bytes before them, if there are any."""
-        digest = self.digest
-        if digest is None:
-            digest = prefix.copy()
-            digest.update(self.complete)
-        return _Checkpoint(
-            self.tail.start + self.parsed_bytes, digest.hexdigest(), self.tail.lines + self.new_lines
-        )
-
-
-def _parse_tail(tail: _Tail) -> _Parsed:
-    """The rows of one journal's complete new lines; JournalRejected on a damaged one."""
-    journal = tail.journal
-    with open(journal.path, "rb") as handle:
-        handle.seek(tail.start)
-        data = handle.read(journal.size - tail.start)
-    end = data.rfind(b"\n") + 1
-    complete, pending = data[:end], data[end:]
-    if len(pending) > MAX_RECORD_BYTES:
-        raise JournalRejected(
-            journal.path,
-            tail.lines + complete.count(b"\n") + 1,
-            f"an unfinished record is already {len(pending)} bytes, over the {MAX_RECORD_BYTES}-byte limit",
-        )
-    rows = parse_lines(complete, journal.path, tail.lines)
-    fresh = tail.start == 0
-    return _Parsed(
-        tail,
-        rows,
-        len(complete),
-        complete.count(b"\n"),
-        len(pending),
-        hashlib.sha256(complete) if fresh else None,
-        None if fresh else complete,
-    )
-
-
-def _drop_retraced(parsed: list[_Parsed]) -> tuple[dict[str, str], Replacement]:
-    """Drop the rows a later Phase 1 journal among `parsed` replaces (`retraced.py`).
-
-    Returns each Phase 1 session's owner among them (an incremental refresh
-    also drops the indexed rows they replace) and what was dropped.
-    """
-    owner_of = owners((part.tail.journal.name, part.rows) for part in parsed)
-    replacement = Replacement()
-    if not owner_of:
-        return owner_of, replacement
-    dropped: list[Row] = []
-    for part in parsed:
-        part.rows, gone = split(part.tail.journal.name, part.rows, owner_of)
-        dropped.extend(gone)
-    replacement.account(dropped, chain.from_iterable(part.rows for part in parsed))
-    return owner_of, replacement
-
-
 def _delete_retraced(
     connection: sqlite3.Connection, owner_of: dict[str, str], rows: list[Row], replacement: Replacement
 ) -> int:
@@ -571,35 +252,6 @@ def _delete_retraced(
     return replacement.repeats - before
 
 
-def _dedupe(home: Home, parsed: list[_Parsed]) -> tuple[list[Row], int]:
-    """The rows with each event id once, and how many identical repeats were dropped.
-
-    A repeat with different content is refused, naming the later line and the first.
-    """
-    rows = list(chain.from_iterable(part.rows for part in parsed))
-    if len(set(map(itemgetter(0), rows))) == len(rows):
-        return rows, 0  # the usual case, settled by one set of ids
-    seen: dict[str, Row] = {}
-    repeats = 0
-    for part in parsed:
-        for row in part.rows:
-            first = seen.setdefault(row[0], row)
-            if first is row:
-                continue
-            if first[CONTENT] != row[CONTENT]:
-                raise _conflict(home, row, first)
-            repeats += 1
-    return list(seen.values()), repeats
-
-
-def _conflict(home: Home, row: Row, first: Row) -> JournalRejected:
-    return JournalRejected(
-        home.journals / row[SOURCE],
-        row[LINE],
-        f"event id {row[0]} is already recorded with different content ({first[SOURCE]}, line {first[LINE]})",
-    )
-
-
 def _add_to_existing(connection: sqlite3.Connection, home: Home, rows: list[Row]) -> int:
     """Insert into an index that already holds calls; returns identical repeats, refuses conflicting ones."""
     repeats = 0
@@ -616,28 +268,22 @@ def _add_to_existing(connection: sqlite3.Connection, home: Home, rows: list[Row]
             if tuple(stored[SOURCE:]) == row[SOURCE:]:
                 continue  # inserted just now
             if tuple(stored[CONTENT]) != row[CONTENT]:
-                raise _conflict(home, row, tuple(stored))
+                raise conflict(home, row, tuple(stored))
             repeats += 1
     return repeats
 
 
-def _counts(connection: sqlite3.Connection) -> tuple[int, int]:
-    calls = connection.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
-    windows = connection.execute("SELECT COUNT(*) FROM failure_windows").fetchone()[0]
-    return calls, windows
-
-
-def _save_checkpoint(connection: sqlite3.Connection, name: str, checkpoint: _Checkpoint) -> None:
+def _save_checkpoint(connection: sqlite3.Connection, name: str, checkpoint: Checkpoint) -> None:
     connection.execute(
         "INSERT OR REPLACE INTO checkpoints (file, size, sha256, lines) VALUES (?, ?, ?, ?)",
         (name, checkpoint.size, checkpoint.sha256, checkpoint.lines),
     )
 
 
-def _parse_all(tails: list[_Tail], stats: IndexStats) -> list[_Parsed]:
+def _parse_all(tails: list[Tail], stats: IndexStats) -> list[Parsed]:
     parsed = []
     for tail in tails:
-        part = _parse_tail(tail)
+        part = parse_tail(tail)
         stats.parsed_records += len(part.rows)
         stats.parsed_bytes += part.parsed_bytes
         stats.pending_bytes += part.pending_bytes
@@ -655,7 +301,7 @@ def _window_input(rows: list[Row]) -> list[WindowInput]:
     return projected
 
 
-def _full(home: Home, journals: list[_Journal], reason: str | None) -> IndexStats:
+def _full(home: Home, journals: list[Journal], reason: str | None) -> IndexStats:
     """Build a new index beside the old one and rename it into place only when it is complete.
 
     Rows are deduplicated in memory, so the build needs no lookups, and the
@@ -664,10 +310,10 @@ def _full(home: Home, journals: list[_Journal], reason: str | None) -> IndexStat
     failed build is deleted. It is synced once, complete, before the rename.
     """
     stats = IndexStats("full", reason)
-    tails = [_Tail(journal, 0, 0) for journal in journals]
+    tails = [Tail(journal, 0, 0) for journal in journals]
     parsed = _parse_all(tails, stats)
-    _, replacement = _drop_retraced(parsed)
-    rows, stats.duplicates = _dedupe(home, parsed)
+    _, replacement = drop_retraced(parsed)
+    rows, stats.duplicates = dedupe(home, parsed)
     _note(stats, replacement)
     target = home.index_db
     tmp = target.parent / temp_name_for(target)
@@ -700,7 +346,7 @@ def _full(home: Home, journals: list[_Journal], reason: str | None) -> IndexStat
                 [("schema", SCHEMA_VERSION), ("complete", "1")],
             )
             stats.added = len(rows)
-            stats.calls, stats.windows = _counts(connection)
+            stats.calls, stats.windows = counts(connection)
         finally:
             connection.close()
         _sync(tmp)
@@ -733,10 +379,10 @@ def _sync(path: Path) -> None:
         os.fsync(handle.fileno())
 
 
-def _incremental(home: Home, plan: _Plan) -> IndexStats | _Plan:
+def _incremental(home: Home, plan: Plan) -> IndexStats | Plan:
     """Parse only the tails and add them in one transaction; a rejected record rolls everything back.
 
-    The indexed bytes are still being re-hashed meanwhile (`_Prefixes`): the
+    The indexed bytes are still being re-hashed meanwhile (`Prefixes`): the
     transaction commits only once they proved unchanged. Otherwise it rolls
     back and the plan becomes a full rebuild, which is returned instead, as
     it is when a record is refused in a log that changed before its end.
@@ -746,8 +392,8 @@ def _incremental(home: Home, plan: _Plan) -> IndexStats | _Plan:
     stats = IndexStats("incremental")
     try:
         parsed = _parse_all(plan.tails, stats)
-        owner_of, replacement = _drop_retraced(parsed)
-        rows, repeats = _dedupe(home, parsed)
+        owner_of, replacement = drop_retraced(parsed)
+        rows, repeats = dedupe(home, parsed)
     except JournalRejected:
         rebuild = prefixes.changed()
         if rebuild is not None:
@@ -785,7 +431,7 @@ def _incremental(home: Home, plan: _Plan) -> IndexStats | _Plan:
         stats.added = len(rows) - known - again
         stats.duplicates = repeats + known
         _note(stats, replacement)
-        stats.calls, stats.windows = _counts(connection)
+        stats.calls, stats.windows = counts(connection)
     finally:
         connection.close()
     return stats

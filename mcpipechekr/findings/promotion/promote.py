@@ -74,7 +74,7 @@ class PromoteResult:
 @contextlib.contextmanager
 def opened_index(home: Home) -> Iterator[sqlite3.Connection]:
     """The index read-only; `EvidenceUnavailable` (exit 3) when it is missing, corrupt or incomplete."""
-    from mcpipechekr.findings.evidence.index import open_index
+    from mcpipechekr.findings.evidence.index_db import open_index
 
     conn = open_index(home)
     try:

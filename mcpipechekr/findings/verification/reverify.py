@@ -183,7 +183,7 @@ def verify_registered_probes(
                 outcome.skipped[finding.id] = proposed
                 continue
             result = verify_finding(
-                home, finding, case_id, manifest, server, origin="loop", run_id=run_id, key=key
+                home, finding, case_id, manifest, server, origin="loop", run_id=run_id, key=key, owned=owned
             )
         except UserError as exc:
             outcome.skipped[finding.id] = exc.format_message().splitlines()[0]

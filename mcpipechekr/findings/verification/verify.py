@@ -35,6 +35,7 @@ details are shown to whoever ran the command, with configured secrets redacted.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -164,6 +165,7 @@ def verify_finding(
     run_id: str | None = None,
     redactor: Redactor | None = None,
     key: ServerKey | None = None,
+    owned: Mapping[str, ServerKey] | None = None,
 ) -> VerifyResult:
     """Run the case and record the result; see the module docstring for when nothing is recorded.
 
@@ -171,7 +173,9 @@ def verify_finding(
     `manifest` the manifest's path, or the manifest already loaded. `origin`
     says who started the run (`lifecycle/states.py`). `redactor` scrubs the
     failure details shown (default: the server's own secrets). `key` is `server_key(server)` when the
-    caller has it already (finding the source may ask git or an interpreter). Raises
+    caller has it already (finding the source may ask git or an interpreter). `owned` is
+    `trust.owners(home)` when the caller read it already: a pass over many findings reads it once,
+    not once per finding. Raises
     UserError for bad input (unknown finding, manifest problems, a case that
     cannot run) and TransportFailure when the server cannot be reached.
     """
@@ -201,7 +205,7 @@ def verify_finding(
         return credit_binding(case, manifest_version=spec.version, timeout_s=timeout, server=server)
 
     key = key or server_key(server)
-    owner = owners(home).get(finding.id)
+    owner = (owners(home) if owned is None else owned).get(finding.id)
     if owner is not None and owner.source != key.source and origin != "serve":
         raise UserError(
             f"{finding.id} belongs to server {owner.describe()}; this server is {key.describe()}: a run of "
