@@ -100,7 +100,8 @@ from mcpipechekr.fix.interruption import (
 from mcpipechekr.fix.prompt import FailedHealth, FailedTests, build_fix_prompt, has_promise
 from mcpipechekr.fix.repo_tests import display_command, run_tests
 from mcpipechekr.review import approved_bugs, approved_report
-from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest, server_under_test
+from mcpipechekr.server.connection import HealthReport
+from mcpipechekr.server.lifecycle import ServerUnderTest, server_under_test
 from mcpipechekr.server.workspace import mark_fix_end
 
 
