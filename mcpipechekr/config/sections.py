@@ -1,8 +1,9 @@
 """The knobs of config.yaml besides the server and the fix: providers, thresholds, timeouts, paths,
 check, review, loop and KPI targets.
 
-Each is a section model with its defaults and limits; the JSON Schema and the
-configuration docs are read from their fields.
+Kept together because each is only a model with its defaults and limits, read
+by the steps that use it; the server and fix sections, which carry behaviour of
+their own, have modules of their own.
 """
 
 from __future__ import annotations
