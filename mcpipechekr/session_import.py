@@ -63,7 +63,7 @@ from mcpipechekr.runners.claude_code import (
     convert_claude_stream,
 )
 from mcpipechekr.runners.cliagent import SessionFormatError
-from mcpipechekr.runners.opencode import (
+from mcpipechekr.runners.opencode_export import (
     convert_opencode_export,
     opencode_client_version,
     opencode_session_prompt,

@@ -42,7 +42,8 @@ from mcpipechekr.runners.assemble import assemble_trace
 from mcpipechekr.runners.base import RunnerOutput, RunRequest
 from mcpipechekr.runners.claude_code import ClaudeCodeRunner, preview_full_size
 from mcpipechekr.runners.execute import run_phase1
-from mcpipechekr.runners.opencode import OpencodeRunner, truncated_full_size
+from mcpipechekr.runners.opencode import OpencodeRunner
+from mcpipechekr.runners.opencode_export import truncated_full_size
 from mcpipechekr.tasks import Task, load_tasks
 
 # Its module fixtures are costly: under pytest-xdist one worker runs the whole module, building them once.

@@ -55,9 +55,9 @@ from mcpipechekr.runners.claude_code import ClaudeCodeRunner
 from mcpipechekr.runners.cliagent import AgentCliMissing, SecretEnv, SessionFormatError, find_cli, run_cli
 from mcpipechekr.runners.demo import DemoRunner
 from mcpipechekr.runners.execute import run_phase1
-from mcpipechekr.runners.opencode import (
-    OpencodeRunner,
-    build_opencode_config,
+from mcpipechekr.runners.opencode import OpencodeRunner
+from mcpipechekr.runners.opencode_config import build_opencode_config
+from mcpipechekr.runners.opencode_export import (
     convert_opencode_export,
     export_from_events,
     opencode_session_prompt,

@@ -61,7 +61,7 @@ from mcpipechekr.check.answers import one_line
 from mcpipechekr.check.context import SLOW_TO_CALL_AGAIN_MS
 from mcpipechekr.check.footprint import Changes, Footprint, Snapshotter, compare, watch_roots
 from mcpipechekr.errors import ServerHalt
-from mcpipechekr.server.lifecycle import StructuredContentMismatch
+from mcpipechekr.server.connection import StructuredContentMismatch
 
 if TYPE_CHECKING:
     from mcpipechekr.check.context import CheckContext

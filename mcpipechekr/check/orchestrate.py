@@ -40,7 +40,8 @@ from mcpipechekr.check.trust import (
     resolve_trust,
 )
 from mcpipechekr.config import Config
-from mcpipechekr.server.lifecycle import describe_target, server_under_test
+from mcpipechekr.server.lifecycle import server_under_test
+from mcpipechekr.server.logs import describe_target
 from mcpipechekr.server.workspace import prepare_repo
 
 STALE_GROUP = "Expected failures"

@@ -61,7 +61,7 @@ from mcpipechekr.check.spec_http import HTTP_CHECK_NAMES, HTTP_GROUP, check_stre
 from mcpipechekr.check.spec_lifecycle import LIFECYCLE_CHECKS, run_lifecycle_checks
 from mcpipechekr.check.synthesis import CaseArguments, ToolReach, attempts_detail, reach_tools
 from mcpipechekr.errors import ServerHalt
-from mcpipechekr.server.lifecycle import StructuredContentMismatch
+from mcpipechekr.server.connection import StructuredContentMismatch
 
 T = TypeVar("T")
 

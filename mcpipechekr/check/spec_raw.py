@@ -50,7 +50,8 @@ from mcpipechekr._util.private_log import RedactingLog
 from mcpipechekr._util.redact import Redactor
 from mcpipechekr._util.stops import own_group, release_group
 from mcpipechekr.config import ServerConfig
-from mcpipechekr.server.lifecycle import log_tail, open_log, process_env
+from mcpipechekr.server.logs import log_tail, open_log
+from mcpipechekr.server.processes import process_env
 
 _EOF = object()
 _STOP_GRACE_S = 2.0

@@ -89,7 +89,7 @@ from mcpipechekr.check.hints import (
 from mcpipechekr.check.honesty import watching
 from mcpipechekr.check.sources import Found, ValuePool, words
 from mcpipechekr.errors import ServerHalt
-from mcpipechekr.server.lifecycle import StructuredContentMismatch
+from mcpipechekr.server.connection import StructuredContentMismatch
 
 MINIMAL = "minimal"
 """The source label of the minimal value of a parameter (check/argsgen.py)."""

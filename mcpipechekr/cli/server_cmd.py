@@ -6,7 +6,8 @@ import click
 
 from mcpipechekr._util.console import console
 from mcpipechekr.cli.common import config_options, effective_config, server_options, writes_project
-from mcpipechekr.server.lifecycle import describe_target, server_under_test
+from mcpipechekr.server.lifecycle import server_under_test
+from mcpipechekr.server.logs import describe_target
 from mcpipechekr.server.workspace import prepare_repo
 
 

@@ -101,7 +101,8 @@ from mcpipechekr.fix.prompt import FailedHealth, FailedTests, build_fix_prompt, 
 from mcpipechekr.fix.repo_tests import display_command, run_tests
 from mcpipechekr.review.bugs import approved_bugs
 from mcpipechekr.review.decision import approved_report
-from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest, server_under_test
+from mcpipechekr.server.connection import HealthReport
+from mcpipechekr.server.lifecycle import ServerUnderTest, server_under_test
 from mcpipechekr.server.workspace import mark_fix_end
 
 

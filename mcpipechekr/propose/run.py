@@ -36,7 +36,8 @@ from mcpipechekr.propose.shapes import offline_proposals
 from mcpipechekr.propose.templates import Proposal, interleave, slugify
 from mcpipechekr.propose.verify import Refusal, verify_proposal
 from mcpipechekr.providers import ProviderSpec
-from mcpipechekr.server.lifecycle import ServerUnderTest, log_path_in, server_under_test
+from mcpipechekr.server.lifecycle import ServerUnderTest, server_under_test
+from mcpipechekr.server.logs import log_path_in
 from mcpipechekr.tasks import ReferenceCall, Task
 
 HOLDOUT_EVERY = 4

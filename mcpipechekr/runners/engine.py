@@ -72,7 +72,7 @@ from mcpipechekr.errors import ServerHalt, UserError
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runners.assemble import assemble_trace
 from mcpipechekr.runners.base import AgentServer, Runner, RunnerOutput, RunRequest
-from mcpipechekr.server.lifecycle import http_server_started
+from mcpipechekr.server.processes import http_server_started
 from mcpipechekr.server.starts import parallel_starts, start_profile, starts_path, with_start_allowance
 from mcpipechekr.tasks import Task
 

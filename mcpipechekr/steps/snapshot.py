@@ -16,7 +16,8 @@ from mcpipechekr.artifacts import ToolsSnapshot, snapshot_tools, write_model
 from mcpipechekr.config import Config
 from mcpipechekr.providers import ProviderSpec
 from mcpipechekr.runplan import RunPlan
-from mcpipechekr.server.lifecycle import HealthReport, ServerUnderTest, server_under_test
+from mcpipechekr.server.connection import HealthReport
+from mcpipechekr.server.lifecycle import ServerUnderTest, server_under_test
 from mcpipechekr.server.workspace import prepare_repo
 from mcpipechekr.steps.stage import open_planned_run, run_stage
 from mcpipechekr.tasks import Task

@@ -74,7 +74,8 @@ from mcpipechekr.findings.verification.generate import (
     require_probe,
 )
 from mcpipechekr.findings.verification.probes import attempts_for, detection_chance, probe_kind
-from mcpipechekr.server.lifecycle import ServerUnderTest, log_path_in
+from mcpipechekr.server.lifecycle import ServerUnderTest
+from mcpipechekr.server.logs import log_path_in
 
 DEFAULT_TIMEOUT_S = CheckConfig().call_timeout_s
 
