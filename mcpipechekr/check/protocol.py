@@ -56,10 +56,11 @@ from mcpipechekr.check.answers import (
 from mcpipechekr.check.argsgen import minimal_arguments
 from mcpipechekr.check.context import CheckContext, all_pages
 from mcpipechekr.check.honesty import honesty_verdicts, start_watch
+from mcpipechekr.check.reach import ToolReach, attempts_detail
 from mcpipechekr.check.spec_features import FEATURE_CHECKS, run_feature_checks
 from mcpipechekr.check.spec_http import HTTP_CHECK_NAMES, HTTP_GROUP, check_streamable_http
 from mcpipechekr.check.spec_lifecycle import LIFECYCLE_CHECKS, run_lifecycle_checks
-from mcpipechekr.check.synthesis import CaseArguments, ToolReach, attempts_detail, reach_tools
+from mcpipechekr.check.synthesis import CaseArguments, reach_tools
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.server.lifecycle import StructuredContentMismatch
 
