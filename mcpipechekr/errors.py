@@ -4,6 +4,10 @@ Everything raised as a ``UserError`` is printed without a traceback and ends the
 command with its ``exit_code``: 2 for bad input (a file, a flag, an unreachable
 server), following the convention every command documents. Anything else is a
 bug in MCPipeChekr and keeps its traceback.
+
+The two bases, ``UserError`` and ``InputError``, are defined in
+``_util/user_error.py``, below the helpers of ``_util`` that raise them (a
+file a user gave, the project lock); every other module names them from here.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from typing import Any
 
 import click
 
-from mcpipechekr._util.commands import runnable
 from mcpipechekr._util.stops import (
     INTERRUPTED_EXIT,
     database_error_line,
@@ -21,26 +24,9 @@ from mcpipechekr._util.stops import (
     is_foreseeable,
     os_error_line,
 )
+from mcpipechekr._util.user_error import InputError, UserError
 
-
-class UserError(click.ClickException):
-    """A problem in the user's input or environment, with a message that says how to fix it."""
-
-    exit_code = 2
-
-    def format_message(self) -> str:
-        """The message as printed: the commands it names spelled so they run from where the user is."""
-        return runnable(self.message)
-
-
-class InputError(UserError):
-    """A problem in what the user gave (a file, a flag) or in the machine under it (a full disk).
-
-    Every command exits 2 on any user error; under doit the distinction matters,
-    because doit has its own status for a step that failed (1): an InputError
-    makes doit exit 2 as well, while a step that stopped (the loop waiting at
-    its review) keeps doit's 1.
-    """
+__all__ = ["InputError", "Interrupted", "ServerHalt", "UserError", "as_user_error"]
 
 
 class ServerHalt(UserError):

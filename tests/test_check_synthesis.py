@@ -24,10 +24,11 @@ from click.testing import CliRunner
 
 from mcpipechekr.artifacts.check_report import CheckReport, CheckResult, Coverage
 from mcpipechekr.check.answers import NEEDS_NETWORK
+from mcpipechekr.check.candidates import candidates
+from mcpipechekr.check.hints import generate_matching
 from mcpipechekr.check.orchestrate import run_check
 from mcpipechekr.check.report import render
 from mcpipechekr.check.sources import ValuePool, harvest_result, server_values
-from mcpipechekr.check.synthesis import candidates, generate_matching
 from mcpipechekr.cli import main
 from mcpipechekr.config import MASK, Config, ServerConfig
 

@@ -18,10 +18,10 @@ import mcp_types
 import pytest
 
 from mcpipechekr.artifacts.check_report import CheckReport, CheckResult
+from mcpipechekr.check.candidates import candidates
 from mcpipechekr.check.hints import described_values, generate_matching, refusal_values, sql_like
 from mcpipechekr.check.orchestrate import run_check
 from mcpipechekr.check.sources import ValuePool
-from mcpipechekr.check.synthesis import candidates
 from mcpipechekr.config import Config, ServerConfig
 
 pytestmark = pytest.mark.xdist_group("test_check_synthesis_text")

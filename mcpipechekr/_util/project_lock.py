@@ -53,7 +53,7 @@ import orjson
 
 from mcpipechekr._util.leftover_processes import end_leftovers
 from mcpipechekr._util.process_group import parent_pid
-from mcpipechekr.errors import UserError
+from mcpipechekr._util.user_error import UserError
 
 LOCK_PATH = Path(".mcpipechekr") / "project.lock"
 """The lock file, relative to the project folder (beside doit's state and the default findings home)."""

@@ -32,7 +32,7 @@ import os
 import stat
 from pathlib import Path
 
-from mcpipechekr.errors import InputError
+from mcpipechekr._util.user_error import InputError
 
 MAX_INPUT_BYTES = 5 * 1024 * 1024
 """The largest file a user gives that MCPipeChekr reads (5 MiB); real config and task files are a few KiB."""

@@ -47,7 +47,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from mcpipechekr._util.safe_read import UnreadableFile, read_user_text, resolved, resolved_file
-from mcpipechekr.errors import InputError
+from mcpipechekr._util.user_error import InputError
 
 Loc = tuple[str | int, ...]
 

@@ -11,22 +11,19 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mcp_types
 
 from mcpipechekr.artifacts.check_report import CheckResult, CheckStatus, Layer
 from mcpipechekr.check.answers import one_line
+from mcpipechekr.check.honesty_watch import HonestyWatch
+from mcpipechekr.check.reach import ToolReach
 from mcpipechekr.check.sources import ValuePool, server_values
 from mcpipechekr.config import Config
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.server.annotations import annotated_writes, write_risk
 from mcpipechekr.server.lifecycle import ServerUnderTest
-
-if TYPE_CHECKING:
-    from mcpipechekr.check.honesty import HonestyWatch
-    from mcpipechekr.check.synthesis import ToolReach
-
 
 SLOW_TO_CALL_AGAIN_MS = 2000.0
 """A tool whose PC-10 answer took longer than this is not called a second time (PC-13's comparison,

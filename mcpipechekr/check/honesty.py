@@ -47,9 +47,8 @@ import math
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mcp_types
 import orjson
@@ -58,46 +57,18 @@ from mcp.shared.exceptions import MCPError
 
 from mcpipechekr.artifacts.check_report import CheckStatus
 from mcpipechekr.check.answers import one_line
-from mcpipechekr.check.context import SLOW_TO_CALL_AGAIN_MS
-from mcpipechekr.check.footprint import Changes, Footprint, Snapshotter, compare, watch_roots
+from mcpipechekr.check.context import SLOW_TO_CALL_AGAIN_MS, CheckContext
+from mcpipechekr.check.footprint import Snapshotter, compare, watch_roots
+from mcpipechekr.check.honesty_watch import HonestyWatch, ToolWatch
+from mcpipechekr.check.reach import ToolReach
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.server.connection import StructuredContentMismatch
-
-if TYPE_CHECKING:
-    from mcpipechekr.check.context import CheckContext
-    from mcpipechekr.check.synthesis import ToolReach
 
 SHOWN_PATHS = 5
 """Paths a verdict's reason names; the details list them all."""
 
 Verdicts = list[tuple[str, CheckStatus, str, dict[str, Any]]]
 """(check id, status, reason, details) for the protocol layer to record."""
-
-
-@dataclass
-class ToolWatch:
-    """What the watch saw around one tool's calls."""
-
-    changes: Changes = field(default_factory=Changes)
-    windows: int = 0
-    partial: bool = False
-    halted: bool = False
-    snapshot_ms: float = 0.0
-    repeat: tuple[CheckStatus, str, dict[str, Any]] | None = None
-    """PC-13's verdict, once the second call was made (or could not be)."""
-
-
-@dataclass
-class HonestyWatch:
-    """The snapshots of one check run and what each tool's calls changed."""
-
-    snapshotter: Snapshotter | None
-    blind: str = ""
-    """Why nothing is watched (a server check did not start), when `snapshotter` is None."""
-    last: Footprint | None = None
-    noise: set[str] = field(default_factory=set)
-    """Paths the server changed on a mere tools/list: not a tool's doing."""
-    tools: dict[str, ToolWatch] = field(default_factory=dict)
 
 
 def start_watch(ctx: CheckContext) -> HonestyWatch:

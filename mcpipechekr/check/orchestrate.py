@@ -31,7 +31,8 @@ from mcpipechekr.check.expected import apply_expected_failures, load_expected_fa
 from mcpipechekr.check.functional import run_functional
 from mcpipechekr.check.protocol import run_protocol
 from mcpipechekr.check.quality import run_quality
-from mcpipechekr.check.synthesis import case_arguments, coverage_of
+from mcpipechekr.check.reach import coverage_of
+from mcpipechekr.check.synthesis import case_arguments
 from mcpipechekr.check.trust import (
     FLAG,
     parse_tool_names,

@@ -14,7 +14,10 @@ Four groups, each check with a stable id (docs/check.md lists them all):
   call alike (check/honesty.py).
 - Error handling (PC-20…PC-24): an unknown tool, a missing required argument, a
   wrong argument type and an unknown resource must each get a structured error,
-  and the server must still answer afterwards.
+  and the server must still answer afterwards (check/protocol_errors.py).
+
+Every check's id, name and group is in `CHECKS` (check/protocol_verdicts.py,
+named here too), the lifecycle, feature and transport checks' included.
 
 Why probes are careful: only a tool annotated `readOnlyHint: true` and not
 `destructiveHint: true` is called (missing hints take the MCP defaults, so an
@@ -32,14 +35,10 @@ names); a server that hides its crashes behind a polite message passes it.
 from __future__ import annotations
 
 import re
-import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import jsonschema
 import mcp_types
-import pydantic
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -48,24 +47,31 @@ from mcpipechekr.check.answers import (
     RESOURCE_NOT_FOUND,
     SENSIBLE_ERROR_CODES,
     UNHANDLED,
-    halt_reason,
     one_line,
-    text_of,
-    validation_reason,
 )
-from mcpipechekr.check.argsgen import minimal_arguments
 from mcpipechekr.check.context import CheckContext, all_pages
 from mcpipechekr.check.honesty import honesty_verdicts, start_watch
-from mcpipechekr.check.spec_features import FEATURE_CHECKS, run_feature_checks
-from mcpipechekr.check.spec_http import HTTP_CHECK_NAMES, HTTP_GROUP, check_streamable_http
-from mcpipechekr.check.spec_lifecycle import LIFECYCLE_CHECKS, run_lifecycle_checks
-from mcpipechekr.check.synthesis import CaseArguments, ToolReach, attempts_detail, reach_tools
-from mcpipechekr.errors import ServerHalt
-from mcpipechekr.server.connection import StructuredContentMismatch
-
-T = TypeVar("T")
-
-DISCOVERY, CALLS, ERRORS = "Discovery", "Tool calls", "Error handling"
+from mcpipechekr.check.protocol_errors import (
+    _check_bad_arguments,
+    _check_still_answers,
+    _check_unknown_resource,
+    _check_unknown_tool,
+)
+from mcpipechekr.check.protocol_verdicts import (
+    CHECKS,
+    CheckSpec,
+    _attempt,
+    _capabilities,
+    _failed,
+    _lost,
+    _session_call,
+    _verdict,
+)
+from mcpipechekr.check.reach import ToolReach, attempts_detail
+from mcpipechekr.check.spec_features import run_feature_checks
+from mcpipechekr.check.spec_http import check_streamable_http
+from mcpipechekr.check.spec_lifecycle import run_lifecycle_checks
+from mcpipechekr.check.synthesis import CaseArguments, reach_tools
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_./-]{1,64}$")
 """The spec's tool-name rule: 1 to 64 characters of letters, digits, `_`, `-`, `.` and `/`."""
@@ -79,57 +85,6 @@ HINTS = (
 
 STATE_CHANGE_HINTS = {"destructiveHint": "true", "idempotentHint": "false"}
 """The hints the MCP specification gives meaning only when readOnlyHint is false, with their defaults."""
-
-UNKNOWN_TOOL = "mcpipechekr_no_such_tool"
-UNKNOWN_RESOURCE = "mcpipechekr://no-such-resource/"
-
-_WRONG_TYPE_VALUES: dict[str, Any] = {
-    "string": 12345,
-    "integer": "not-a-number",
-    "number": "not-a-number",
-    "boolean": "not-a-boolean",
-    "array": "not-an-array",
-    "object": "not-an-object",
-}
-
-
-@dataclass(frozen=True)
-class CheckSpec:
-    """A protocol check as docs/check.md and the reports name it."""
-
-    id: str
-    name: str
-    group: str
-
-
-CHECKS: dict[str, CheckSpec] = {
-    spec.id: spec
-    for spec in (
-        CheckSpec("PC-01", "initialize", DISCOVERY),
-        CheckSpec("PC-02", "tools/list", DISCOVERY),
-        CheckSpec("PC-03", "tool definition", DISCOVERY),
-        CheckSpec("PC-04", "tool names", DISCOVERY),
-        CheckSpec("PC-05", "annotations", DISCOVERY),
-        CheckSpec("PC-06", "expected tools", DISCOVERY),
-        CheckSpec("PC-07", "resources", DISCOVERY),
-        CheckSpec("PC-08", "prompts", DISCOVERY),
-        CheckSpec("PC-10", "call with generated arguments", CALLS),
-        CheckSpec("PC-11", "structuredContent matches outputSchema", CALLS),
-        CheckSpec("PC-12", "read-only tool changes nothing", CALLS),
-        CheckSpec("PC-13", "idempotent tool answers alike", CALLS),
-        CheckSpec("PC-20", "unknown tool", ERRORS),
-        CheckSpec("PC-21", "missing required argument", ERRORS),
-        CheckSpec("PC-22", "wrong argument type", ERRORS),
-        CheckSpec("PC-23", "unknown resource", ERRORS),
-        CheckSpec("PC-24", "still answers after errors", ERRORS),
-    )
-}
-"""Every Layer 1 check, in run order. Per-tool checks are recorded as `PC-10:TOOL`."""
-CHECKS.update({check_id: CheckSpec(check_id, *spec) for check_id, spec in LIFECYCLE_CHECKS.items()})
-CHECKS.update({id_: CheckSpec(id_, name, group) for id_, (name, group) in FEATURE_CHECKS.items()})
-CHECKS.update(
-    {check_id: CheckSpec(check_id, name, HTTP_GROUP) for check_id, name in HTTP_CHECK_NAMES.items()}
-)
 
 ArgumentsFor = CaseArguments
 """Arguments a cases file gives for a tool (tried before synthesized ones) and the case id, or None."""
@@ -170,69 +125,6 @@ def run_protocol(ctx: CheckContext, *, arguments_for: ArgumentsFor | None = None
     run_lifecycle_checks(ctx)  # PC-30…PC-42 over a raw JSON-RPC session (check/spec_lifecycle.py)
     run_feature_checks(ctx)  # PC-50…PC-59: prompts, resources, completions, content (check/spec_features.py)
     check_streamable_http(ctx)  # PC-70…PC-79, in a session of their own (check/spec_http.py)
-
-
-# --- plumbing -------------------------------------------------------------------------------------
-
-Verdict = Callable[..., None]
-"""`verdict(status, reason, duration_ms=…, details=…)` records one check's result."""
-
-
-def _verdict(ctx: CheckContext, check_id: str, tool: str | None = None, **fixed: Any) -> Verdict:
-    """A recorder for one check (on one tool): its id, name and group come from CHECKS."""
-    spec = CHECKS[check_id]
-
-    def record(status: CheckStatus, reason: str = "", **extra: Any) -> None:
-        full_id = f"{check_id}:{tool}" if tool else check_id
-        ctx.record(
-            full_id, spec.name, "protocol", spec.group, status, reason, tool=tool, **{**fixed, **extra}
-        )
-
-    return record
-
-
-def _lost(ctx: CheckContext, verdict: Verdict) -> bool:
-    """Record a SKIP when the server is gone for good; True if so."""
-    if ctx.server_lost is None:
-        return False
-    verdict("SKIP", ctx.server_lost)
-    return True
-
-
-def _session_call(ctx: CheckContext, during: str, request: Callable[[Client], Awaitable[T]]) -> T:
-    """Run `request(client)` on the live session under the call timeout and the lifecycle's halt rules.
-
-    For requests `ServerUnderTest` has no method for (resources, prompts, a
-    tools/list that bypasses the client's cache); a dead or hung server raises
-    `ServerHalt` exactly as `call_tool` does.
-    """
-    return ctx.server.request(during, request, ctx.call_timeout_s)
-
-
-def _capabilities(ctx: CheckContext) -> mcp_types.ServerCapabilities:
-    return ctx.server.capabilities
-
-
-def _attempt(ctx: CheckContext, call: Callable[[], T]) -> tuple[T | None, Exception | None, float]:
-    """Run one request: (answer, None, ms), or (None, the halt / malformed answer / JSON-RPC error, ms)."""
-    with ctx.timed() as took:
-        try:
-            answer: T | None = call()
-            error: Exception | None = None
-        except (ServerHalt, pydantic.ValidationError, MCPError, StructuredContentMismatch) as exc:
-            answer, error = None, exc
-    return answer, error, took["ms"]
-
-
-def _failed(ctx: CheckContext, verdict: Verdict, error: Exception, what: str) -> None:
-    """FAIL for a request that halted the server, was malformed or was refused; restart after a halt."""
-    if isinstance(error, ServerHalt):
-        verdict("FAIL", halt_reason(error))
-        ctx.recover()
-    elif isinstance(error, pydantic.ValidationError):
-        verdict("FAIL", f"malformed answer ({what}): {validation_reason(error)}")
-    else:
-        verdict("FAIL", f"{what}: {error}")
 
 
 # --- Discovery ------------------------------------------------------------------------------------
@@ -560,148 +452,3 @@ def _check_structured(ctx: CheckContext, tool: mcp_types.Tool, result: mcp_types
         verdict("FAIL", f"at /{'/'.join(str(part) for part in error.absolute_path)}: {error.message}")
     else:
         verdict("PASS", "valid")
-
-
-# --- Error handling -------------------------------------------------------------------------------
-
-
-def _probe(
-    ctx: CheckContext,
-    check_id: str,
-    tool: str | None,
-    *,
-    during: str,
-    call: Callable[[], Any],
-    on_success: tuple[CheckStatus, str],
-) -> None:
-    """Make one bad request and judge the answer: a structured error passes, a crash or hang fails.
-
-    `on_success` is the verdict when the server answers as if nothing were wrong.
-    """
-    ctx.step(f"{check_id} {during}")
-    answer, error, ms = _attempt(ctx, call)
-    verdict = _verdict(ctx, check_id, tool, duration_ms=ms)
-    if isinstance(error, MCPError):
-        code, known = error.error.code, SENSIBLE_ERROR_CODES.get(error.error.code)
-        label = known or "not a code that names the client's mistake (-32602 does)"
-        message = one_line(error.error.message)
-        verdict("PASS" if known else "WARN", f"JSON-RPC error {code}, {label}: {message}")
-    elif error is not None:
-        _failed(ctx, verdict, error, during)
-    elif isinstance(answer, mcp_types.CallToolResult) and answer.is_error:
-        text = text_of(answer)
-        if UNHANDLED.search(text):
-            verdict("WARN", f"isError, but it looks like an unhandled exception: {one_line(text)}")
-        else:
-            verdict("PASS", f"isError: {one_line(text)}")
-    else:
-        verdict(*on_success)
-
-
-def _check_unknown_tool(ctx: CheckContext) -> None:
-    """PC-20: calling a tool that does not exist gets an error, not a crash."""
-    if _lost(ctx, _verdict(ctx, "PC-20")):
-        return
-    missing = f"{UNKNOWN_TOOL}_{uuid.uuid4().hex[:8]}"
-    _probe(
-        ctx,
-        "PC-20",
-        None,
-        during=f"calling {missing}",
-        call=lambda: ctx.server.call_tool(missing, {}, timeout_s=ctx.call_timeout_s),
-        on_success=("FAIL", f"answered a call to the unknown tool {missing!r} as a success"),
-    )
-
-
-def _required_typed(tool: mcp_types.Tool) -> tuple[list[str], str | None, str | None]:
-    """(required names, the first required property with a known JSON type, that type)."""
-    schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
-    required = [name for name in schema.get("required") or [] if isinstance(name, str)]
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    for name in required:
-        prop = properties.get(name)
-        kind = prop.get("type") if isinstance(prop, dict) else None
-        if isinstance(kind, str) and kind in _WRONG_TYPE_VALUES:
-            return required, name, kind
-    return required, None, None
-
-
-def _check_bad_arguments(ctx: CheckContext, tool: mcp_types.Tool, halted: set[str]) -> None:
-    """PC-21 (missing required argument) and PC-22 (wrong type), for a tool with required arguments."""
-    required, typed, kind = _required_typed(tool)
-    if not required:
-        return  # nothing to leave out (docs/check.md says so)
-    missing_verdict, wrong_verdict = _verdict(ctx, "PC-21", tool.name), _verdict(ctx, "PC-22", tool.name)
-    allowed, why_not = ctx.may_call(tool)
-    base = minimal_arguments(tool.input_schema)
-    skip = ctx.server_lost
-    if skip is None and not allowed:
-        skip = f"not called: {why_not}"
-    if skip is None and tool.name in halted:
-        skip = "not probed: its call with valid arguments already halted the server (PC-10)"
-    if skip is None and base is None:
-        skip = "cannot generate arguments from its inputSchema"
-    if skip is not None or base is None:
-        missing_verdict("SKIP", skip or "")
-        wrong_verdict("SKIP", skip or "")
-        return
-    left_out = required[0]
-    without = {key: value for key, value in base.items() if key != left_out}
-    _probe(
-        ctx,
-        "PC-21",
-        tool.name,
-        during=f"calling {tool.name} without {left_out}",
-        call=lambda: ctx.server.call_tool(tool.name, without, timeout_s=ctx.call_timeout_s),
-        on_success=("WARN", f"answered without the required {left_out!r} as if nothing were wrong"),
-    )
-    if _lost(ctx, wrong_verdict):
-        return
-    if typed is None or kind is None:
-        wrong_verdict("SKIP", "no required argument declares a JSON type")
-        return
-    wrong = {**base, typed: _WRONG_TYPE_VALUES[kind]}
-    _probe(
-        ctx,
-        "PC-22",
-        tool.name,
-        during=f"calling {tool.name} with a non-{kind} {typed}",
-        call=lambda: ctx.server.call_tool(tool.name, wrong, timeout_s=ctx.call_timeout_s),
-        on_success=("WARN", f"accepted {wrong[typed]!r} for {typed!r} ({kind}) without an error"),
-    )
-
-
-def _check_unknown_resource(ctx: CheckContext) -> None:
-    """PC-23: reading a resource that does not exist gets an error (-32002), when resources are declared."""
-    verdict = _verdict(ctx, "PC-23")
-    if _lost(ctx, verdict):
-        return
-    if _capabilities(ctx).resources is None:
-        verdict("SKIP", "the server does not declare resources")
-        return
-    uri = f"{UNKNOWN_RESOURCE}{uuid.uuid4().hex[:8]}"
-    _probe(
-        ctx,
-        "PC-23",
-        None,
-        during=f"reading {uri}",
-        call=lambda: _session_call(
-            ctx, "during resources/read", lambda c: c.read_resource(uri, cache_mode="bypass")
-        ),
-        on_success=("WARN", f"returned contents for {uri}, which cannot exist"),
-    )
-
-
-def _check_still_answers(ctx: CheckContext) -> None:
-    """PC-24: after every bad request the server still answers tools/list."""
-    verdict = _verdict(ctx, "PC-24")
-    if _lost(ctx, verdict):
-        return
-    ctx.step("PC-24 tools/list")
-    page, error, ms = _attempt(
-        ctx, lambda: _session_call(ctx, "during tools/list", lambda c: c.list_tools(cache_mode="refresh"))
-    )
-    if error is not None or page is None:
-        _failed(ctx, verdict, error or RuntimeError("no answer"), "tools/list")
-        return
-    verdict("PASS", f"tools/list answered ({len(page.tools)} tool(s))", duration_ms=ms)

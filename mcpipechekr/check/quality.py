@@ -42,7 +42,8 @@ from mcpipechekr.check.pointer import (
     result_document,
     result_text,
 )
-from mcpipechekr.check.synthesis import CaseArguments, ToolReach, case_arguments, reach_tools
+from mcpipechekr.check.reach import ToolReach
+from mcpipechekr.check.synthesis import CaseArguments, case_arguments, reach_tools
 from mcpipechekr.errors import ServerHalt
 
 SIZE_GROUP = "Response size"

@@ -14,8 +14,9 @@ these checks speak JSON-RPC by hand:
 - streamable HTTP: POSTs to `server.url` with the configured headers, the
   `Mcp-Session-Id` the server hands out and the negotiated
   `MCP-Protocol-Version`; a JSON body or an SSE stream is read whole (under the
-  timeout) into the same queue. The server is the one already running: no
-  second process.
+  timeout, and at most `raw_http.MAX_BODY` bytes) into the same queue, by the
+  raw HTTP client the transport checks use too (check/raw_http.py). The server
+  is the one already running: no second process.
 
 Whatever the server sends that is not the awaited response is kept: its
 notifications and its requests (answered: ping with an empty result, anything
@@ -23,9 +24,9 @@ else with -32601, so a server waiting on the client is never stuck), responses
 to other ids, and stdout lines that are not JSON.
 
 Limits: one message per stdout line (the stdio framing); an SSE stream is read
-until it ends or the timeout passes, so a server that keeps a POST's stream
-open costs that timeout; what an HTTP server does on its own GET stream is not
-seen.
+until it ends, the timeout passes or `MAX_BODY` bytes came, so a server that
+keeps a POST's stream open costs that timeout; what an HTTP server does on its
+own GET stream is not seen.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ import time
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx2
 import mcp_types
@@ -49,6 +49,7 @@ from mcpipechekr import __version__
 from mcpipechekr._util.private_log import RedactingLog
 from mcpipechekr._util.redact import Redactor
 from mcpipechekr._util.stops import own_group, release_group
+from mcpipechekr.check.raw_http import Wire, own_origin
 from mcpipechekr.config import ServerConfig
 from mcpipechekr.server.logs import log_tail, open_log
 from mcpipechekr.server.processes import process_env
@@ -225,13 +226,6 @@ class RawSession:
             self.inbox.put_nowait(value)
 
 
-def own_origin(url: str) -> str:
-    """`url`'s origin as a browser sends it: scheme, host, an explicit port (no user, path, query)."""
-    parts = urlsplit(url)
-    host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname or ""
-    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
-
-
 def _parse(text: str) -> Any:
     """A JSON value, or the text itself when it is not JSON."""
     try:
@@ -319,63 +313,60 @@ class StdioRawSession(RawSession):
 
 
 class HttpRawSession(RawSession):
-    """POSTs to a streamable-HTTP server; each answer (JSON or SSE) is read whole into the inbox."""
+    """POSTs to a streamable-HTTP server through the checks' raw HTTP client (check/raw_http.py); each
+    answer, a JSON body or every event of an SSE stream, is read within the bounds into the inbox."""
 
     transport = "http"
 
     def __init__(self, server: ServerConfig, timeout_s: float) -> None:
         super().__init__()
         assert server.url is not None
-        self.url = server.url
         self.timeout_s = timeout_s
-        self.session_id: str | None = None
         self.statuses: list[int] = []
         """The HTTP status of each POST, in order."""
-        self._http = httpx2.Client(headers=dict(server.headers), timeout=httpx2.Timeout(timeout_s))
+        self._http = httpx2.Client(timeout=httpx2.Timeout(timeout_s))
+        self.wire = Wire(self._http, server.url, dict(server.headers))
 
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-        if self.session_id:
-            headers["Mcp-Session-Id"] = self.session_id
+    @property
+    def url(self) -> str:
+        return self.wire.url
+
+    @property
+    def session_id(self) -> str | None:
+        return self.wire.session_id
+
+    def _headers(self) -> httpx2.Headers:
+        """What a client sends: the session id once issued, the protocol version once negotiated."""
         if self.protocol_version:
-            headers["MCP-Protocol-Version"] = self.protocol_version
-        return headers
+            return self.wire.headers(mcp_protocol_version=self.protocol_version)
+        return self.wire.headers(version=False)
 
     def _send(self, payload: str, *, redirected: bool = False) -> None:
-        deadline = time.monotonic() + self.timeout_s
         try:
-            with self._http.stream("POST", self.url, content=payload, headers=self._headers()) as answer:
-                location = answer.headers.get("location") if answer.is_redirect else None
-                target = str(answer.url.join(location)) if location else ""
-                if target and not redirected and own_origin(target) == own_origin(self.url):
-                    # `/mcp/` -> `/mcp`, say: clients follow a redirect within the origin, so do these
-                    # checks, once; the configured headers never go to another origin
-                    self.url = target
-                    self._send(payload, redirected=True)
-                    return
-                self.statuses.append(answer.status_code)
-                self.session_id = self.session_id or answer.headers.get("mcp-session-id")
-                if "text/event-stream" in answer.headers.get("content-type", ""):
-                    self._read_events(answer.iter_lines(), deadline)
-                else:
-                    body = answer.read().decode(errors="replace").strip()
-                    if body:
-                        self._deliver(_parse(body))
+            answer = self.wire.exchange(
+                "POST", payload.encode(), self._headers(), within_s=self.timeout_s, whole_stream=True
+            )
         except httpx2.HTTPError as exc:
             raise RawUnavailable(f"POST {self.url} failed: {type(exc).__name__}: {exc}") from None
-
-    def _read_events(self, lines: Any, deadline: float) -> None:
-        data: list[str] = []
-        for line in lines:
-            if line.startswith("data:"):
-                data.append(line[5:].strip())
-            elif not line.strip() and data:
-                self._deliver(_parse("\n".join(data)))
-                data = []
-            if time.monotonic() > deadline:
-                break
-        if data:
-            self._deliver(_parse("\n".join(data)))
+        if answer.location and not redirected and own_origin(answer.location) == own_origin(self.url):
+            # `/mcp/` -> `/mcp`, say: clients follow a redirect within the origin, so do these
+            # checks, once; the configured headers never go to another origin
+            self.wire.url = answer.location
+            self._send(payload, redirected=True)
+            return
+        assert answer.status is not None
+        self.statuses.append(answer.status)
+        self.wire.session_id = self.wire.session_id or answer.session_id or None
+        if answer.content_type == "text/event-stream":
+            for event in answer.events:
+                self._deliver(_parse(event.strip()))
+        else:
+            body = answer.body.decode(errors="replace").strip()
+            if body:
+                self._deliver(_parse(body))
+        if answer.broken is not None:
+            exc = answer.broken
+            raise RawUnavailable(f"POST {self.url} failed: {type(exc).__name__}: {exc}")
 
     def close(self) -> None:
         """End the session (DELETE, as the transport asks of a client that leaves), then the client."""

@@ -45,7 +45,9 @@ import mcp_types
 import orjson
 
 from mcpipechekr.check.context import CheckContext
-from mcpipechekr.check.synthesis import FILEISH, MINIMAL, PATHISH, reach_tools
+from mcpipechekr.check.param_values import FILEISH, PATHISH
+from mcpipechekr.check.reach import MINIMAL
+from mcpipechekr.check.synthesis import reach_tools
 from mcpipechekr.config import Config
 from mcpipechekr.errors import ServerHalt
 from mcpipechekr.propose.reading import Reading, Table, is_id_name, read_result, result_text, words
