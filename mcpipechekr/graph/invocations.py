@@ -87,6 +87,42 @@ def build(targets: list[str], *, settings: Settings, parallel: int = 1, replan: 
         _stop_kept_runners()  # the trace targets' agent server: the next build may be after a fix
 
 
+def builds_nothing(targets: list[str], *, besides: frozenset[str] = frozenset()) -> bool:
+    """Whether `build(targets)` would run no task but those named in `besides`: every task it needs is up
+    to date by doit's own checks (file hashes, `uptodate`, targets), read from the same dependency file
+    and task definitions the nested invocation would use. Anything doit would not call up to date (an
+    unknown target, a task without a record, a missing dependency) counts as work: the build happens.
+    """
+    from doit.control import TaskControl
+    from doit.dependency import Dependency, SqliteDB
+    from doit.exceptions import InvalidCommand, InvalidDodoFile, InvalidTask
+    from doit.loader import load_tasks
+
+    graph = sys.modules[_GRAPH]
+    try:
+        control = TaskControl(load_tasks(vars(graph), allow_delayed=True))
+        control.process(targets)
+    except (InvalidCommand, InvalidDodoFile, InvalidTask):
+        return False
+    needed: set[str] = set()
+    waiting = list(control.selected_tasks or [])
+    while waiting:
+        name = waiting.pop()
+        if name not in needed:
+            needed.add(name)
+            task = control.tasks[name]
+            waiting += [*task.task_dep, *task.setup_tasks, *task.calc_dep]
+    dependencies = Dependency(SqliteDB, graph.DOIT_CONFIG["dep_file"])
+    try:
+        return all(
+            dependencies.get_status(control.tasks[name], control.tasks).status == "up-to-date"
+            for name in sorted(needed - besides)
+            if control.tasks[name].actions
+        )
+    finally:
+        dependencies.close()
+
+
 def _stop_kept_runners() -> None:
     """Stop the agent servers that doit's trace targets shared (runners/kept.py), if any were kept."""
     kept = sys.modules.get("mcpipechekr.runners.kept")

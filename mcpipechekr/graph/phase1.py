@@ -14,13 +14,14 @@ from doit.tools import config_changed
 
 from mcpipechekr._util import progress
 from mcpipechekr._util.hashing import sha256_json
+from mcpipechekr.artifacts.runstate import load_manifest, trace_coverage
 from mcpipechekr.artifacts.trace import trace_path
 from mcpipechekr.config import Config
 from mcpipechekr.graph import reporter
 from mcpipechekr.graph.actions import _action, _p, _unavailable, answers_help
 from mcpipechekr.graph.flags import _LONG, PARAMS, Settings, current_settings, doit_argv
 from mcpipechekr.graph.inputs import _inputs
-from mcpipechekr.graph.invocations import build
+from mcpipechekr.graph.invocations import build, builds_nothing
 from mcpipechekr.runplan import RunPlan
 from mcpipechekr.tasks import Task
 
@@ -47,10 +48,7 @@ def task_trace() -> Iterator[dict[str, Any]]:
     config, tasks, plan = inputs.require()
     yield {"basename": "trace", "name": None, "doc": task_trace.__doc__, "params": PARAMS}
     spec = config.providers.phase1
-    from mcpipechekr.steps.trace import resume_line
-
-    # A run killed outright left finished traces doit has no record of: while it lacks some, they are kept.
-    resume = plan.reused and resume_line(plan.run_dir) is not None
+    resume = _resuming(plan)
     for task in tasks:
         for repetition in range(1, inputs.settings.repeat + 1):
             target = trace_path(plan.run_dir, task.task_id, str(spec), repetition)
@@ -92,6 +90,20 @@ def task_trace() -> Iterator[dict[str, Any]]:
             }
 
 
+def _resuming(plan: RunPlan) -> bool:
+    """Whether the planned run is resumed: a run killed outright left finished traces doit has no record
+    of, and while it lacks some, they are kept.
+
+    The rule of `steps.trace.resume_line`, read here from the run's files alone: importing the trace
+    step (and with it the agent runners and the MCP client) would be most of what listing the graph
+    costs.
+    """
+    if not plan.reused or not plan.run_dir.manifest.exists():
+        return False
+    coverage = trace_coverage(plan.run_dir, load_manifest(plan.run_dir))
+    return bool(coverage.traced) and not coverage.complete
+
+
 def _phase1() -> bool:
     """The traces this doit run needs, built at `--concurrency` in threads before doit reaches them.
 
@@ -109,6 +121,8 @@ def _phase1() -> bool:
     config, tasks, plan = _inputs().require()
     named = [word for word in _selected(doit_argv()) if word.startswith("trace:")]
     targets = named if named and len(named) == len(_selected(doit_argv())) else ["trace"]
+    if builds_nothing(targets, besides=frozenset({"_phase1"})):
+        return True  # every trace is up to date: no servers started ahead, and the trace step not imported
     # The nested build works in the run this invocation planned: the same settings, the plan kept.
     return _build_phase1(config, tasks, plan, settings, targets, replan=False) == 0
 
