@@ -11,17 +11,18 @@ from doit.exceptions import TaskError, TaskFailed
 from doit.task import Task
 from project import copy_project, doit
 
-from mcpipechekr import graph
 from mcpipechekr._util import progress
+from mcpipechekr.graph import flags
+from mcpipechekr.graph import reporter as doit_reporter
 
 
 @pytest.fixture
-def reporter(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[graph.Reporter, io.StringIO]]:
+def reporter(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[doit_reporter.Reporter, io.StringIO]]:
     """The graph's reporter writing to a buffer, with the flags of a plain `doit loop`."""
-    monkeypatch.setattr(graph, "_override", graph.Settings())
-    monkeypatch.setattr(graph, "_ending", graph._Ending())
+    monkeypatch.setattr(flags, "_override", flags.Settings())
+    monkeypatch.setattr(doit_reporter, "_ending", doit_reporter._Ending())
     out = io.StringIO()
-    shown = graph.Reporter(out, {})
+    shown = doit_reporter.Reporter(out, {})
     yield shown, out
     for name in list(shown._activities):  # a task the test left running: its progress line ends here
         shown._end_activity(task(name))
@@ -34,7 +35,7 @@ def task(name: str) -> Task:
 
 
 def test_a_task_gets_one_line_however_many_builds_of_the_iteration_meet_it(
-    reporter: tuple[graph.Reporter, io.StringIO],
+    reporter: tuple[doit_reporter.Reporter, io.StringIO],
 ) -> None:
     shown, out = reporter
     shown.execute_task(task("lint"))
@@ -44,15 +45,15 @@ def test_a_task_gets_one_line_however_many_builds_of_the_iteration_meet_it(
         shown.skip_uptodate(task("trace:oldest-open-ticket__demo__r001"))
     shown.skip_uptodate(task("_tools"))  # private tasks are never listed
     assert out.getvalue() == ".  lint\n-- trace:oldest-open-ticket__demo__r001\n"
-    graph._ending.shown.clear()  # what the loop does at each new iteration
+    doit_reporter._ending.shown.clear()  # what the loop does at each new iteration
     shown.skip_uptodate(task("lint"))
     assert out.getvalue().endswith("-- lint\n")
 
 
 def test_quiet_leaves_out_the_up_to_date_tasks(
-    reporter: tuple[graph.Reporter, io.StringIO], monkeypatch: pytest.MonkeyPatch
+    reporter: tuple[doit_reporter.Reporter, io.StringIO], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(graph, "_override", graph.Settings(quiet=True))
+    monkeypatch.setattr(flags, "_override", flags.Settings(quiet=True))
     shown, out = reporter
     shown.skip_uptodate(task("lint"))
     shown.execute_task(task("evaluate:run-20260304-001"))
@@ -60,7 +61,7 @@ def test_quiet_leaves_out_the_up_to_date_tasks(
 
 
 def test_a_step_that_returned_false_is_named_in_words_without_the_actions_repr(
-    reporter: tuple[graph.Reporter, io.StringIO],
+    reporter: tuple[doit_reporter.Reporter, io.StringIO],
 ) -> None:
     shown, out = reporter
     stopped = task("review")
@@ -72,16 +73,16 @@ def test_a_step_that_returned_false_is_named_in_words_without_the_actions_repr(
 
 
 def test_a_failure_already_reported_as_a_user_error_adds_nothing(
-    reporter: tuple[graph.Reporter, io.StringIO],
+    reporter: tuple[doit_reporter.Reporter, io.StringIO],
 ) -> None:
     shown, out = reporter
-    graph._ending.reported = True  # `_action` printed `error: …` for it
+    doit_reporter._ending.reported = True  # `_action` printed `error: …` for it
     shown.add_failure(task("fix"), TaskFailed("returned False"))
     assert out.getvalue() == ""
 
 
 def test_an_exception_that_is_not_a_user_error_keeps_its_traceback(
-    reporter: tuple[graph.Reporter, io.StringIO],
+    reporter: tuple[doit_reporter.Reporter, io.StringIO],
 ) -> None:
     shown, out = reporter
     try:

@@ -10,10 +10,10 @@ import click
 import pytest
 from project import ROOT, doit
 
-from mcpipechekr import graph
 from mcpipechekr.cli.common import provider_options
 from mcpipechekr.config import PHASES, PROVIDER_FLAGS
-from mcpipechekr.graph import PARAMS, Settings, settings_from_argv
+from mcpipechekr.graph.flags import PARAMS, Settings, settings_from_argv
+from mcpipechekr.graph.phase1 import _doit_parallel, _selected
 
 
 def test_flags_are_read_wherever_they_stand() -> None:
@@ -118,5 +118,5 @@ def test_what_a_doit_command_line_selects_and_whether_doit_runs_in_parallel(
 ) -> None:
     """What `_phase1` builds ahead: the named trace targets alone, else the planned run's; none when doit
     was given workers of its own."""
-    assert graph._selected(argv) == selected
-    assert graph._doit_parallel(argv) is parallel
+    assert _selected(argv) == selected
+    assert _doit_parallel(argv) is parallel

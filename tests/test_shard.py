@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from mcpipechekr import graph
 from mcpipechekr.artifacts import Manifest, ToolsSnapshot, read_model, write_model
 from mcpipechekr.cli import main
 from mcpipechekr.errors import InputError
+from mcpipechekr.graph import flags, inputs, phase1
 from mcpipechekr.runshard import Shard, attempt_id, parse_shard, planned_attempt_ids, shard_index
 
 pytestmark = pytest.mark.xdist_group("test_shard")
@@ -269,11 +269,11 @@ def test_doit_trace_with_shard_plans_only_that_shards_targets(
     monkeypatch.chdir(tmp_path)
     targets = {}
     for shard in ("", *(f"{index}/{SHARDS}" for index in range(1, SHARDS + 1))):
-        settings = graph.Settings(config=str(config), task_ids=TASKS, repeat=REPEAT, shard=shard)
-        monkeypatch.setattr(graph, "_override", settings)
-        graph.graph_inputs.cache_clear()
-        targets[shard] = {one["name"] for one in graph.task_trace() if one.get("name")}
-        plan = graph.graph_inputs(settings).plan
+        settings = flags.Settings(config=str(config), task_ids=TASKS, repeat=REPEAT, shard=shard)
+        monkeypatch.setattr(flags, "_override", settings)
+        inputs.graph_inputs.cache_clear()
+        targets[shard] = {one["name"] for one in phase1.task_trace() if one.get("name")}
+        plan = inputs.graph_inputs(settings).plan
         assert plan is not None and (plan.shard is None) == (not shard)
         if shard:
             assert sorted(targets[shard]) == sorted(plan.shard.attempts)
@@ -281,10 +281,10 @@ def test_doit_trace_with_shard_plans_only_that_shards_targets(
     shards = [targets[f"{index}/{SHARDS}"] for index in range(1, SHARDS + 1)]
     assert set().union(*shards) == targets[""] and sum(map(len, shards)) == len(targets[""])
 
-    bad = graph.Settings(config=str(config), task_ids=TASKS, shard="9/3")
-    monkeypatch.setattr(graph, "_override", bad)
-    graph.graph_inputs.cache_clear()
-    (unavailable,) = list(graph.task_trace())
+    bad = flags.Settings(config=str(config), task_ids=TASKS, shard="9/3")
+    monkeypatch.setattr(flags, "_override", bad)
+    inputs.graph_inputs.cache_clear()
+    (unavailable,) = list(phase1.task_trace())
     assert unavailable["basename"] == "trace" and "uptodate" in unavailable
-    assert "--shard 9/3" in (graph.graph_inputs(bad).error or "")
-    graph.graph_inputs.cache_clear()
+    assert "--shard 9/3" in (inputs.graph_inputs(bad).error or "")
+    inputs.graph_inputs.cache_clear()

@@ -153,7 +153,7 @@ def render_doit_tasks() -> list[str]:
     lines = [
         "## doit tasks",
         "",
-        "`dodo.py` exposes the build graph of `mcpipechekr/graph.py`; every artifact is a target, so",
+        "`dodo.py` exposes the build graph of `mcpipechekr/graph/`; every artifact is a target, so",
         f"only what changed is rebuilt. `doit` alone runs `{default_task}`. `doit list` shows:",
         "",
         "```text",

@@ -1,6 +1,6 @@
 """What the loop's page shows while no review waits: the live progress line's counts, as `ProgressView`.
 
-Nothing here counts. Phase 1 counts its attempts on the live display's current activity (graph.py's
+Nothing here counts. Phase 1 counts its attempts on the live display's current activity (graph/phase1.py's
 trace targets call `started`/`finished` on it), the reporter opens an activity for each step that has
 no display of its own (evaluate, fix), and the fix step tells it its agent's last line
 (`progress.detail`); the page reads that same activity (`progress.current().snapshot()`), so it shows

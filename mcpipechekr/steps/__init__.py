@@ -1,6 +1,6 @@
 """The steps of a run, each one library function that both front ends call.
 
-`mcpipechekr <command>` (cli/) and the doit graph (graph.py) add nothing but
+`mcpipechekr <command>` (cli/) and the doit graph (graph/) add nothing but
 argument parsing and printing: a step does the work of its artifact and every
 side effect the artifact means — the manifest's status (`stage.run_stage`),
 the findings hand-offs (`handoff`: call evidence after each Phase 1 attempt,
