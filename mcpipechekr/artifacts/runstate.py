@@ -130,3 +130,17 @@ def trace_coverage(run_dir: RunDir, manifest: Manifest, *, whole: bool = False) 
     """The run's planned attempts and those of them traced (see the module docstring)."""
     planned = planned_traces(run_dir, manifest, whole=whole)
     return TraceCoverage(planned, [path for path in planned if is_traced(path)])
+
+
+def resume_line(run_dir: RunDir) -> str | None:
+    """`resuming run-…: 4 of 8 attempts already traced` for a run that lacks some traces and has some.
+
+    Read from the run's files alone, so doit can tell while it lists its targets.
+    """
+    if not run_dir.manifest.exists():
+        return None
+    coverage = trace_coverage(run_dir, load_manifest(run_dir))
+    if coverage.complete or not coverage.traced:
+        return None
+    counts = f"{len(coverage.traced)} of {len(coverage.planned)}"
+    return f"resuming {run_dir.run_id}: {counts} attempts already traced"

@@ -25,6 +25,7 @@ from mcpipechekr.server import kept as kept_servers
 def run_loop(**params: Any) -> bool | None:
     """lint → trace → evaluate → review → fix → restart, a new run each iteration, until exit, nothing left
     to commit, every KPI met (`loop.stop_when: kpis_met`) or the cap."""
+    from mcpipechekr.artifacts.runstate import resume_line
     from mcpipechekr.steps.report import session_report_step
     from mcpipechekr.steps.review import loop_review_page
     from mcpipechekr.steps.session import (
@@ -35,7 +36,6 @@ def run_loop(**params: Any) -> bool | None:
         start_session,
     )
     from mcpipechekr.steps.summary import summary_step
-    from mcpipechekr.steps.trace import resume_line
 
     settings = current_settings()
     if settings.shard:

@@ -14,7 +14,7 @@ from doit.tools import config_changed
 
 from mcpipechekr._util import progress
 from mcpipechekr._util.hashing import sha256_json
-from mcpipechekr.artifacts.runstate import load_manifest, trace_coverage
+from mcpipechekr.artifacts.runstate import resume_line
 from mcpipechekr.artifacts.trace import trace_path
 from mcpipechekr.config import Config
 from mcpipechekr.graph import reporter
@@ -92,16 +92,8 @@ def task_trace() -> Iterator[dict[str, Any]]:
 
 def _resuming(plan: RunPlan) -> bool:
     """Whether the planned run is resumed: a run killed outright left finished traces doit has no record
-    of, and while it lacks some, they are kept.
-
-    The rule of `steps.trace.resume_line`, read here from the run's files alone: importing the trace
-    step (and with it the agent runners and the MCP client) would be most of what listing the graph
-    costs.
-    """
-    if not plan.reused or not plan.run_dir.manifest.exists():
-        return False
-    coverage = trace_coverage(plan.run_dir, load_manifest(plan.run_dir))
-    return bool(coverage.traced) and not coverage.complete
+    of, and while it lacks some, they are kept (`resume_line`)."""
+    return plan.reused and resume_line(plan.run_dir) is not None
 
 
 def _phase1() -> bool:

@@ -31,7 +31,7 @@ from mcpipechekr._util.console import console
 from mcpipechekr._util.yamlsrc import display_path
 from mcpipechekr.artifacts import RunDir
 from mcpipechekr.artifacts.journal import journal_path
-from mcpipechekr.artifacts.runstate import is_traced, load_manifest, trace_coverage
+from mcpipechekr.artifacts.runstate import is_traced
 from mcpipechekr.artifacts.trace import read_trace, trace_path
 from mcpipechekr.config import Config
 from mcpipechekr.runners.engine import DEFAULT_CONCURRENCY, Attempt
@@ -50,17 +50,6 @@ def attempt_journal(run_dir: RunDir, attempt: Attempt) -> Path:
 def attempt_trace(run_dir: RunDir, attempt: Attempt) -> Path:
     """Where one attempt's trace goes."""
     return trace_path(run_dir, attempt.task.task_id, str(attempt.provider), attempt.repetition)
-
-
-def resume_line(run_dir: RunDir) -> str | None:
-    """`resuming run-…: 4 of 8 attempts already traced` for a run that lacks some traces and has some."""
-    if not run_dir.manifest.exists():
-        return None
-    coverage = trace_coverage(run_dir, load_manifest(run_dir))
-    if coverage.complete or not coverage.traced:
-        return None
-    counts = f"{len(coverage.traced)} of {len(coverage.planned)}"
-    return f"resuming {run_dir.run_id}: {counts} attempts already traced"
 
 
 def already_traced(run_dir: RunDir, attempt: Attempt) -> bool:
