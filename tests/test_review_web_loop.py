@@ -115,9 +115,10 @@ def test_the_loop_serves_one_page_its_progress_then_each_review(
 ) -> None:
     """`doit loop --web-review`: one address for the loop; progress while it works, the review when due.
 
-    Approve at the first review, let the fix run, and at the second review the page shows the second
-    run's KPIs; exit there and the loop ends 0. `/api/progress` is polled all along (in a thread,
-    bounded) and must have counted Phase 1's attempts at least once.
+    Approve at the first review and let the fix run: the second run has no server-side bug left, so the
+    loop ends by itself, 0, and the page shows that run: the task from 5 calls to 1, the KPIs.
+    `/api/progress` is polled all along (in a thread, bounded) and must have counted Phase 1's attempts
+    at least once.
     """
     project = copy_project(tmp_path)
     env = {**emailindex_env, HOME_ENV: str(project / "findings-home"), "COLUMNS": "200"}
@@ -160,23 +161,22 @@ def test_the_loop_serves_one_page_its_progress_then_each_review(
         status, html = get(origin, token, "/")
         assert status == 200 and ("Progress" in html or "Review of" in html), html[:500]
         reviews: list[str] = []
-        while process.poll() is None and time.monotonic() < deadline:
+        ended, last_view = "", {}
+        while process.poll() is None and time.monotonic() < deadline and not ended:
             status, body = get(origin, token, "/api/run")
-            run = json.loads(body or "{}")
-            if status in (0, 409) or run.get("run_id") in reviews:
+            if status == 409 and "the loop has ended" in body:  # it ended by itself: its last run, shown
+                last_view = json.loads(get(origin, token, "/api/progress")[1])
+                _, ended = get(origin, token, "/")  # the loop waits for a watched page to load this
+                break
+            run = json.loads(body or "{}") if status == 200 else {}
+            if status != 200 or run.get("run_id") in reviews:
                 time.sleep(0.2)
                 continue
-            assert status == 200, body
             reviews.append(run["run_id"])
-            if len(reviews) == 1:  # every server bug: the date sort the first task pages without
-                decision = {"decision": "approve", "bugs": run["selectable"], "annotation": ""}
-            else:
-                _, html = get(origin, token, "/")
-                kpis = html[html.index("KPIs (loop 2)") :]
-                efficiency = kpis[kpis.index("call efficiency ratio") :].split("</tr>")[0]
-                assert "better" in efficiency or ">met<" in efficiency, efficiency  # the fix, measured
-                decision = {"decision": "exit", "bugs": [], "annotation": ""}
-            assert call(origin, token, "/api/decision", decision)["decision"] == decision["decision"]
+            assert json.loads(get(origin, token, "/api/progress")[1])["phase"] == "review"  # it waits
+            # every server bug: the date sort the first task pages without
+            decision = {"decision": "approve", "bugs": run["selectable"], "annotation": ""}
+            assert call(origin, token, "/api/decision", decision)["decision"] == "approve"
         assert process.wait(timeout=max(1.0, deadline - time.monotonic())) == 0
     finally:
         stop.set()
@@ -188,12 +188,18 @@ def test_the_loop_serves_one_page_its_progress_then_each_review(
     output = "".join(shown)
     assert "loop finished" in output, output
     assert len(ADDRESS.findall(output)) == 1, output  # one page, its address printed once
-    assert len(reviews) >= 1, output
+    assert len(reviews) == 1, output  # the second run has no server-side bug: no review is asked for
+    assert "has no server-side bug left to fix" in output, output
+    # the page, once the loop ended by itself: why, the fix measured task by task, and the KPIs met
+    assert "The loop ended: run-" in ended and "has no server-side bug left to fix" in ended, ended[:2000]
+    assert "find-first-email-ron-chinn: 5 → 1 calls" in ended, ended[:2000]
+    kpis = ended[ended.index("KPIs (loop 2)") :]
+    efficiency = kpis[kpis.index("call efficiency ratio") :].split("</tr>")[0]
+    assert ">met<" in efficiency and "better" in efficiency, efficiency
     counted = [view for view in seen if view["phase"] == "phase 1" and view["total"]]
     assert counted, seen[-20:]
     assert any(view["done"] + view["running"] > 0 for view in counted), counted[-5:]
-    phases = {view["phase"] for view in seen}
-    assert "review" in phases, phases
+    assert last_view["phase"] == "ended" and "no server-side bug" in (last_view["ended"] or ""), last_view
     assert "find-first-email-ron-chinn: 5 → 1 calls" in output, output  # the fixed sort, task by task
     first, last = (read_kpis(run_dir) for run_dir in list_runs(project / "runs")[:2])
     assert first is not None and last is not None and last.loop == 2

@@ -237,8 +237,8 @@ class ReviewConfig(StrictModel):
 
 
 LoopStop = Literal["no_server_bugs", "kpis_met"]
-"""When the loop ends by itself: `no_server_bugs` when a fix step has nothing left to commit (the
-behaviour from before KPIs existed), `kpis_met` as soon as a run meets every configured KPI target."""
+"""When the loop ends by itself: `no_server_bugs` when a run has no server-side bug left to approve (or a
+fix step commits nothing), `kpis_met` also as soon as a run meets every configured KPI target."""
 
 
 class LoopConfig(StrictModel):
@@ -249,8 +249,9 @@ class LoopConfig(StrictModel):
     )
     stop_when: LoopStop = Field(
         default="no_server_bugs",
-        description="`no_server_bugs`: the loop ends when a fix step commits nothing (no server-side bug "
-        "left to fix); `kpis_met`: it also ends, before the review, at the first run that meets every "
+        description="`no_server_bugs`: the loop ends, before the review, at a run with no server-side bug "
+        "left to approve (agent-behaviour items have no server-side fix), or when a fix step commits "
+        "nothing; `kpis_met`: it also ends, before the review, at the first run that meets every "
         "configured `kpi` target.",
     )
 

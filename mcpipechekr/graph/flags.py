@@ -77,6 +77,20 @@ PARAMS: list[dict[str, Any]] = [
         "instead of at the terminal; config.yaml's `review.web: true` does the same.",
     },
     {
+        "name": "review_port",
+        "long": "review-port",
+        "type": int,
+        "default": 0,
+        "help": "`review`, `loop` with the web review: the page's port on 127.0.0.1 (0: a free one).",
+    },
+    {
+        "name": "open_review",
+        "long": "open-review",
+        "type": bool,
+        "default": False,
+        "help": "`review`, `loop` with the web review: open the page in a browser.",
+    },
+    {
         "name": "regenerate_baseline",
         "long": "regenerate-baseline",
         "type": bool,
@@ -121,6 +135,8 @@ class Settings:
     shard: str = ""
     allow_incomplete: bool = False
     web_review: bool = False
+    review_port: int = 0
+    open_review: bool = False
     regenerate_baseline: bool = False
     quiet: bool = False
     help: bool = False
@@ -140,7 +156,16 @@ class Settings:
 # Providers are recorded one flag per phase; regenerate_baseline concerns the baseline, allow_incomplete
 # what the later steps accept, quiet and help what is printed, not the run.
 _UNRECORDED = frozenset(
-    {"providers", "regenerate_baseline", "allow_incomplete", "web_review", "quiet", "help"}
+    {
+        "providers",
+        "regenerate_baseline",
+        "allow_incomplete",
+        "web_review",
+        "review_port",
+        "open_review",
+        "quiet",
+        "help",
+    }
 )
 
 

@@ -23,8 +23,8 @@ from mcpipechekr.server import kept as kept_servers
 
 
 def run_loop(**params: Any) -> bool | None:
-    """lint → trace → evaluate → review → fix → restart, a new run each iteration, until exit, nothing left
-    to commit, every KPI met (`loop.stop_when: kpis_met`) or the cap."""
+    """lint → trace → evaluate → review → fix → restart, a new run each iteration, until exit, no server-side
+    bug left, nothing committed, every KPI met (`loop.stop_when: kpis_met`) or the cap."""
     from mcpipechekr.artifacts.runstate import resume_line
     from mcpipechekr.steps.report import session_report_step
     from mcpipechekr.steps.review import loop_review_page
@@ -32,7 +32,7 @@ def run_loop(**params: Any) -> bool | None:
         committed_fixes,
         ended_at_review,
         exited_at_review,
-        kpis_reached,
+        loop_ends_before_review,
         start_session,
     )
     from mcpipechekr.steps.summary import summary_step
@@ -46,7 +46,8 @@ def run_loop(**params: Any) -> bool | None:
     config, _, _ = graph_inputs.__wrapped__(settings).require()  # config and task selection problems first
     start_session(config, runner=settings.runner)  # before any cost: what would stop a later step
     web = settings.web_review or config.review.web
-    with loop_review_page(config, enabled=web) as page:  # one page, its progress until each review
+    page_options = {"port": settings.review_port, "open_browser": settings.open_review}
+    with loop_review_page(config, enabled=web, **page_options) as page:  # one page, until the loop ends
         session: list[RunDir] = []
         stop = ""
         for iteration in range(1, config.loop.max_iterations + 1):
@@ -73,7 +74,8 @@ def run_loop(**params: Any) -> bool | None:
             if build([f"evaluate:{plan.run_id}"], settings=settings) != 0:
                 raise UserError(f"the loop stopped evaluating {plan.run_id} (see above)")
             session_report_step(session)  # the evaluation wrote report.html; again only if it misses a run
-            if (reached := kpis_reached(config, plan.run_dir)) is not None:  # `loop.stop_when: kpis_met`
+            # nothing to approve (no server-side bug left), or every KPI met under `stop_when: kpis_met`
+            if (reached := loop_ends_before_review(config, plan.run_dir)) is not None:
                 stop = reached
                 break
             if build(["review"], settings=settings) != 0:
@@ -96,6 +98,8 @@ def run_loop(**params: Any) -> bool | None:
             stop = f"loop.max_iterations ({config.loop.max_iterations}) reached"
         summary_step(config, session, ending=stop)
         console.print(f"loop finished: {stop}")
+        if page is not None:  # the page turns into the last run, read only, and says why the loop ended
+            page.ended(session[-1] if session else None, stop)
 
 
 @answers_help

@@ -63,6 +63,8 @@ def _planned(module: str, step: str, *, incomplete: bool = False) -> Callable[[]
         options = {"allow_incomplete": inputs.settings.allow_incomplete} if incomplete else {}
         if step == "require_decision":
             options["web"] = inputs.settings.web_review or config.review.web
+            options["port"] = inputs.settings.review_port
+            options["open_browser"] = inputs.settings.open_review
         getattr(importlib.import_module(f"mcpipechekr.steps.{module}"), step)(config, plan.run_dir, **options)
 
     run.__name__ = step

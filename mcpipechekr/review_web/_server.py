@@ -390,13 +390,15 @@ def active_loop_page() -> LoopPage | None:
 
 
 @contextmanager
-def loop_page(config: Config, out: Console, *, enabled: bool) -> Iterator[LoopPage | None]:
+def loop_page(
+    config: Config, out: Console, *, enabled: bool, port: int = 0, open_browser: bool = False
+) -> Iterator[LoopPage | None]:
     """The loop's page for the `with` block when `enabled` (else None); closed when the block ends."""
     global _loop_page
     if not enabled:
         yield None
         return
-    page = LoopPage(config, out)
+    page = LoopPage(config, out, port=port, open_browser=open_browser)
     _loop_page = page
     try:
         yield page

@@ -94,14 +94,14 @@ def web_review_step(
 
 
 def loop_review_page(
-    config: Config, *, enabled: bool, out: Console = console
+    config: Config, *, enabled: bool, port: int = 0, open_browser: bool = False, out: Console = console
 ) -> AbstractContextManager[LoopPage | None]:
     """`doit loop --web-review`: one page for the whole loop, its progress between reviews (`LoopPage`).
 
     Entered once when the loop starts, so the reviewer opens one address and follows Phase 1 and the
     fix there; `web_review_step` then serves each review on it. Without `enabled`, None and nothing runs.
     """
-    return loop_page(config, out, enabled=enabled)
+    return loop_page(config, out, enabled=enabled, port=port, open_browser=open_browser)
 
 
 def require_decision(
@@ -110,6 +110,8 @@ def require_decision(
     *,
     allow_incomplete: bool = False,
     web: bool = False,
+    port: int = 0,
+    open_browser: bool = False,
     out: Console = console,
 ) -> Review:
     """The checkpoint as the loop meets it: the review in force, or a UserError that stops the loop.
@@ -118,7 +120,9 @@ def require_decision(
     the loop serves and waits on; a report already decided is not asked about again either way.
     """
     if web and current_review(run_dir) is None:
-        return web_review_step(config, run_dir, allow_incomplete=allow_incomplete, out=out)
+        return web_review_step(
+            config, run_dir, port=port, open_browser=open_browser, allow_incomplete=allow_incomplete, out=out
+        )
     review = review_step(config, run_dir, allow_incomplete=allow_incomplete, out=out)
     if review is None:
         raise UserError(
