@@ -1,60 +1,42 @@
 """One project lock for every writing command: a second writer stops at once and names the holder.
 
 The holder here is a real `mcpipechekr loop` waiting at its review prompt
-(a pseudo-terminal), in a project that `mcpipechekr init` made around the
-bookshop server (tests/servers/bookshop_server.py). Every command runs as a
-subprocess of this checkout (`python -m mcpipechekr`).
+(a pseudo-terminal), in a copy of the bundled example project with one task,
+whose first run has server bugs to approve (a run with none ends the loop
+before its review). Every command runs as a subprocess of this checkout
+(`python -m mcpipechekr`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
 import signal
 import sys
 from pathlib import Path
 
-import git
 import pexpect
 import pytest
-from project import mcpipechekr
+from project import copy_project, mcpipechekr
 
 from mcpipechekr._util.project_lock import project_lock
 
-SERVER = Path(__file__).parent / "servers" / "bookshop_server.py"
-TASKS = """\
-tasks:
-  - task_id: orders-of-alice
-    prompt: How many orders has alice placed?
-    task_type: deterministic
-    reference_calls:
-      - tool: order_count
-        arguments: {customer: alice}
-"""
+TASK = "find-first-email-ron-chinn"
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    clean = {key: value for key, value in os.environ.items() if key != "MCPIPECHEKR_HOME"}
-    return {**clean, "BOOKSHOP_DB": str(tmp_path / "shop.db"), "COLUMNS": "200"}
+def env(tmp_path: Path, emailindex_env: dict[str, str]) -> dict[str, str]:
+    clean = {key: value for key, value in emailindex_env.items() if key != "MCPIPECHEKR_HOME"}
+    return {**clean, "COLUMNS": "200"}
 
 
 @pytest.fixture
 def shop(tmp_path: Path, env: dict[str, str]) -> Path:
-    """A project with its baseline, a repository for the fix step and a fix agent that needs no model."""
+    """The bundled example with its baseline for one task: its repository and demo fixer come with it."""
     folder = tmp_path / "shop"
     folder.mkdir()
-    shutil.copy(SERVER, folder / "server.py")
-    made = mcpipechekr(folder, env, "init", "--command", "python server.py")
-    assert made.returncode == 0, made.stderr
-    (folder / "tasks.yaml").write_text(TASKS)
-    git.Repo.init(folder).index.commit("the server")
-    config = (folder / "config.yaml").read_text()
-    config = config.replace("  # repo: path/to/server/repo", "  repo: .  #")
-    (folder / "config.yaml").write_text(re.sub(r"(?m)^  agent: \S+", "  agent: demo", config))
-    baseline = mcpipechekr(folder, env, "doit", "baseline")
+    copy_project(folder)
+    baseline = mcpipechekr(folder, env, "doit", "baseline", "--task", TASK)
     assert baseline.returncode == 0, baseline.stdout + baseline.stderr
     return folder
 
@@ -65,7 +47,7 @@ def test_writers_stop_while_a_loop_works_and_go_on_once_it_was_killed(
 ) -> None:
     loop = pexpect.spawn(
         sys.executable,
-        ["-m", "mcpipechekr", "loop", "--repeat", "1"],
+        ["-m", "mcpipechekr", "loop", "--task", TASK],
         cwd=str(shop),
         env=env,
         encoding="utf-8",
@@ -75,7 +57,7 @@ def test_writers_stop_while_a_loop_works_and_go_on_once_it_was_killed(
     loop.logfile_read = (tmp_path / "loop.log").open("w")
     try:
         loop.expect("review> ")  # the loop holds the project while it waits for a decision
-        holder = f"(pid {loop.pid}: mcpipechekr loop --repeat 1, since "
+        holder = f"(pid {loop.pid}: mcpipechekr loop --task {TASK}, since "
         session = shop / "session.json"
         session.write_text("{}")
         writers = {
@@ -84,7 +66,7 @@ def test_writers_stop_while_a_loop_works_and_go_on_once_it_was_killed(
             "index": ("index",),
             "promote": ("promote",),
             "lint": ("lint",),
-            "import": ("import", "--from", "opencode", str(session), "--task", "orders-of-alice"),
+            "import": ("import", "--from", "opencode", str(session), "--task", TASK),
             "review --exit": ("review", "--exit"),
             "doit trace": ("doit", "trace"),
         }

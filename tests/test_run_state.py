@@ -340,7 +340,7 @@ def test_a_killed_loop_is_interrupted_refused_then_resumed_without_tracing_twice
     output = again.stdout + again.stderr
     assert f"resuming {run.run_id}: 1 of 2 attempts already traced" in output
     assert "trace echo-hello · demo · r1: already traced" in output
-    assert "stopped at the review" in output  # no terminal: the loop waits for a person there
+    assert f"loop finished: {run.run_id} has no server-side bug left to fix" in output  # evaluated, done
     assert read_trace(echo) == first_trace  # not traced again: the model was not paid twice
     assert echo.stat().st_mtime_ns == first_mtime
     assert read_trace(run.traces / "sleep-briefly__demo__r001.json").status == "completed"
