@@ -136,11 +136,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, page, ENDED_POLICY)
                 self.server.ended_shown.set()
             elif url.path.startswith("/trace/"):
-                data = last.trace(unquote(url.path.removeprefix("/trace/")))
-                if data is None:
-                    self._error(404, "no such trace in this run")
-                else:
-                    self._send(200, render_trace_page(last, data, self.server.token), TRACE_POLICY)
+                self._send_trace(last, url.path)
             else:
                 self._error(409 if url.path == "/api/run" else 404, f"the loop has ended: {ended}")
         elif session is None or (progress is not None and session.review is not None):
@@ -158,13 +154,17 @@ class _Handler(BaseHTTPRequestHandler):
         elif url.path == "/api/run":
             self._send_json(200, session.view().model_dump_json())
         elif url.path.startswith("/trace/"):
-            data = session.trace(unquote(url.path.removeprefix("/trace/")))
-            if data is None:
-                self._error(404, "no such trace in this run")
-            else:
-                self._send(200, render_trace_page(session, data, self.server.token), TRACE_POLICY)
+            self._send_trace(session, url.path)
         else:
             self._error(404, "no such page")
+
+    def _send_trace(self, session: ReviewSession, path: str) -> None:
+        """`/trace/<name>`: one trace of the session's run, looked up by name (never a path joined)."""
+        data = session.trace(unquote(path.removeprefix("/trace/")))
+        if data is None:
+            self._error(404, "no such trace in this run")
+        else:
+            self._send(200, render_trace_page(session, data, self.server.token), TRACE_POLICY)
 
     def do_POST(self) -> None:
         url = urlsplit(self.path)
