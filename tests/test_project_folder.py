@@ -21,7 +21,8 @@ from project import installed
 from mcpipechekr._util.commands import runnable, script_command
 from mcpipechekr.errors import UserError
 
-SERVER = Path(__file__).parent / "servers" / "bookshop_server.py"
+SERVERS = Path(__file__).parent / "servers"
+SERVER = SERVERS / "bookshop_server.py"
 BIN = Path(sys.executable).parent
 TASKS = """\
 tasks:
@@ -31,6 +32,19 @@ tasks:
     reference_calls:
       - tool: order_count
         arguments: {{customer: {customer}}}
+"""
+
+FIRST_ORDER = """\
+tasks:
+  - task_id: first-order-mira
+    prompt: Which was the first order placed by Mira Castell? Give its id and date.
+    task_type: deterministic
+    expected_tool: list_orders
+    min_calls: 1
+    reference_calls:
+      - {tool: list_orders, arguments: {customer: Mira Castell, page: 1}}
+      - {tool: list_orders, arguments: {customer: Mira Castell, page: 2}}
+      - {tool: list_orders, arguments: {customer: Mira Castell, page: 3}}
 """
 
 
@@ -113,8 +127,16 @@ def test_mcpipechekr_doit_needs_no_dodo(tmp_path: Path, env: dict[str, str]) -> 
     assert refused.returncode == 2 and "field 'providers.phase3'" in refused.stdout + refused.stderr
     assert not list(shop.glob("runs/run-*"))
     # With a fix agent that needs no model, it runs; without a terminal it stops at the review, and its
-    # hints name commands that work here: no dodo.py, the scripts not on PATH.
+    # hints name commands that work here: no dodo.py, the scripts not on PATH. A review is asked for only
+    # with a server bug to approve: the order book's server pages its orders without a sort.
     (shop / "config.yaml").write_text(config.replace("\n  agent: none\n", "\n  agent: demo\n"))
+    shutil.copy(SERVERS / "orders_server.py", shop / "server.py")
+    shutil.copy(SERVERS / "orders_demo_agent.py", shop / "demo_agent.py")
+    (shop / "tasks.yaml").write_text(FIRST_ORDER)
+    git.Repo(shop).git.add(all=True)
+    git.Repo(shop).index.commit("the order book")
+    baseline = command(shop, "mcpipechekr", "doit", "baseline", env=env)
+    assert baseline.returncode == 0, baseline.stdout + baseline.stderr
     env["PATH"] = "/usr/bin:/bin"
     loop = command(shop, "mcpipechekr", "loop", "--repeat", "1", env=env)
     assert loop.returncode == 1, loop.stdout + loop.stderr

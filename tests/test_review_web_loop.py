@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import queue
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -56,8 +57,11 @@ def test_the_review_target_waits_for_the_pages_decision(
     assert doit(project, env, "baseline", *SELECT).returncode == 0
     assert doit(project, env, "trace", "evaluate", *SELECT).returncode == 0
 
+    with socket.socket() as probe:  # a port free now, for the page to be served on as asked
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     process = subprocess.Popen(
-        [sys.executable, "-m", "doit", "review", "--web-review", *SELECT],
+        [sys.executable, "-m", "doit", "review", "--web-review", "--review-port", str(port), *SELECT],
         cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
@@ -71,6 +75,7 @@ def test_the_review_target_waits_for_the_pages_decision(
             shown.append(line)
             found = ADDRESS.search(line)
         origin, token = found.group(1), found.group(2)
+        assert origin == f"http://127.0.0.1:{port}"  # --review-port reached the page
         with urllib.request.urlopen(f"{origin}/?token={token}", timeout=10) as page:
             html = page.read().decode()
         assert "KPIs (loop 1)" in html and "call efficiency" in html.lower()  # the run's kpi.json, shown
