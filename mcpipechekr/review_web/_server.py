@@ -61,7 +61,8 @@ MAX_BODY_BYTES = 64 * 1024
 
 
 WATCHED_S = 5.0
-"""A page that polled this recently is being watched: the loop's end waits this long for it to reload."""
+"""A page that asked for anything this recently is being watched: the loop's end waits this long for it
+to reload."""
 
 
 class ReviewServer(ThreadingHTTPServer):
@@ -86,7 +87,7 @@ class ReviewServer(ThreadingHTTPServer):
         self.session = session
         self.progress = progress
         self.last_run: ReviewSession | None = None  # the loop's last run, shown once the loop has ended
-        self.polled = 0.0  # when the page last asked for the progress (monotonic): someone is watching
+        self.polled = 0.0  # when the page (or a client of its API) last asked for anything (monotonic)
         self.ended_shown = threading.Event()  # the ended page was served after the loop ended
         self.token = token or secrets.token_urlsafe(32)
         super().__init__((HOST, port), _Handler)
@@ -120,6 +121,7 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         if self._token_source(url) is None:
             return
+        self.server.polled = time.monotonic()  # someone has the page (or its API) open
         session = self.server.session
         progress = self.server.progress
         last, ended = self.server.last_run, progress.ended if progress is not None else None
@@ -127,7 +129,6 @@ class _Handler(BaseHTTPRequestHandler):
             if progress is None:
                 self._error(404, "no progress here: this page serves one review")
             else:
-                self.server.polled = time.monotonic()
                 self._send_json(200, progress.view(session).model_dump_json())
         elif ended is not None and last is not None and session is None:
             # the loop has ended by itself: its last run, read only
@@ -365,9 +366,9 @@ class LoopPage:
     def ended(self, run_dir: RunDir | None, reason: str) -> None:
         """The loop ended by itself, for `reason`: the page shows `run_dir` (its last run) read only.
 
-        A page polled in the last few seconds (someone is watching) is given time to load it before
-        `close` stops the server, so the reviewer sees how the loop ended and not a page that stopped
-        answering.
+        A page that asked for anything in the last few seconds (someone is watching) is given time to load
+        it before `close` stops the server, so the reviewer sees how the loop ended and not a page that
+        stopped answering.
         """
         if run_dir is not None and run_dir.bug_report.exists():
             self.server.last_run = ReviewSession.load(run_dir, self.config)
