@@ -233,6 +233,7 @@ def test_opencode_escaping_through_its_shell_tool_is_stopped_by_the_sandbox(
         refs = git.Repo(remote).git.for_each_ref()
         outside = tmp_path / "outside"
         outside.mkdir()
+        go = server / ".git" / "late-edit-go"  # seen inside the sandbox too, never in the work tree
         marker = f"MCPIPECHEKR_TEST_RUN={uuid.uuid4().hex}"
         env[marker.split("=")[0]] = marker.split("=")[1]
         steps += [
@@ -240,12 +241,18 @@ def test_opencode_escaping_through_its_shell_tool_is_stopped_by_the_sandbox(
             bash(f"sh -c 'echo escaped > $(printf %s {outside})/by-computed-path.txt'"),
             bash(f"GIT_ALLOW_PROTOCOL=file git push {remote} HEAD:refs/heads/by-allow-protocol"),
             bash(f"env -u GIT_ALLOW_PROTOCOL git push {remote} HEAD:refs/heads/by-env-u"),
-            bash("setsid nohup sh -c 'sleep 3; echo \\#late-edit >> server.py' >/dev/null 2>&1 &"),
+            # waits for the test's word, given once the fix step is over: a survivor would edit then
+            bash(
+                f"setsid nohup sh -c 'for i in $(seq 300); do [ -e {go} ] && break; sleep 0.1; done; "
+                "echo \\#late-edit >> server.py' >/dev/null 2>&1 &"
+            ),
             bash(f"cat {home}/.ssh/id_rsa"),
             ("edit", {"filePath": str(server / "server.py"), "oldString": OLD, "newString": NEW}),
         ]
         record = fix(project, env)
-    time.sleep(4)  # past the detached process's `sleep 3`, had it survived
+    go.touch()
+    time.sleep(1.0)  # a detached process that survived the run polls for it every 0.1 s
+    go.unlink()
 
     (entry,) = record.bugs
     assert record.sandbox == "bwrap"

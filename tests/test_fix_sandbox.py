@@ -86,15 +86,16 @@ def bare_remote(tmp_path: Path, repo: git.Repo) -> tuple[Path, str]:
 ATTACKS = textwrap.dedent(
     """\
     #!/bin/sh
-    # $1: a folder outside the repository, $2: the bare remote, $3: the real home
-    outside="$1"; remote="$2"; real_home="$3"
+    # $1: a folder outside the repository, $2: the bare remote, $3: the real home, $4: the word to edit late
+    outside="$1"; remote="$2"; real_home="$3"; go="$4"
     python3 -c "open('$outside/by-python.txt', 'w').write('escaped')" 2>&1 | tail -1
     sh -c "echo escaped > \\$(printf %s "$outside")/by-computed-path.txt" 2>&1
     id="-c user.name=agent -c user.email=agent@example.com"
     git $id commit --no-verify -qam wip --allow-empty
     GIT_ALLOW_PROTOCOL=file git push "$remote" HEAD:refs/heads/by-allow-protocol 2>&1 | tail -2
     env -u GIT_ALLOW_PROTOCOL git push "$remote" HEAD:refs/heads/by-env-u 2>&1 | tail -2
-    setsid nohup sh -c 'sleep 3; echo "# edited after the run" >> server.py' >/dev/null 2>&1 &
+    wait_go="for i in \\$(seq 300); do [ -e '$go' ] && break; sleep 0.1; done"
+    setsid nohup sh -c "$wait_go; echo '# edited after the run' >> server.py" >/dev/null 2>&1 &
     echo "key: $(cat "$real_home/.ssh/id_rsa" 2>&1)"
     echo "agent: ${SSH_AUTH_SOCK:-none} token: ${GH_TOKEN:-none}${GITHUB_TOKEN:-}"
     echo "fixed" >> README.md
@@ -121,7 +122,8 @@ def test_a_shell_agent_trying_every_escape_leaves_nothing_outside_no_push_no_pro
     script = tmp_path / "attacks.sh"
     script.write_text(ATTACKS)
     remote = tmp_path / "remote.git"
-    fix = {"agent": "shell", "command": f"sh {script} {outside} {remote} {home}", "max_iterations": 1}
+    go = tmp_path / "late-edit-go"  # made once the run is over: a detached process that survived edits then
+    fix = {"agent": "shell", "command": f"sh {script} {outside} {remote} {home} {go}", "max_iterations": 1}
     config, repo = approved_project(tmp_path, emailindex_dir, emailindex_db, fix)
     _, refs_before = bare_remote(tmp_path, repo)
     run = create_run_dir(config.paths.runs)
@@ -129,7 +131,8 @@ def test_a_shell_agent_trying_every_escape_leaves_nothing_outside_no_push_no_pro
     record_decision(run, "approve")
 
     record = run_fix_loop(config, run)
-    time.sleep(4)  # past the detached process's `sleep 3`, had it survived
+    go.touch()
+    time.sleep(1.0)  # a detached process that survived the run polls for it every 0.1 s
 
     (entry,) = record.bugs
     assert record.sandbox == "bwrap"
@@ -146,7 +149,10 @@ def test_a_shell_agent_trying_every_escape_leaves_nothing_outside_no_push_no_pro
     refused = entry.runs[0].refused
     assert any("Read-only file system" in line and "by-python.txt" in line for line in refused), refused
     assert any("Read-only file system" in line and "by-computed-path.txt" in line for line in refused)
-    assert any("still running when the agent exited" in line and "sleep 3" in line for line in refused)
+    # the detached process, named by its command line (`sh -c for i in …`), or the script's own while the
+    # fork that becomes it has not yet exec'd (a loaded machine can end the agent in between)
+    left = [line for line in refused if "still running when the agent exited" in line]
+    assert any("seq 300" in line or f"sh {script}" in line for line in left), refused
     assert read_fix_record(run.fix_record).bugs[0].runs[0].refused == refused
 
 
