@@ -348,3 +348,25 @@ def test_a_killed_loop_is_interrupted_refused_then_resumed_without_tracing_twice
     manifest = load_manifest(run)
     assert (manifest.status, manifest.status_reason) == ("completed", None)
     assert read_model(run.bug_report, BugReport).notes == []
+
+
+@pytest.mark.slow
+def test_a_run_killed_after_its_last_trace_keeps_every_trace_when_traced_again(tmp_path: Path) -> None:
+    """Killed outright after its last trace was written and before doit recorded the targets: tracing the
+    run again keeps every trace, so the model is not paid twice for a run that lacks none."""
+    project, env = loop_project(tmp_path)
+    first = mcpipechekr(project, env, "doit", "trace")
+    assert first.returncode == 0, first.stdout + first.stderr
+    (run_root,) = (project / "runs").glob("run-*")
+    run = RunDir(run_root)
+    traced = {path.name: path.read_bytes() for path in sorted(run.traces.glob("*.json"))}
+    assert len(traced) == 2
+    # what a SIGKILL at that moment leaves: no record of doit's, a run that never completed
+    (project / ".mcpipechekr" / "doit.sqlite").unlink()
+    manifest = read_model(run.manifest, Manifest)
+    write_model(run.manifest, manifest.finished("interrupted", "killed", at=manifest.started_at))
+    again = mcpipechekr(project, env, "doit", "trace")
+    output = again.stdout + again.stderr
+    assert again.returncode == 0, output
+    assert output.count(": already traced →") == 2, output
+    assert {path.name: path.read_bytes() for path in sorted(run.traces.glob("*.json"))} == traced

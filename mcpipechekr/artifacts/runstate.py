@@ -144,3 +144,16 @@ def resume_line(run_dir: RunDir) -> str | None:
         return None
     counts = f"{len(coverage.traced)} of {len(coverage.planned)}"
     return f"resuming {run_dir.run_id}: {counts} attempts already traced"
+
+
+def keeps_traces(run_dir: RunDir) -> bool:
+    """Whether tracing this existing run again keeps the attempts it has traced: it has some, and it lacks
+    others or never completed (a process killed outright after its last trace, before doit recorded
+    them, would otherwise pay for every attempt twice). A completed run is traced again as doit asks: it
+    reruns a trace target only when what the trace depends on changed.
+    """
+    if not run_dir.manifest.exists():
+        return False
+    manifest = load_manifest(run_dir)
+    coverage = trace_coverage(run_dir, manifest)
+    return bool(coverage.traced) and (not coverage.complete or manifest.status != "completed")

@@ -14,7 +14,7 @@ from doit.tools import config_changed
 
 from mcpipechekr._util import progress
 from mcpipechekr._util.hashing import sha256_json
-from mcpipechekr.artifacts.runstate import resume_line
+from mcpipechekr.artifacts.runstate import keeps_traces
 from mcpipechekr.artifacts.trace import trace_path
 from mcpipechekr.config import Config
 from mcpipechekr.graph import reporter
@@ -92,8 +92,8 @@ def task_trace() -> Iterator[dict[str, Any]]:
 
 def _resuming(plan: RunPlan) -> bool:
     """Whether the planned run is resumed: a run killed outright left finished traces doit has no record
-    of, and while it lacks some, they are kept (`resume_line`)."""
-    return plan.reused and resume_line(plan.run_dir) is not None
+    of, and they are kept (`keeps_traces`)."""
+    return plan.reused and keeps_traces(plan.run_dir)
 
 
 def _phase1() -> bool:
