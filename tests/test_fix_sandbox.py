@@ -94,8 +94,10 @@ ATTACKS = textwrap.dedent(
     git $id commit --no-verify -qam wip --allow-empty
     GIT_ALLOW_PROTOCOL=file git push "$remote" HEAD:refs/heads/by-allow-protocol 2>&1 | tail -2
     env -u GIT_ALLOW_PROTOCOL git push "$remote" HEAD:refs/heads/by-env-u 2>&1 | tail -2
-    wait_go="for i in \\$(seq 300); do [ -e '$go' ] && break; sleep 0.1; done"
+    started="$TMPDIR/late-started"
+    wait_go="touch '$started'; for i in \\$(seq 300); do [ -e '$go' ] && break; sleep 0.1; done"
     setsid nohup sh -c "$wait_go; echo '# edited after the run' >> server.py" >/dev/null 2>&1 &
+    for i in $(seq 100); do [ -e "$started" ] && break; sleep 0.1; done  # it runs: the agent may end
     echo "key: $(cat "$real_home/.ssh/id_rsa" 2>&1)"
     echo "agent: ${SSH_AUTH_SOCK:-none} token: ${GH_TOKEN:-none}${GITHUB_TOKEN:-}"
     echo "fixed" >> README.md
@@ -149,10 +151,9 @@ def test_a_shell_agent_trying_every_escape_leaves_nothing_outside_no_push_no_pro
     refused = entry.runs[0].refused
     assert any("Read-only file system" in line and "by-python.txt" in line for line in refused), refused
     assert any("Read-only file system" in line and "by-computed-path.txt" in line for line in refused)
-    # the detached process, named by its command line (`sh -c for i in …`), or the script's own while the
-    # fork that becomes it has not yet exec'd (a loaded machine can end the agent in between)
+    # the detached process, named by its command line (`sh -c touch …; for i in $(seq 300) …`)
     left = [line for line in refused if "still running when the agent exited" in line]
-    assert any("seq 300" in line or f"sh {script}" in line for line in left), refused
+    assert any("seq 300" in line for line in left), refused
     assert read_fix_record(run.fix_record).bugs[0].runs[0].refused == refused
 
 
