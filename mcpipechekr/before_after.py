@@ -37,6 +37,7 @@ __all__ = [
     "compare_runs",
     "previous_run",
     "run_chain",
+    "since_previous",
     "split_trend",
     "split_warnings",
 ]
@@ -119,6 +120,12 @@ def compare_runs(before: RunDir, after: RunDir) -> BeforeAfter | None:
     return BeforeAfter(
         before_run=before.run_id, after_run=after.run_id, fixes=fixes, changes=changes, unchanged=unchanged
     )
+
+
+def since_previous(run: RunDir) -> BeforeAfter | None:
+    """`run` against the run whose fixes it was traced after; None when there is none (or no report)."""
+    before = previous_run(run)
+    return compare_runs(before, run) if before is not None else None
 
 
 def previous_run(run: RunDir) -> RunDir | None:

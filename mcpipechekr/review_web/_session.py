@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from mcpipechekr.artifacts import Bug, BugReport, Review, RunDir
-from mcpipechekr.before_after import BeforeAfter, compare_runs, previous_run
+from mcpipechekr.before_after import BeforeAfter, since_previous
 from mcpipechekr.config import Config
 from mcpipechekr.errors import UserError
 from mcpipechekr.evaluate.aggregate import folded
@@ -56,8 +56,7 @@ class ReviewSession:
         """Read the bug report (hashing the bytes parsed) and the run's traces for the trace view."""
         report, digest = load_bug_report(run_dir)
         (run,) = load_report_data([run_dir]).runs
-        before = previous_run(run_dir)
-        since = compare_runs(before, run_dir) if before is not None else None
+        since = since_previous(run_dir)
         return cls(run_dir=run_dir, config=config, report=report, digest=digest, run=run, since_fix=since)
 
     @property

@@ -75,10 +75,9 @@ def kpi_count_line(kpis: KpiReport, run_dir: RunDir) -> str:
 
 def before_after_lines(run_dir: RunDir) -> list[str]:
     """The run against the one whose fixes it was traced after (`before_after`): a line per changed task."""
-    from mcpipechekr.before_after import compare_runs, previous_run
+    from mcpipechekr.before_after import since_previous
 
-    before = previous_run(run_dir)
-    comparison = compare_runs(before, run_dir) if before is not None else None
+    comparison = since_previous(run_dir)
     return [] if comparison is None else comparison.lines()
 
 
