@@ -98,8 +98,8 @@ def run_loop(**params: Any) -> bool | None:
             stop = f"loop.max_iterations ({config.loop.max_iterations}) reached"
         summary_step(config, session, ending=stop)
         console.print(f"loop finished: {stop}")
-        if page is not None:  # the page turns into the last run, read only, and says why the loop ended
-            page.ended(session[-1] if session else None, stop)
+        if page is not None and session:  # the page turns into the last run, read only, and says why
+            page.ended(session[-1], stop)
 
 
 @answers_help

@@ -283,26 +283,18 @@ def serve_review(
     """
     session = ReviewSession.load(run_dir, config)
     server = ReviewServer(session, port=port, token=token)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
-    thread.start()
+    thread = _serve_in_thread(server)
     try:
-        out.print(Text(f"review page → {server.url}"))
-        out.print(
-            Text(
-                "Decide on the page (only this machine can reach it; the address carries its key). "
-                "Ctrl-C stops without recording anything."
-            )
+        _show_address(
+            server,
+            out,
+            "Decide on the page (only this machine can reach it; the address carries its key). "
+            "Ctrl-C stops without recording anything.",
+            open_browser=open_browser,
         )
-        if open_browser and not webbrowser.open(server.url):
-            out.print(Text("no browser could be opened here: open the address above yourself."))
-        while not session.done.wait(0.2):  # a timed wait, so Ctrl-C reaches this thread
-            pass
+        review = _decision(session)
     finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-    review = session.review
-    assert review is not None  # done is set only after a decision is recorded
+        _stop(server, thread)
     announce_decision(run_dir, review, out)
     return review
 
@@ -328,19 +320,14 @@ class LoopPage:
         self.out = out
         self.progress = LoopProgress(config.redactor.redact)
         self.server = ReviewServer(None, port=port, token=token, progress=self.progress)
-        self._thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True
+        self._thread = _serve_in_thread(self.server)
+        _show_address(
+            self.server,
+            out,
+            "It shows the loop's progress, and each review when the loop reaches it: decide there "
+            "(only this machine can reach it; the address carries its key).",
+            open_browser=open_browser,
         )
-        self._thread.start()
-        out.print(Text(f"review page → {self.server.url}"))
-        out.print(
-            Text(
-                "It shows the loop's progress, and each review when the loop reaches it: decide there "
-                "(only this machine can reach it; the address carries its key)."
-            )
-        )
-        if open_browser and not webbrowser.open(self.server.url):
-            out.print(Text("no browser could be opened here: open the address above yourself."))
 
     def review(self, run_dir: RunDir) -> Review:
         """Serve the review of `run_dir` on the page until a decision is recorded on it; that review.
@@ -354,32 +341,56 @@ class LoopPage:
             self.out.print(
                 Text(f"the review of {run_dir.run_id} waits on the review page (the address above)")
             )
-            while not session.done.wait(0.2):  # a timed wait, so Ctrl-C reaches this thread
-                pass
+            review = _decision(session)
         finally:
             self.server.session = None
-        review = session.review
-        assert review is not None  # done is set only after a decision is recorded
         announce_decision(run_dir, review, self.out)
         return review
 
-    def ended(self, run_dir: RunDir | None, reason: str) -> None:
+    def ended(self, run_dir: RunDir, reason: str) -> None:
         """The loop ended by itself, for `reason`: the page shows `run_dir` (its last run) read only.
 
         A page that asked for anything in the last few seconds (someone is watching) is given time to load
         it before `close` stops the server, so the reviewer sees how the loop ended and not a page that
-        stopped answering.
+        stopped answering. A run without a bug report has nothing to show: the page stops with the loop.
         """
-        if run_dir is not None and run_dir.bug_report.exists():
-            self.server.last_run = ReviewSession.load(run_dir, self.config)
+        if not run_dir.bug_report.exists():
+            return
+        self.server.last_run = ReviewSession.load(run_dir, self.config)
         self.progress.end(reason)
-        if self.server.last_run is not None and time.monotonic() - self.server.polled < WATCHED_S:
+        if time.monotonic() - self.server.polled < WATCHED_S:
             self.server.ended_shown.wait(WATCHED_S)
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self._thread.join(timeout=5)
+        _stop(self.server, self._thread)
+
+
+def _serve_in_thread(server: ReviewServer) -> threading.Thread:
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+    thread.start()
+    return thread
+
+
+def _stop(server: ReviewServer, thread: threading.Thread) -> None:
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+def _show_address(server: ReviewServer, out: Console, what_to_do: str, *, open_browser: bool) -> None:
+    """The address (with its key) and what to do there; `open_browser` opens it."""
+    out.print(Text(f"review page → {server.url}"))
+    out.print(Text(what_to_do))
+    if open_browser and not webbrowser.open(server.url):
+        out.print(Text("no browser could be opened here: open the address above yourself."))
+
+
+def _decision(session: ReviewSession) -> Review:
+    """Wait until the page records a decision on `session`; that review."""
+    while not session.done.wait(0.2):  # a timed wait, so Ctrl-C reaches this thread
+        pass
+    assert session.review is not None  # done is set only after a decision is recorded
+    return session.review
 
 
 _loop_page: LoopPage | None = None
