@@ -357,7 +357,15 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 # -- the pool of the phase in progress --------------------------------------------------------------------
 
-_current: dict[tuple[object, ...], list] = {}  # key -> [pool, blocks using it]
+@dataclass
+class _Open:
+    """A pool open in this process and how many blocks use it."""
+
+    pool: WarmPool
+    users: int = 0
+
+
+_current: dict[tuple[object, ...], _Open] = {}
 _current_lock = threading.Lock()
 
 
@@ -381,23 +389,22 @@ def open_pool(server: ServerConfig, **options: object) -> Iterator[WarmPool | No
     with _current_lock:
         entry = _current.get(key)
         if entry is None:
-            entry = _current[key] = [WarmPool(server, **options), 0]  # type: ignore[arg-type]
-        entry[1] += 1
-    pool: WarmPool = entry[0]
+            entry = _current[key] = _Open(WarmPool(server, **options))  # type: ignore[arg-type]
+        entry.users += 1
     try:
-        yield pool
+        yield entry.pool
     finally:
         with _current_lock:
-            entry[1] -= 1
-            last = entry[1] == 0
-            if last and _current.get(key) is entry:
+            entry.users -= 1
+            last = entry.users == 0
+            if last:
                 del _current[key]
         if last:
-            pool.close()
+            entry.pool.close()
 
 
 def current_pool(server: ServerConfig) -> WarmPool | None:
     """The pool open for this server in this process, if any."""
     with _current_lock:
         entry = _current.get(pool_key(server))
-        return entry[0] if entry is not None else None
+        return entry.pool if entry is not None else None
