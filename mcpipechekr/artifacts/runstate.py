@@ -137,12 +137,10 @@ def resume_line(run_dir: RunDir) -> str | None:
 
     Read from the run's files alone, so doit can tell while it lists its targets.
     """
-    if not run_dir.manifest.exists():
+    found = _traced_so_far(run_dir)
+    if found is None or found[1].complete or not found[1].traced:
         return None
-    coverage = trace_coverage(run_dir, load_manifest(run_dir))
-    if coverage.complete or not coverage.traced:
-        return None
-    counts = f"{len(coverage.traced)} of {len(coverage.planned)}"
+    counts = f"{len(found[1].traced)} of {len(found[1].planned)}"
     return f"resuming {run_dir.run_id}: {counts} attempts already traced"
 
 
@@ -152,8 +150,16 @@ def keeps_traces(run_dir: RunDir) -> bool:
     them, would otherwise pay for every attempt twice). A completed run is traced again as doit asks: it
     reruns a trace target only when what the trace depends on changed.
     """
-    if not run_dir.manifest.exists():
+    found = _traced_so_far(run_dir)
+    if found is None:
         return False
-    manifest = load_manifest(run_dir)
-    coverage = trace_coverage(run_dir, manifest)
+    manifest, coverage = found
     return bool(coverage.traced) and (not coverage.complete or manifest.status != "completed")
+
+
+def _traced_so_far(run_dir: RunDir) -> tuple[Manifest, TraceCoverage] | None:
+    """An existing run's manifest and trace coverage; None for a run not yet begun."""
+    if not run_dir.manifest.exists():
+        return None
+    manifest = load_manifest(run_dir)
+    return manifest, trace_coverage(run_dir, manifest)
