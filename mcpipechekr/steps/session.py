@@ -11,7 +11,7 @@ from rich.console import Console
 
 from mcpipechekr._util.console import console
 from mcpipechekr._util.yamlsrc import display_path
-from mcpipechekr.artifacts import RunDir, read_model
+from mcpipechekr.artifacts import BugReport, RunDir, read_model
 from mcpipechekr.artifacts.fix_record import read_fix_record
 from mcpipechekr.artifacts.review import Review
 from mcpipechekr.config import Config
@@ -104,9 +104,8 @@ def no_server_bugs_left(run_dir: RunDir) -> str | None:
     `exit`, and a fix step with nothing to fix would change nothing for the next run to measure.
     """
     from mcpipechekr.review.bugs import bugs_to_fix
-    from mcpipechekr.review.decision import load_bug_report
 
-    report, _ = load_bug_report(run_dir)
+    report = read_model(run_dir.bug_report, BugReport)
     if bugs_to_fix(report):
         return None
     agent = sum(1 for bug in report.bugs if bug.fixable_by != "server")
